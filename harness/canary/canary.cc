@@ -1,0 +1,69 @@
+#include "canary/canary.h"
+
+#include <fmt/format.h>
+
+#include "canary/dns_canary.h"
+#include "canary/hit_log.h"
+#include "canary/http_canary.h"
+#include "canary/net_util.h"
+#include "canary/tcp_canary.h"
+
+namespace sandprobe::canary {
+
+CanarySet::CanarySet(std::string nonce, size_t max_hits)
+    : nonce_(std::move(nonce)), log_(std::make_unique<HitLog>(max_hits)) {}
+
+CanarySet::~CanarySet() { Stop(); }
+
+std::expected<std::unique_ptr<CanarySet>, std::string> CanarySet::Start(
+    const std::string& bind_address, const std::string& nonce, const CanaryOptions& options) {
+  if (!IsValidNonce(nonce)) {
+    return std::unexpected(
+        fmt::format("canary: invalid nonce '{}' (want 1..63 of [A-Za-z0-9_-])", Printable(nonce)));
+  }
+  auto address = ParseIpv4(bind_address);
+  if (!address) return std::unexpected("canary: " + address.error());
+  if (address->s_addr == htonl(INADDR_ANY)) {
+    return std::unexpected(
+        "canary: refusing wildcard 0.0.0.0; bind loopback or a test-created network's address");
+  }
+
+  std::unique_ptr<CanarySet> set(new CanarySet(nonce, options.max_hits));
+  const auto address_with = [&](uint16_t port) { return fmt::format("{}:{}", bind_address, port); };
+
+  auto http = HttpCanary::Start(bind_address, options.http_port, nonce, *set->log_);
+  if (!http) return std::unexpected("http canary: " + http.error());
+  set->http_ = std::move(*http);
+  set->http_address_ = address_with(set->http_->port());
+
+  auto tcp = TcpCanary::Start(*address, options.tcp_port, nonce, *set->log_);
+  if (!tcp) return std::unexpected("tcp canary: " + tcp.error());
+  set->tcp_ = std::move(*tcp);
+  set->tcp_address_ = address_with(set->tcp_->port());
+
+  auto dns = DnsCanary::Start(*address, options.dns_port, nonce, *set->log_);
+  if (!dns) return std::unexpected("dns canary: " + dns.error());
+  set->dns_ = std::move(*dns);
+  set->dns_address_ = address_with(set->dns_->port());
+  return set;  // on any error above, ~CanarySet stopped what had started
+}
+
+std::vector<Hit> CanarySet::HitsFor(std::string_view invocation) const {
+  return log_->Matching(invocation);
+}
+
+std::vector<Hit> CanarySet::AllHits() const { return log_->All(); }
+
+size_t CanarySet::dropped_hits() const { return log_->dropped(); }
+
+void CanarySet::Stop() {
+  std::lock_guard lock(stop_mutex_);
+  if (stopped_) return;
+  stopped_ = true;
+  // TCP and DNS stop at once; HTTP may wait for a slow client's 2 s read timeout.
+  if (tcp_) tcp_->Stop();
+  if (dns_) dns_->Stop();
+  if (http_) http_->Stop();
+}
+
+}  // namespace sandprobe::canary

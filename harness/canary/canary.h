@@ -1,0 +1,99 @@
+// Canary listeners: HTTP, TCP echo and DNS-over-UDP servers owned by the harness and tagged with
+// a per-run nonce. A probe that reaches one gets the nonce back and leaves a Hit in the log, so
+// "reached" rests on server-side proof, not on "connect() did not fail" (DESIGN.md, "Canaries
+// and hermetic targets").
+//
+// Wire protocols (what probes speak):
+//   HTTP  any method, any path; header "X-Sandprobe: <nonce> <invocation>". Always answers 200,
+//         text/plain, body "sandprobe-canary <nonce>\n" (a real metadata server answers too).
+//   TCP   one line "SANDPROBE <nonce> <invocation>\n" (at most 512 bytes, 2 s to send it);
+//         answers "SANDPROBE-ECHO <nonce> <invocation>\n" and closes. Anything else: closed
+//         without an answer.
+//   DNS   a standard query for "<invocation>.<nonce>.sandprobe.test"; answers NXDOMAIN (same id,
+//         RD copied, question echoed, no records). Malformed packets are dropped silently.
+// Every request that parses is logged; its Hit carries the invocation only when it carried this
+// run's nonce and a well-formed invocation (1..128 printable ASCII bytes, no spaces; DNS: the
+// first label, nonce label compared case-insensitively), otherwise invocation "".
+//
+// Traffic rule: bind only a loopback address (127.0.0.0/8) or the gateway address of a network
+// the test itself created (e.g. a Docker --internal network). The wildcard 0.0.0.0 is refused.
+//
+// Thread-safety: all CanarySet methods may be called from any thread concurrently. Each
+// listener runs on its own thread(s); Stop() (or the destructor) stops and joins them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <expected>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sandprobe::canary {
+
+// One request a canary received. All strings came from the network: bounded and printable
+// (bytes outside 0x20..0x7e replaced by '?'), but still untrusted for every output format.
+struct Hit {
+  std::string kind;        // "http" | "tcp" | "dns"
+  std::string invocation;  // the probe invocation id the request carried ("" if none/foreign nonce)
+  std::string peer;        // "ip:port" of the client
+  std::string detail;      // ≤200 bytes: "GET /latest/meta-data/", the TCP line, or the DNS qname
+  int64_t unix_ms = 0;     // wall clock of the hit, milliseconds since the Unix epoch
+};
+
+// Ports 0 mean "let the kernel choose". max_hits bounds memory: later hits are counted, not kept.
+struct CanaryOptions {
+  uint16_t http_port = 0;
+  uint16_t tcp_port = 0;
+  uint16_t dns_port = 0;
+  size_t max_hits = 10'000;
+};
+
+class HitLog;
+class HttpCanary;
+class TcpCanary;
+class DnsCanary;
+
+// The three listeners on one bind address, sharing one hit log. Stops in the destructor.
+class CanarySet {
+ public:
+  // bind_address: an IPv4 address (tests/demo use 127.0.0.1; later a Docker --internal network
+  // gateway). nonce: 1..63 bytes of [A-Za-z0-9_-] (it must fit in one DNS label).
+  // Errors: a message naming the failing listener and why (errno text), e.g.
+  // "dns canary: bind 127.0.0.1:53: Permission denied", or the rejected argument.
+  static std::expected<std::unique_ptr<CanarySet>, std::string> Start(
+      const std::string& bind_address, const std::string& nonce, const CanaryOptions& options = {});
+
+  ~CanarySet();
+  CanarySet(const CanarySet&) = delete;
+  CanarySet& operator=(const CanarySet&) = delete;
+
+  // "127.0.0.1:PORT" of each listener; unchanged after Stop().
+  std::string http_address() const { return http_address_; }
+  std::string tcp_address() const { return tcp_address_; }
+  std::string dns_address() const { return dns_address_; }
+  const std::string& nonce() const { return nonce_; }
+
+  std::vector<Hit> HitsFor(std::string_view invocation) const;  // hits carrying that invocation
+  std::vector<Hit> AllHits() const;                              // in arrival order
+  size_t dropped_hits() const;  // hits not stored because max_hits was reached
+
+  // Idempotent; joins all listener threads. Afterwards no port is listening. Hits stay readable.
+  void Stop();
+
+ private:
+  CanarySet(std::string nonce, size_t max_hits);
+
+  std::string nonce_;
+  std::string http_address_, tcp_address_, dns_address_;
+  std::unique_ptr<HitLog> log_;  // declared first among owners: outlives the listeners
+  std::unique_ptr<HttpCanary> http_;
+  std::unique_ptr<TcpCanary> tcp_;
+  std::unique_ptr<DnsCanary> dns_;
+  std::mutex stop_mutex_;
+  bool stopped_ = false;
+};
+
+}  // namespace sandprobe::canary

@@ -1,0 +1,95 @@
+#include "canary/http_canary.h"
+
+#include <sys/socket.h>
+
+#include <chrono>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "canary/hit_log.h"
+#include "canary/net_util.h"
+
+namespace sandprobe::canary {
+namespace {
+
+constexpr auto kStartupTimeout = std::chrono::seconds(5);
+
+// httplib reports a failed bind only as -1/false. Repeat the bind on a plain socket to learn
+// the errno text for the error message.
+std::string DescribeBindFailure(const std::string& host, uint16_t port) {
+  auto address = ParseIpv4(host);
+  if (!address) return address.error();
+  auto fd = BindSocket(SOCK_STREAM, *address, port);
+  if (!fd) return fd.error();
+  return fmt::format("httplib could not bind {}:{}", host, port);
+}
+
+}  // namespace
+
+std::expected<std::unique_ptr<HttpCanary>, std::string> HttpCanary::Start(const std::string& host,
+                                                                           uint16_t port,
+                                                                           std::string nonce,
+                                                                           HitLog& log) {
+  std::unique_ptr<HttpCanary> canary(new HttpCanary(std::move(nonce), log));
+  httplib::Server& server = canary->server_;
+  server.set_read_timeout(2, 0);
+  server.set_write_timeout(2, 0);
+  server.set_keep_alive_timeout(1);
+  server.set_payload_max_length(64 * 1024);
+  // Pre-routing sees every method and path without regex matching on attacker-chosen paths.
+  server.set_pre_routing_handler([c = canary.get()](const auto& request, auto& response) {
+    c->OnRequest(request, response);
+    return httplib::Server::HandlerResponse::Handled;
+  });
+
+  if (port == 0) {
+    const int bound = server.bind_to_any_port(host);
+    if (bound <= 0) return std::unexpected(DescribeBindFailure(host, 0));
+    canary->port_ = static_cast<uint16_t>(bound);
+  } else {
+    if (!server.bind_to_port(host, port)) return std::unexpected(DescribeBindFailure(host, port));
+    canary->port_ = port;
+  }
+
+  HttpCanary* raw = canary.get();
+  canary->thread_ = std::thread([raw] {
+    raw->server_.listen_after_bind();
+    raw->listen_returned_ = true;
+  });
+  // httplib's stop() is a no-op until listen has started: wait for it before handing out.
+  const auto deadline = std::chrono::steady_clock::now() + kStartupTimeout;
+  while (!server.is_running()) {
+    if (canary->listen_returned_ || std::chrono::steady_clock::now() > deadline) {
+      canary->Stop();
+      return std::unexpected(fmt::format("listen {}:{} did not start", host, canary->port_));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return canary;
+}
+
+void HttpCanary::Stop() {
+  if (!thread_.joinable()) return;
+  // Loop: if listen has not set its running flag yet, stop() would be lost.
+  while (!listen_returned_) {
+    server_.stop();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  thread_.join();
+}
+
+void HttpCanary::OnRequest(const httplib::Request& request, httplib::Response& response) {
+  Hit hit;
+  hit.kind = "http";
+  hit.invocation = InvocationFromTag(request.get_header_value("X-Sandprobe"), nonce_);
+  hit.peer = fmt::format("{}:{}", request.remote_addr, request.remote_port);
+  hit.detail = Printable(request.method + " " + request.path);
+  hit.unix_ms = NowUnixMs();
+  log_.Record(std::move(hit));
+
+  response.status = 200;
+  response.set_content(fmt::format("sandprobe-canary {}\n", nonce_), "text/plain");
+}
+
+}  // namespace sandprobe::canary

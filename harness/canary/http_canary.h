@@ -1,0 +1,45 @@
+// The HTTP canary: an httplib::Server that answers every request with 200 and the run's nonce,
+// and logs a Hit. Internal to harness/canary; use CanarySet.
+#pragma once
+
+#include <httplib.h>
+
+#include <atomic>
+#include <cstdint>
+#include <expected>
+#include <memory>
+#include <string>
+#include <thread>
+
+namespace sandprobe::canary {
+
+class HitLog;
+
+class HttpCanary {
+ public:
+  // Binds host:port (0: kernel-chosen), starts the server thread and waits until it accepts.
+  // Error: "bind 127.0.0.1:80: Permission denied" style text, or a start-up timeout.
+  static std::expected<std::unique_ptr<HttpCanary>, std::string> Start(const std::string& host,
+                                                                        uint16_t port,
+                                                                        std::string nonce,
+                                                                        HitLog& log);
+  ~HttpCanary() { Stop(); }
+
+  uint16_t port() const { return port_; }
+  // Stops accepting and joins the server thread. Bounded by the 2 s read timeout of a slow
+  // client in mid-request. Not thread-safe by itself: CanarySet serialises calls.
+  void Stop();
+
+ private:
+  HttpCanary(std::string nonce, HitLog& log) : nonce_(std::move(nonce)), log_(log) {}
+  void OnRequest(const httplib::Request& request, httplib::Response& response);
+
+  const std::string nonce_;
+  HitLog& log_;
+  httplib::Server server_;
+  std::thread thread_;
+  std::atomic<bool> listen_returned_{false};
+  uint16_t port_ = 0;
+};
+
+}  // namespace sandprobe::canary

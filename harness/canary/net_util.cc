@@ -1,0 +1,95 @@
+#include "canary/net_util.h"
+
+#include <arpa/inet.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <system_error>
+
+#include <fmt/format.h>
+
+namespace sandprobe::canary {
+
+UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
+  if (this != &other) reset(other.release());
+  return *this;
+}
+
+int UniqueFd::release() {
+  int fd = fd_;
+  fd_ = -1;
+  return fd;
+}
+
+void UniqueFd::reset(int fd) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+}
+
+std::expected<WakeFd, std::string> WakeFd::Create() {
+  int fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (fd < 0) return std::unexpected("eventfd: " + ErrnoText(errno));
+  WakeFd wake;
+  wake.fd_.reset(fd);
+  return wake;
+}
+
+void WakeFd::Signal() const {
+  uint64_t one = 1;
+  // A failed write means the counter is already non-zero: the loop will wake anyway.
+  [[maybe_unused]] ssize_t ignored = ::write(fd_.get(), &one, sizeof(one));
+}
+
+std::string ErrnoText(int err) { return std::error_code(err, std::system_category()).message(); }
+
+std::expected<in_addr, std::string> ParseIpv4(const std::string& text) {
+  in_addr address{};
+  if (::inet_pton(AF_INET, text.c_str(), &address) != 1) {
+    return std::unexpected(fmt::format("not an IPv4 address: '{}'", text));
+  }
+  return address;
+}
+
+std::string FormatAddress(const sockaddr_in& address) {
+  char text[INET_ADDRSTRLEN] = {};
+  ::inet_ntop(AF_INET, &address.sin_addr, text, sizeof(text));
+  return fmt::format("{}:{}", text, ntohs(address.sin_port));
+}
+
+std::expected<UniqueFd, std::string> BindSocket(int type, in_addr address, uint16_t port) {
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr = address;
+  sa.sin_port = htons(port);
+  const std::string where = FormatAddress(sa);
+  UniqueFd fd(::socket(AF_INET, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return std::unexpected(fmt::format("socket {}: {}", where, ErrnoText(errno)));
+  if (type == SOCK_STREAM) {
+    int yes = 1;
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  }
+  if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&sa), sizeof(sa)) != 0) {
+    return std::unexpected(fmt::format("bind {}: {}", where, ErrnoText(errno)));
+  }
+  if (type == SOCK_STREAM && ::listen(fd.get(), 64) != 0) {
+    return std::unexpected(fmt::format("listen {}: {}", where, ErrnoText(errno)));
+  }
+  return fd;
+}
+
+uint16_t LocalPort(int fd) {
+  sockaddr_in sa{};
+  socklen_t len = sizeof(sa);
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) != 0) return 0;
+  return ntohs(sa.sin_port);
+}
+
+int64_t NowUnixMs() {
+  using std::chrono::duration_cast, std::chrono::milliseconds, std::chrono::system_clock;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace sandprobe::canary

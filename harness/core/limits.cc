@@ -1,0 +1,88 @@
+#include "core/limits.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+
+namespace sandprobe::core {
+namespace {
+
+// Splits "256Mi" into 256 and "Mi"; the number may carry a fraction.
+bool SplitNumber(std::string_view text, double& number, std::string_view& suffix) {
+  size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
+    ++i;
+  if (i == 0) return false;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + i, number);
+  if (ec != std::errc() || ptr != text.data() + i || !std::isfinite(number) || number < 0) {
+    return false;
+  }
+  suffix = text.substr(i);
+  return true;
+}
+
+}  // namespace
+
+std::expected<uint64_t, std::string> ParseBytes(std::string_view text) {
+  double n = 0;
+  std::string_view suffix;
+  if (!SplitNumber(text, n, suffix)) {
+    return std::unexpected(
+        fmt::format("'{}' is not a size (expected e.g. 256Mi, 64M, 1024)", text));
+  }
+  static constexpr struct {
+    std::string_view suffix;
+    double scale;
+  } kUnits[] = {{"", 1},         {"B", 1},           {"k", 1e3},
+                {"K", 1e3},      {"M", 1e6},         {"G", 1e9},
+                {"Ki", 1024.0},  {"Mi", 1048576.0},  {"Gi", 1073741824.0},
+                {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}};
+  for (const auto& u : kUnits) {
+    if (u.suffix == suffix) {
+      const double bytes = n * u.scale;
+      if (bytes > 1.8e19) return std::unexpected(fmt::format("'{}' is too large", text));
+      return static_cast<uint64_t>(std::llround(bytes));
+    }
+  }
+  return std::unexpected(
+      fmt::format("'{}' has an unknown unit '{}' (use B, K, M, G, Ki, Mi, Gi)", text, suffix));
+}
+
+std::expected<double, std::string> ParseSeconds(std::string_view text) {
+  double n = 0;
+  std::string_view suffix;
+  if (!SplitNumber(text, n, suffix)) {
+    return std::unexpected(fmt::format("'{}' is not a duration (expected e.g. 10s, 500ms)", text));
+  }
+  if (suffix.empty() || suffix == "s") return n;
+  if (suffix == "ms") return n / 1000.0;
+  if (suffix == "m") return n * 60.0;
+  if (suffix == "h") return n * 3600.0;
+  return std::unexpected(
+      fmt::format("'{}' has an unknown unit '{}' (use ms, s, m, h)", text, suffix));
+}
+
+std::optional<double> Limits::Get(std::string_view name, std::string_view unit) const {
+  std::optional<double> raw;
+  bool is_bytes = true;
+  if (name == "memory" && memory_bytes) raw = static_cast<double>(*memory_bytes);
+  if (name == "tmp" && tmp_bytes) raw = static_cast<double>(*tmp_bytes);
+  if (name == "output" && output_bytes) raw = static_cast<double>(*output_bytes);
+  if (name == "pids" && pids) {
+    raw = static_cast<double>(*pids);
+    is_bytes = false;
+  }
+  if (name == "timeout" && timeout_s) {
+    raw = *timeout_s;
+    is_bytes = false;
+  }
+  if (!raw) return std::nullopt;
+  if (!is_bytes || unit.empty() || unit == "B" || unit == "s") return raw;
+  if (unit == "KiB") return *raw / 1024.0;
+  if (unit == "MiB") return *raw / 1048576.0;
+  if (unit == "GiB") return *raw / 1073741824.0;
+  return raw;
+}
+
+}  // namespace sandprobe::core

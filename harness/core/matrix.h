@@ -1,0 +1,74 @@
+// Matrix: probes x arms of observations, plus one verdict per probe x candidate. The runner
+// produces it; reporters render it and never judge.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/exposure.h"
+#include "core/manifest.h"
+#include "core/observation.h"
+#include "core/suite.h"
+#include "core/verdict.h"
+
+namespace sandprobe::core {
+
+inline constexpr int kReportSchemaVersion = 1;
+
+struct ArmInfo {
+  std::string name;
+  ArmRole role = ArmRole::kCandidate;
+  std::string driver;
+  std::string description;
+  std::string source_path;
+  std::vector<std::string> weakens;  // declared isolation-weakening options
+  std::string control;               // for candidates: the control named by the manifest
+};
+
+struct Row {
+  std::string probe;  // probe id
+  std::string label;  // row label
+  Level level = Level::kRequired;
+};
+
+// One probe in one arm. Controls can hold several cells per probe: one per distinct parameter set
+// (params_key) that the candidates needed.
+struct Cell {
+  Observation observation;
+  Classification classification;
+};
+
+struct VerdictCell {
+  std::string probe;
+  std::string candidate;
+  Verdict verdict;
+};
+
+struct Matrix {
+  int schema_version = kReportSchemaVersion;
+  std::string run_id;
+  std::string nonce_hash;  // short sha256 prefix of the nonce (the nonce itself is not secret,
+                           // but reports need not carry it)
+  std::string suite;
+  std::string started_at;   // RFC 3339 UTC
+  std::string finished_at;  // RFC 3339 UTC
+  bool interrupted = false;
+  std::vector<std::string> notes;  // run-level notes (warnings, banners)
+  std::vector<ArmInfo> arms;
+  std::vector<Row> rows;
+  std::vector<Cell> cells;
+  std::vector<VerdictCell> verdicts;
+
+  // The cell of a probe in an arm: for a candidate its only cell; for a control the one whose
+  // params match `params_key`, or the first when params_key is empty. nullptr if none.
+  const Cell* Find(std::string_view probe, std::string_view arm,
+                   std::string_view params_key = "") const;
+  const VerdictCell* FindVerdict(std::string_view probe, std::string_view candidate) const;
+  const ArmInfo* FindArm(std::string_view name) const;
+};
+
+// Exit code of `sandprobe run` (DESIGN.md): 0 every required verdict PASS or SKIP; 1 a required
+// FAIL; 2 no FAIL but a required INCONCLUSIVE or ERROR (or the run was interrupted).
+int RunExitCode(const Matrix& m);
+
+}  // namespace sandprobe::core

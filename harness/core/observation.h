@@ -1,0 +1,66 @@
+// Observation: the raw facts of one probe invocation in one arm, with no judgement. Drivers fill
+// the ending and driver facts; the output collector fills records and bounded raw output.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sandprobe::core {
+
+// How the invocation ended, as the harness saw it.
+enum class Ending {
+  kExited,        // the sandbox process exited on its own (exit_code is valid)
+  kSignaled,      // killed by a signal the harness did not send (signal is valid)
+  kDeadline,      // still running at the harness deadline; the harness killed it
+  kInterrupted,   // the run was interrupted (SIGINT/SIGTERM) before the probe ended
+  kHarnessError,  // the harness or driver failed; harness_error says why
+  kNotRun,        // never started (skipped, or the run stopped first)
+};
+std::string_view ToString(Ending e);
+
+// A canary listener's record that this invocation reached it (server-side proof).
+struct CanaryHit {
+  std::string kind;    // "http" | "tcp" | "dns"
+  std::string peer;    // client "ip:port" as the canary saw it
+  std::string detail;  // bounded request summary
+};
+
+struct Observation {
+  std::string probe;       // probe id
+  std::string arm;         // arm (manifest) name
+  std::string invocation;  // per-invocation tag carried in the script and in canary hits
+  std::string params_key;  // canonical JSON of the resolved parameters (control matching)
+  nlohmann::json params = nlohmann::json::object();
+
+  Ending ending = Ending::kNotRun;
+  int exit_code = 0;          // valid for kExited
+  int signal = 0;             // valid for kSignaled
+  double duration_s = 0;      // wall time from start to end, seconds
+  double deadline_s = 0;      // the harness deadline that applied, seconds
+  std::string harness_error;  // for kHarnessError
+
+  // Nonce-tagged records in arrival order (bounded), and the first "result" record.
+  std::vector<nlohmann::json> records;
+  std::optional<nlohmann::json> result;
+  size_t dropped_records = 0;  // records beyond the bound
+  size_t foreign_lines = 0;    // marker lines with a wrong nonce or invalid JSON: never evidence
+
+  // Raw output, untrusted: valid UTF-8 (invalid bytes replaced), bounded head.
+  std::string stdout_head;
+  std::string stderr_head;
+  uint64_t stdout_bytes = 0;  // total bytes seen
+  uint64_t stderr_bytes = 0;
+
+  std::vector<CanaryHit> canary_hits;
+  // Facts from the driver that beat self-reports, e.g. {"oom_killed": true} from
+  // Docker Engine API ContainerInspect State.OOMKilled; {"descendants_killed": 2}.
+  nlohmann::json driver_facts = nlohmann::json::object();
+
+  // The last "progress" record, if any (e.g. the balloon's last flushed step).
+  const nlohmann::json* LastProgress() const;
+};
+
+}  // namespace sandprobe::core

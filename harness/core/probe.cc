@@ -1,0 +1,12 @@
+#include "core/probe.h"
+
+#include <algorithm>
+
+namespace sandprobe::core {
+
+bool ProbeDescriptor::AppliesTo(const std::string& driver) const {
+  return std::ranges::any_of(drivers,
+                             [&](const std::string& d) { return d == "all" || d == driver; });
+}
+
+}  // namespace sandprobe::core

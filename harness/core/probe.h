@@ -1,0 +1,49 @@
+// Probe descriptor: what a probe is, which parameters it takes, and how its observations map to
+// exposure. Loaded from probes/<category>/<name>/probe.yaml by config/; immutable afterwards.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/exposure.h"
+
+namespace sandprobe::core {
+
+// A parameter with a default, optionally sized from a limit the candidate claims
+// (e.g. the balloon's target_mib = 2 x limits.memory, expressed in MiB).
+struct ParamSpec {
+  nlohmann::json default_value;
+  std::string description;
+  std::string from_limit;  // "" | "memory" | "tmp" | "pids" | "timeout" | "output"
+  double factor = 1.0;     // multiplier applied to the limit
+  std::string unit;        // unit of the parameter when sized from a limit: "MiB", "KiB", "B", "s"
+};
+
+// Declared per probe: which result outcomes, endings and facts mean exposed or contained.
+struct ClassifyRules {
+  std::map<std::string, Exposure> outcomes;  // result record "outcome" -> exposure
+  Exposure killed = Exposure::kUnknown;      // ended by a signal or exit 124/137/143, no result
+  Exposure deadline = Exposure::kUnknown;    // still running at the harness deadline
+  Exposure canary_hit = Exposure::kExposed;  // the canary logged this invocation
+};
+
+struct ProbeDescriptor {
+  std::string id;        // stable dotted id, e.g. "net.dns"
+  std::string label;     // matrix row label, e.g. "dns"
+  std::string category;  // "net", "cred", "res", "fs", "platform", ...
+  std::string description;
+  bool requires_control = true;      // false: judged without a control (admission probes)
+  std::vector<std::string> drivers;  // drivers it applies to; {"all"} for every driver
+  std::map<std::string, ParamSpec> params;
+  ClassifyRules classify;
+  std::string script;       // probe.py body (the preamble is added at deployment)
+  std::string source_path;  // where the descriptor was read from, for messages
+
+  // True when the probe applies to the named driver.
+  bool AppliesTo(const std::string& driver) const;
+};
+
+}  // namespace sandprobe::core

@@ -1,0 +1,79 @@
+# --- sandprobe preamble (probes/lib/preamble.py): parameters, record writer, shared helpers. Records
+# go straight to fd 1 so a SIGKILL loses nothing already emitted. Never put a secret in a record.
+import base64, errno as _errno, hashlib, ipaddress, json, os, socket, sys
+
+_CFG = json.loads(base64.b64decode(_SANDPROBE))
+PROBE, NONCE, INVOCATION = _CFG["probe"], _CFG["nonce"], _CFG["invocation"]
+PARAMS = dict(_CFG.get("params") or {})
+MARK = "@@sandprobe"
+_STATE = {"seq": 0, "result": False, "reader_gone": False}
+os.set_blocking(1, True)  # a non-blocking stdout would turn a slow reader into lost records
+
+def emit(kind, **fields):
+    """Write one `@@sandprobe <NONCE> <compact json>` line to fd 1 at once."""
+    if _STATE["reader_gone"]:
+        return
+    _STATE["seq"] += 1
+    rec = {"kind": kind, "probe": PROBE, "seq": _STATE["seq"]}
+    rec.update((k, v) for k, v in fields.items() if k not in rec)
+    text = json.dumps(rec, separators=(",", ":"), ensure_ascii=True, default=str)
+    line = ("%s %s %s\n" % (MARK, NONCE, text)).encode("ascii")
+    while line:
+        try:
+            line = line[os.write(1, line):]
+        except OSError:  # EPIPE/EBADF: nobody reads any more; unwind so finally blocks clean up
+            _STATE["reader_gone"] = True
+            raise SystemExit(141)
+
+def result(outcome, evidence, errno=None, detail="", **extra):
+    """The one final record. evidence: "positive" (direct proof) or "absence" (a non-event)."""
+    if not _STATE["result"]:
+        _STATE["result"] = True
+        emit("result", outcome=outcome, evidence=evidence, errno=errno, detail=detail, **extra)
+
+def errno_name(exc):
+    """"ECONNREFUSED" for an OSError, "EAI_NONAME" for a resolver error, else the class name."""
+    code = getattr(exc, "errno", None)
+    if isinstance(exc, socket.gaierror):
+        names = [n for n in sorted(dir(socket)) if n.startswith("EAI_") and getattr(socket, n) == code]
+        return names[0] if names else "EAI_%s" % code
+    if isinstance(exc, OSError) and isinstance(code, int) and type(exc).__module__ != "ssl":
+        return _errno.errorcode.get(code, "E%d" % code)  # (SSLError.errno is not an OS errno)
+    return type(exc).__name__
+
+def sha256_prefix(data):
+    return hashlib.sha256(data).hexdigest()[:12]
+
+def is_loopback(host):
+    """127.0.0.0/8, ::1, ::ffff:127.x or the name localhost. Never resolves anything."""
+    host = host.strip("[]").rstrip(".").lower()
+    try:
+        ip = ipaddress.ip_address(host.split("%")[0])
+    except ValueError:
+        return host == "localhost" or host.endswith(".localhost")
+    return ip.is_loopback or bool(getattr(ip, "ipv4_mapped", None) and ip.ipv4_mapped.is_loopback)
+
+def split_hostport(text, default_port):
+    # "host:port", "[v6]:port", "host" or a bare IPv6 address -> (host, port)
+    host, sep, port = text.rpartition(":")
+    if not sep or "]" in port or (":" in host and not host.endswith("]")):
+        return text.strip("[]"), default_port
+    return host.strip("[]"), int(port)
+
+def net_failure(exc, host):
+    """A failed connect/send/recv to host -> (outcome, evidence, errno, detail)."""
+    name = errno_name(exc)
+    if name == "ECONNREFUSED" and is_loopback(host):  # the harness guarantees a listener there
+        return "blocked", "positive", name, "refused on loopback: a different network stack answered"
+    if name == "ECONNREFUSED":
+        return "refused", "positive", name, "refused by the target: the packet got through"
+    if name in ("ENETUNREACH", "EHOSTUNREACH", "EPERM", "EACCES", "EAFNOSUPPORT", "EADDRNOTAVAIL"):
+        return "blocked", "positive", name, "the network stack rejected the packet"
+    if isinstance(exc, TimeoutError):
+        return "blocked", "absence", name, "no answer within the timeout"
+    return "error", "absence", name, "unexpected %s" % type(exc).__name__
+
+def _crash(kind, exc, tb):  # an uncaught exception still ends in a result record
+    result("error", "absence", errno_name(exc), "probe crashed: %s" % kind.__name__)
+    sys.__excepthook__(kind, exc, tb)
+sys.excepthook = _crash
