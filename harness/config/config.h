@@ -1,0 +1,45 @@
+// Loading YAML (probe descriptors, suites, manifests) into immutable core types. yaml-cpp's
+// exceptions stop here: every error is a value naming the file, line, column and field.
+#pragma once
+
+#include <expected>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/manifest.h"
+#include "core/probe.h"
+#include "core/suite.h"
+
+namespace sandprobe::config {
+
+struct ConfigError {
+  std::string file;
+  int line = 0;       // 1-based; 0 when unknown
+  int column = 0;     // 1-based; 0 when unknown
+  std::string field;  // dotted path, e.g. "command.argv[3]"; "" for the whole file
+  std::string message;
+  // "manifests/x.yaml:12:3: command.argv: expected a list of strings"
+  std::string ToString() const;
+};
+
+template <typename T>
+using Loaded = std::expected<T, ConfigError>;
+
+// probes/<category>/<name>/probe.yaml plus probe.py beside it.
+Loaded<core::ProbeDescriptor> LoadProbe(const std::filesystem::path& dir);
+// Every probes/*/*/probe.yaml under root (the lib/ folder is skipped), sorted by id; duplicate
+// ids are an error.
+Loaded<std::vector<core::ProbeDescriptor>> LoadProbeTree(const std::filesystem::path& root);
+
+Loaded<core::Suite> LoadSuite(const std::filesystem::path& file);
+Loaded<core::Suite> ParseSuite(const std::string& text, const std::string& source);
+
+Loaded<core::Manifest> LoadManifest(const std::filesystem::path& file);
+Loaded<core::Manifest> ParseManifest(const std::string& text, const std::string& source);
+
+// What kind of file a YAML document is, by its keys: "manifest" (driver:), "suite" (probes:),
+// "probe" (id: and classify:), or an error.
+Loaded<std::string> DetectKind(const std::filesystem::path& file);
+
+}  // namespace sandprobe::config

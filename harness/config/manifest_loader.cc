@@ -1,0 +1,183 @@
+// Manifest YAML -> core::Manifest. Validates the common fields and the `local` / `command`
+// driver sections; other drivers' sections are passed through for their drivers to validate.
+#include <fmt/format.h>
+
+#include "config/config.h"
+#include "config/yaml_util.h"
+
+namespace sandprobe::config {
+namespace {
+
+using internal::At;
+
+constexpr const char* kDrivers[] = {"local", "command", "docker", "kubernetes", "http"};
+
+std::expected<void, ConfigError> LoadLimits(const std::string& file, const YAML::Node& node,
+                                            core::Limits& limits) {
+  if (!node.IsDefined() || node.IsNull()) return {};
+  if (!node.IsMap()) return std::unexpected(At(file, node, "limits", "expected a mapping"));
+  if (auto r =
+          internal::OnlyKeys(file, node, "limits", {"timeout", "memory", "tmp", "pids", "output"});
+      !r) {
+    return r;
+  }
+  for (const auto& kv : node) {
+    const std::string key = kv.first.Scalar();
+    const std::string field = "limits." + key;
+    if (!kv.second.IsScalar())
+      return std::unexpected(At(file, kv.second, field, "expected a value"));
+    const std::string text = kv.second.Scalar();
+    if (key == "timeout") {
+      auto s = core::ParseSeconds(text);
+      if (!s) return std::unexpected(At(file, kv.second, field, s.error()));
+      limits.timeout_s = *s;
+      continue;
+    }
+    if (key == "pids") {
+      auto n = core::ParseBytes(text);  // a plain count parses the same way
+      if (!n || text.find_first_not_of("0123456789") != std::string::npos) {
+        return std::unexpected(At(file, kv.second, field, "expected a whole number"));
+      }
+      limits.pids = *n;
+      continue;
+    }
+    auto b = core::ParseBytes(text);
+    if (!b) return std::unexpected(At(file, kv.second, field, b.error()));
+    (key == "memory" ? limits.memory_bytes
+     : key == "tmp"  ? limits.tmp_bytes
+                     : limits.output_bytes) = *b;
+  }
+  return {};
+}
+
+// argv: a non-empty list of strings; with {script} in exactly one element unless stdin: true.
+std::expected<void, ConfigError> CheckArgv(const std::string& file, const YAML::Node& section,
+                                           const std::string& path, bool stdin_mode) {
+  const YAML::Node argv = section["argv"];
+  const std::string field = path + ".argv";
+  if (!argv.IsDefined())
+    return std::unexpected(At(file, section, field, "required field is missing"));
+  if (!argv.IsSequence() || argv.size() == 0) {
+    return std::unexpected(At(file, argv, field, "expected a non-empty list of strings"));
+  }
+  int script_slots = 0;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    if (!argv[i].IsScalar()) {
+      return std::unexpected(
+          At(file, argv[i], fmt::format("{}[{}]", field, i), "expected a string"));
+    }
+    if (argv[i].Scalar().find("{script}") != std::string::npos) {
+      if (argv[i].Scalar() != "{script}") {
+        return std::unexpected(At(file, argv[i], fmt::format("{}[{}]", field, i),
+                                  "{script} must be a whole argument of its own"));
+      }
+      ++script_slots;
+    }
+  }
+  if (stdin_mode && script_slots != 0) {
+    return std::unexpected(At(file, argv, field, "stdin: true and {script} exclude each other"));
+  }
+  if (!stdin_mode && script_slots != 1) {
+    return std::unexpected(
+        At(file, argv, field,
+           fmt::format("expected exactly one \"{{script}}\" argument (found {}), "
+                       "or stdin: true",
+                       script_slots)));
+  }
+  return {};
+}
+
+std::expected<void, ConfigError> CheckDriverSection(const std::string& file, const YAML::Node& root,
+                                                    const std::string& driver) {
+  const YAML::Node section = root[driver];
+  if (driver == "local") {
+    if (!section.IsDefined() || section.IsNull()) return {};
+    if (!section.IsMap()) return std::unexpected(At(file, section, "local", "expected a mapping"));
+    if (auto r = internal::OnlyKeys(file, section, "local", {"argv"}); !r) return r;
+    if (section["argv"].IsDefined()) return CheckArgv(file, section, "local", false);
+    return {};
+  }
+  if (driver == "command") {
+    if (!section.IsDefined()) {
+      return std::unexpected(At(file, root, "command", "driver command needs a command: section"));
+    }
+    if (!section.IsMap())
+      return std::unexpected(At(file, section, "command", "expected a mapping"));
+    if (auto r = internal::OnlyKeys(file, section, "command", {"argv", "stdin"}); !r) return r;
+    bool stdin_mode = false;
+    if (section["stdin"].IsDefined()) {
+      const std::string s = section["stdin"].Scalar();
+      if (s != "true" && s != "false") {
+        return std::unexpected(
+            At(file, section["stdin"], "command.stdin", "expected true or false"));
+      }
+      stdin_mode = s == "true";
+    }
+    return CheckArgv(file, section, "command", stdin_mode);
+  }
+  return {};
+}
+
+}  // namespace
+
+Loaded<core::Manifest> ParseManifest(const std::string& text, const std::string& source) {
+  auto root = internal::ReadYaml(text, source);
+  if (!root) return std::unexpected(root.error());
+  const YAML::Node& y = *root;
+  if (auto r = internal::OnlyKeys(source, y, "",
+                                  {"name", "driver", "control", "description", "limits", "weakens",
+                                   "local", "command", "docker", "kubernetes", "http"});
+      !r) {
+    return std::unexpected(r.error());
+  }
+  core::Manifest m;
+  m.source_path = source;
+  auto name = internal::String(source, y, "name", "", true);
+  if (!name) return std::unexpected(name.error());
+  m.name = *name;
+  if (m.name.empty() || m.name.size() > 64 ||
+      m.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_.") != std::string::npos) {
+    return std::unexpected(
+        At(source, y["name"], "name", "expected 1-64 characters of [a-z0-9-_.]"));
+  }
+  auto driver = internal::String(source, y, "driver", "", true);
+  if (!driver) return std::unexpected(driver.error());
+  m.driver = *driver;
+  bool known = false;
+  for (const char* d : kDrivers) known = known || m.driver == d;
+  if (!known) {
+    return std::unexpected(At(source, y["driver"], "driver",
+                              fmt::format("unknown driver '{}' (expected local, command, docker, "
+                                          "kubernetes or http)",
+                                          m.driver)));
+  }
+  for (auto [key, out] : {std::pair{"control", &m.control}, {"description", &m.description}}) {
+    auto v = internal::String(source, y, key, "", false);
+    if (!v) return std::unexpected(v.error());
+    *out = *v;
+  }
+  if (auto r = LoadLimits(source, y["limits"], m.limits); !r) return std::unexpected(r.error());
+  if (const YAML::Node w = y["weakens"]; w.IsDefined()) {
+    if (!w.IsSequence())
+      return std::unexpected(At(source, w, "weakens", "expected a list of strings"));
+    for (size_t i = 0; i < w.size(); ++i) {
+      if (!w[i].IsScalar()) {
+        return std::unexpected(
+            At(source, w[i], fmt::format("weakens[{}]", i), "expected a string"));
+      }
+      m.weakens.push_back(w[i].Scalar());
+    }
+  }
+  if (auto r = CheckDriverSection(source, y, m.driver); !r) return std::unexpected(r.error());
+  if (y[m.driver].IsDefined()) m.driver_config = internal::ToJson(y[m.driver]);
+  if (m.driver_config.is_null()) m.driver_config = nlohmann::json::object();
+  return m;
+}
+
+Loaded<core::Manifest> LoadManifest(const std::filesystem::path& file) {
+  auto text = internal::ReadFile(file.string());
+  if (!text) return std::unexpected(text.error());
+  return ParseManifest(*text, file.string());
+}
+
+}  // namespace sandprobe::config

@@ -1,0 +1,181 @@
+// probe.yaml + probe.py -> core::ProbeDescriptor.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "config/config.h"
+#include "config/yaml_util.h"
+
+namespace sandprobe::config {
+namespace {
+
+using internal::At;
+
+std::expected<core::Exposure, ConfigError> ExposureAt(const std::string& file,
+                                                      const YAML::Node& node,
+                                                      const std::string& field) {
+  if (!node.IsScalar())
+    return std::unexpected(At(file, node, field, "expected exposed, contained or unknown"));
+  auto e = core::ParseExposure(node.Scalar());
+  if (!e) return std::unexpected(At(file, node, field, "expected exposed, contained or unknown"));
+  return *e;
+}
+
+std::expected<void, ConfigError> LoadParams(const std::string& file, const YAML::Node& node,
+                                            core::ProbeDescriptor& p) {
+  if (!node.IsDefined() || node.IsNull()) return {};
+  if (!node.IsMap()) return std::unexpected(At(file, node, "params", "expected a mapping"));
+  for (const auto& kv : node) {
+    const std::string name = kv.first.Scalar();
+    const std::string field = "params." + name;
+    const YAML::Node spec = kv.second;
+    if (!spec.IsMap() || !spec["default"].IsDefined()) {
+      return std::unexpected(At(file, spec, field, "expected a mapping with default:"));
+    }
+    if (auto r = internal::OnlyKeys(file, spec, field,
+                                    {"default", "description", "from_limit", "factor", "unit"});
+        !r) {
+      return r;
+    }
+    core::ParamSpec ps;
+    ps.default_value = internal::ToJson(spec["default"]);
+    if (spec["description"].IsDefined()) ps.description = spec["description"].Scalar();
+    if (spec["from_limit"].IsDefined()) {
+      ps.from_limit = spec["from_limit"].Scalar();
+      static constexpr const char* kLimits[] = {"memory", "tmp", "pids", "timeout", "output"};
+      if (std::ranges::find(kLimits, ps.from_limit) == std::end(kLimits)) {
+        return std::unexpected(At(file, spec["from_limit"], field + ".from_limit",
+                                  "expected memory, tmp, pids, timeout or output"));
+      }
+    }
+    if (spec["factor"].IsDefined()) {
+      const nlohmann::json f = internal::ToJson(spec["factor"]);
+      if (!f.is_number() || f.get<double>() <= 0) {
+        return std::unexpected(
+            At(file, spec["factor"], field + ".factor", "expected a positive number"));
+      }
+      ps.factor = f.get<double>();
+    }
+    if (spec["unit"].IsDefined()) ps.unit = spec["unit"].Scalar();
+    p.params[name] = std::move(ps);
+  }
+  return {};
+}
+
+std::expected<void, ConfigError> LoadClassify(const std::string& file, const YAML::Node& node,
+                                              core::ProbeDescriptor& p) {
+  if (!node.IsMap())
+    return std::unexpected(At(file, node, "classify", "required mapping is missing"));
+  if (auto r = internal::OnlyKeys(file, node, "classify",
+                                  {"outcomes", "killed", "deadline", "canary_hit"});
+      !r) {
+    return r;
+  }
+  const YAML::Node outcomes = node["outcomes"];
+  if (!outcomes.IsMap() || outcomes.size() == 0) {
+    return std::unexpected(At(file, outcomes.IsDefined() ? outcomes : node, "classify.outcomes",
+                              "expected a mapping of outcome -> exposure"));
+  }
+  for (const auto& kv : outcomes) {
+    auto e = ExposureAt(file, kv.second, "classify.outcomes." + kv.first.Scalar());
+    if (!e) return std::unexpected(e.error());
+    p.classify.outcomes[kv.first.Scalar()] = *e;
+  }
+  for (auto [key, out] : {std::pair{"killed", &p.classify.killed},
+                          {"deadline", &p.classify.deadline},
+                          {"canary_hit", &p.classify.canary_hit}}) {
+    if (!node[key].IsDefined()) continue;
+    auto e = ExposureAt(file, node[key], std::string("classify.") + key);
+    if (!e) return std::unexpected(e.error());
+    *out = *e;
+  }
+  return {};
+}
+
+}  // namespace
+
+Loaded<core::ProbeDescriptor> LoadProbe(const std::filesystem::path& dir) {
+  const std::string file = (dir / "probe.yaml").string();
+  auto text = internal::ReadFile(file);
+  if (!text) return std::unexpected(text.error());
+  auto root = internal::ReadYaml(*text, file);
+  if (!root) return std::unexpected(root.error());
+  const YAML::Node& y = *root;
+  if (auto r = internal::OnlyKeys(file, y, "",
+                                  {"id", "label", "category", "description", "requires_control",
+                                   "drivers", "params", "classify"});
+      !r) {
+    return std::unexpected(r.error());
+  }
+  core::ProbeDescriptor p;
+  p.source_path = file;
+  for (auto [key, out, required] : {std::tuple{"id", &p.id, true},
+                                    {"label", &p.label, true},
+                                    {"category", &p.category, true},
+                                    {"description", &p.description, true}}) {
+    auto v = internal::String(file, y, key, "", required);
+    if (!v) return std::unexpected(v.error());
+    *out = *v;
+  }
+  if (p.id.find('.') == std::string::npos || !p.id.starts_with(p.category + ".")) {
+    return std::unexpected(
+        At(file, y["id"], "id", "expected <category>.<name> matching category:"));
+  }
+  if (const YAML::Node rc = y["requires_control"]; rc.IsDefined()) {
+    const nlohmann::json v = internal::ToJson(rc);
+    if (!v.is_boolean())
+      return std::unexpected(At(file, rc, "requires_control", "expected true or false"));
+    p.requires_control = v.get<bool>();
+  }
+  const YAML::Node drivers = y["drivers"];
+  if (drivers.IsDefined()) {
+    if (!drivers.IsSequence())
+      return std::unexpected(At(file, drivers, "drivers", "expected a list"));
+    for (const auto& d : drivers) p.drivers.push_back(d.Scalar());
+  }
+  if (p.drivers.empty()) p.drivers = {"all"};
+  if (auto r = LoadParams(file, y["params"], p); !r) return std::unexpected(r.error());
+  if (auto r = LoadClassify(file, y["classify"], p); !r) return std::unexpected(r.error());
+  auto script = internal::ReadFile((dir / "probe.py").string());
+  if (!script) return std::unexpected(script.error());
+  p.script = *script;
+  return p;
+}
+
+Loaded<std::vector<core::ProbeDescriptor>> LoadProbeTree(const std::filesystem::path& root) {
+  std::vector<core::ProbeDescriptor> out;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(root, ec)) {
+    return std::unexpected(ConfigError{root.string(), 0, 0, "", "probe directory not found"});
+  }
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(root, ec)) {
+    if (entry.path().filename() != "probe.yaml") continue;
+    auto p = LoadProbe(entry.path().parent_path());
+    if (!p) return std::unexpected(p.error());
+    for (const auto& other : out) {
+      if (other.id == p->id) {
+        return std::unexpected(ConfigError{
+            p->source_path, 0, 0, "id", "duplicate probe id (also in " + other.source_path + ")"});
+      }
+    }
+    out.push_back(std::move(*p));
+  }
+  if (ec) return std::unexpected(ConfigError{root.string(), 0, 0, "", ec.message()});
+  std::ranges::sort(out, {}, &core::ProbeDescriptor::id);
+  return out;
+}
+
+Loaded<std::string> DetectKind(const std::filesystem::path& file) {
+  auto text = internal::ReadFile(file.string());
+  if (!text) return std::unexpected(text.error());
+  auto root = internal::ReadYaml(*text, file.string());
+  if (!root) return std::unexpected(root.error());
+  if ((*root)["driver"].IsDefined()) return std::string("manifest");
+  if ((*root)["probes"].IsDefined()) return std::string("suite");
+  if ((*root)["id"].IsDefined() && (*root)["classify"].IsDefined()) return std::string("probe");
+  return std::unexpected(ConfigError{file.string(), 1, 1, "",
+                                     "not a manifest (driver:), suite (probes:) or probe "
+                                     "descriptor (id:, classify:)"});
+}
+
+}  // namespace sandprobe::config

@@ -1,0 +1,124 @@
+#include "config/yaml_util.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace sandprobe::config {
+
+std::string ConfigError::ToString() const {
+  std::string where = file;
+  if (line > 0) where += fmt::format(":{}:{}", line, column);
+  return field.empty() ? fmt::format("{}: {}", where, message)
+                       : fmt::format("{}: {}: {}", where, field, message);
+}
+
+namespace internal {
+
+ConfigError At(const std::string& file, const YAML::Node& node, const std::string& field,
+               const std::string& message) {
+  ConfigError e{file, 0, 0, field, message};
+  if (node.IsDefined() && !node.Mark().is_null()) {
+    e.line = node.Mark().line + 1;
+    e.column = node.Mark().column + 1;
+  }
+  return e;
+}
+
+std::expected<std::string, ConfigError> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::unexpected(ConfigError{path, 0, 0, "", "cannot open file"});
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Loaded<YAML::Node> ReadYaml(const std::string& text, const std::string& source) {
+  try {
+    YAML::Node root = YAML::Load(text);
+    if (!root.IsMap()) {
+      return std::unexpected(At(source, root, "", "expected a YAML mapping at the top level"));
+    }
+    return root;
+  } catch (const YAML::Exception& e) {
+    return std::unexpected(ConfigError{source, e.mark.is_null() ? 0 : e.mark.line + 1,
+                                       e.mark.is_null() ? 0 : e.mark.column + 1, "",
+                                       "YAML syntax: " + e.msg});
+  }
+}
+
+nlohmann::json ToJson(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      return nullptr;
+    case YAML::NodeType::Sequence: {
+      nlohmann::json arr = nlohmann::json::array();
+      for (const auto& child : node) arr.push_back(ToJson(child));
+      return arr;
+    }
+    case YAML::NodeType::Map: {
+      nlohmann::json obj = nlohmann::json::object();
+      for (const auto& kv : node) obj[kv.first.as<std::string>()] = ToJson(kv.second);
+      return obj;
+    }
+    case YAML::NodeType::Scalar:
+      break;
+  }
+  const std::string& s = node.Scalar();
+  if (node.Tag() == "!") return s;  // quoted: always a string
+  if (s == "true" || s == "True") return true;
+  if (s == "false" || s == "False") return false;
+  if (s == "null" || s == "~") return nullptr;
+  if (!s.empty() && s.find_first_not_of("-+0123456789") == std::string::npos && s != "-" &&
+      s != "+") {
+    try {
+      size_t used = 0;
+      long long v = std::stoll(s, &used);
+      if (used == s.size()) return v;
+    } catch (...) {
+    }
+  }
+  if (!s.empty() && s.find_first_not_of("-+0123456789.eE") == std::string::npos) {
+    try {
+      size_t used = 0;
+      double v = std::stod(s, &used);
+      if (used == s.size()) return v;
+    } catch (...) {
+    }
+  }
+  return s;
+}
+
+Loaded<std::string> String(const std::string& file, const YAML::Node& map, const std::string& key,
+                           const std::string& path, bool required) {
+  const YAML::Node node = map[key];
+  const std::string field = path.empty() ? key : path + "." + key;
+  if (!node.IsDefined() || node.IsNull()) {
+    if (required) return std::unexpected(At(file, map, field, "required field is missing"));
+    return std::string();
+  }
+  if (!node.IsScalar()) return std::unexpected(At(file, node, field, "expected a string"));
+  return node.Scalar();
+}
+
+std::expected<void, ConfigError> OnlyKeys(const std::string& file, const YAML::Node& map,
+                                          const std::string& path,
+                                          std::initializer_list<const char*> allowed) {
+  for (const auto& kv : map) {
+    const std::string key = kv.first.Scalar();
+    bool ok = false;
+    for (const char* a : allowed) ok = ok || key == a;
+    if (!ok) {
+      std::string list;
+      for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+      return std::unexpected(At(file, kv.first, path.empty() ? key : path + "." + key,
+                                fmt::format("unknown field (expected one of: {})", list)));
+    }
+  }
+  return {};
+}
+
+}  // namespace internal
+}  // namespace sandprobe::config

@@ -1,0 +1,33 @@
+// yaml-cpp adapter helpers shared by the loaders (internal to config/).
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "config/config.h"
+
+namespace sandprobe::config::internal {
+
+ConfigError At(const std::string& file, const YAML::Node& node, const std::string& field,
+               const std::string& message);
+
+// Reads a whole file and parses it; errors carry the parser's line and column.
+Loaded<YAML::Node> ReadYaml(const std::string& text, const std::string& source);
+std::expected<std::string, ConfigError> ReadFile(const std::string& path);
+
+// Scalars become JSON numbers/booleans/null when they read as such (YAML 1.2 core schema),
+// strings otherwise; quoted scalars stay strings.
+nlohmann::json ToJson(const YAML::Node& node);
+
+// Required or optional string field of a map; errors name the field.
+Loaded<std::string> String(const std::string& file, const YAML::Node& map, const std::string& key,
+                           const std::string& path, bool required);
+
+// Errors on keys not in `allowed` (catches typos such as `comand:`).
+std::expected<void, ConfigError> OnlyKeys(const std::string& file, const YAML::Node& map,
+                                          const std::string& path,
+                                          std::initializer_list<const char*> allowed);
+
+}  // namespace sandprobe::config::internal

@@ -1,0 +1,58 @@
+// The driver interface: how a probe is deployed into one arm. Each driver declares what it can
+// do, prepares (checks its sandbox exists), executes one probe invocation under a client-side
+// deadline, and cleans up everything it created.
+#pragma once
+
+#include <atomic>
+#include <expected>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/manifest.h"
+#include "core/observation.h"
+
+namespace sandprobe::drivers {
+
+// One probe invocation as the runner hands it to a driver.
+struct Invocation {
+  std::string probe;       // probe id
+  std::string invocation;  // per-invocation tag (also inside the script)
+  std::string script;      // the deployed Python program (preamble + body), <= 64 KiB
+  double deadline_s = 10;  // harness deadline, seconds from start
+  // Planted in the environment of the process that launches the sandbox (canary secrets).
+  std::vector<std::pair<std::string, std::string>> extra_env;
+};
+
+// Shared settings from the runner.
+struct DriverContext {
+  std::string nonce;        // the run's nonce: records without it are not evidence
+  std::string reaper_path;  // sandprobe-reaper executable
+  double kill_grace_s = 2;  // SIGTERM -> SIGKILL grace, seconds
+};
+
+// A setup problem found before any probe ran (exit code 3); `hint` says how to fix it.
+struct SetupError {
+  std::string message;
+  std::string hint;
+};
+
+class Driver {
+ public:
+  virtual ~Driver() = default;
+  virtual std::string_view kind() const = 0;  // "local", "command", ...
+  // Checks that the sandbox can be used at all (binary on PATH, daemon reachable).
+  virtual std::expected<void, SetupError> Prepare() = 0;
+  // Runs one invocation; never throws; always returns with nothing left running. `cancel` is
+  // set on Ctrl-C. The observation's ending, exit status, output and driver facts are filled.
+  virtual core::Observation Execute(const Invocation& inv, const std::atomic<bool>& cancel) = 0;
+  // Removes what the driver created. Idempotent.
+  virtual void Cleanup() {}
+};
+
+// Builds the driver a manifest names. Errors: a driver this build does not have.
+std::expected<std::unique_ptr<Driver>, SetupError> MakeDriver(const core::Manifest& manifest,
+                                                              const DriverContext& context);
+
+}  // namespace sandprobe::drivers

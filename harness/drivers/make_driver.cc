@@ -1,0 +1,40 @@
+// Driver factory: manifest -> driver. Drivers not built yet give a setup error that says so.
+#include <fmt/format.h>
+
+#include "drivers/command/command_driver.h"
+#include "drivers/driver.h"
+
+namespace sandprobe::drivers {
+namespace {
+
+std::vector<std::string> Argv(const nlohmann::json& section, std::vector<std::string> fallback) {
+  if (!section.is_object() || !section.contains("argv") || !section["argv"].is_array()) {
+    return fallback;
+  }
+  std::vector<std::string> argv;
+  for (const auto& a : section["argv"])
+    argv.push_back(a.is_string() ? a.get<std::string>() : a.dump());
+  return argv;
+}
+
+}  // namespace
+
+std::expected<std::unique_ptr<Driver>, SetupError> MakeDriver(const core::Manifest& manifest,
+                                                              const DriverContext& context) {
+  if (manifest.driver == "local") {
+    // The agent's own process: a plain child, no isolation at all (the control baseline).
+    return std::make_unique<CommandDriver>(
+        "local", Argv(manifest.driver_config, {"python3", "-u", "-c", "{script}"}), false, context);
+  }
+  if (manifest.driver == "command") {
+    const bool stdin_mode = manifest.driver_config.value("stdin", false);
+    return std::make_unique<CommandDriver>("command", Argv(manifest.driver_config, {}), stdin_mode,
+                                           context);
+  }
+  return std::unexpected(SetupError{
+      fmt::format("driver '{}' (manifest {}) is not available in this build", manifest.driver,
+                  manifest.source_path),
+      "use a local or command manifest; the docker, kubernetes and http drivers are coming"});
+}
+
+}  // namespace sandprobe::drivers

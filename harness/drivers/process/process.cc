@@ -1,0 +1,221 @@
+#include "drivers/process/process.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+
+extern char** environ;
+
+namespace sandprobe::drivers {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+struct Pipe {
+  int read = -1, write = -1;
+  bool Open() {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return false;
+    read = fds[0];
+    write = fds[1];
+    return true;
+  }
+  void CloseBoth() {
+    if (read >= 0) close(read);
+    if (write >= 0) close(write);
+    read = write = -1;
+  }
+};
+
+std::vector<char*> CStrings(std::vector<std::string>& v) {
+  std::vector<char*> out;
+  for (auto& s : v) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> EnvironmentWith(
+    const std::vector<std::pair<std::string, std::string>>& extra) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string kv = *e;
+    const std::string key = kv.substr(0, kv.find('='));
+    bool overridden = false;
+    for (const auto& [k, v] : extra) overridden = overridden || k == key;
+    if (!overridden) env.push_back(kv);
+  }
+  for (const auto& [k, v] : extra) env.push_back(k + "=" + v);
+  return env;
+}
+
+std::string FindExecutable(const std::string& argv0) {
+  if (argv0.empty()) return "";
+  if (argv0.find('/') != std::string::npos) return access(argv0.c_str(), X_OK) == 0 ? argv0 : "";
+  const char* path = std::getenv("PATH");
+  std::string_view rest = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  while (true) {
+    const size_t colon = rest.find(':');
+    const std::string dir(rest.substr(0, colon));
+    const std::string candidate = (dir.empty() ? "." : dir) + "/" + argv0;
+    if (access(candidate.c_str(), X_OK) == 0 && !std::filesystem::is_directory(candidate)) {
+      return candidate;
+    }
+    if (colon == std::string_view::npos) return "";
+    rest.remove_prefix(colon + 1);
+  }
+}
+
+ProcessResult RunProcess(const ProcessSpec& spec, const std::atomic<bool>& cancel,
+                         core::OutputCollector& out) {
+  ProcessResult result;
+  if (spec.argv.empty()) {
+    result.error = "empty argv";
+    return result;
+  }
+  Pipe in, o, e, st;
+  if (!in.Open() || !o.Open() || !e.Open() || !st.Open()) {
+    result.error = fmt::format("pipe: {}", std::strerror(errno));
+    in.CloseBoth(), o.CloseBoth(), e.CloseBoth(), st.CloseBoth();
+    return result;
+  }
+  // Everything the child needs is built before fork: only async-signal-safe calls after it.
+  std::vector<std::string> args = {
+      "sandprobe-reaper", "3", std::to_string(static_cast<int>(spec.kill_grace_s * 1000)), "--"};
+  args.insert(args.end(), spec.argv.begin(), spec.argv.end());
+  std::vector<std::string> env = spec.env;
+  std::vector<char*> c_args = CStrings(args), c_env = CStrings(env);
+  const char* reaper = spec.reaper_path.c_str();
+
+  const auto start = Clock::now();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    result.error = fmt::format("fork: {}", std::strerror(errno));
+    in.CloseBoth(), o.CloseBoth(), e.CloseBoth(), st.CloseBoth();
+    return result;
+  }
+  if (pid == 0) {
+    dup2(in.read, 0);
+    dup2(o.write, 1);
+    dup2(e.write, 2);
+    dup2(st.write, 3);  // dup2 clears O_CLOEXEC on the new descriptor
+    execve(reaper, c_args.data(), c_env.data());
+    const char msg[] = "sandprobe: cannot execute sandprobe-reaper\n";
+    (void)!write(2, msg, sizeof msg - 1);
+    _exit(125);
+  }
+  close(in.read), close(o.write), close(e.write), close(st.write);
+  int stdin_fd = in.write;
+  if (!spec.stdin_data) {
+    close(stdin_fd);
+    stdin_fd = -1;
+  } else {
+    fcntl(stdin_fd, F_SETFL, O_NONBLOCK);
+  }
+  size_t stdin_off = 0;
+  std::string status_line;
+  int out_fd = o.read, err_fd = e.read, status_fd = st.read;
+  bool stop_sent = false, kill_sent = false;
+  Clock::time_point stop_time;
+  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(spec.deadline_s));
+  char buf[65536];
+  while (out_fd >= 0 || err_fd >= 0 || status_fd >= 0) {
+    const auto now = Clock::now();
+    if (!stop_sent && (now >= deadline || cancel.load())) {
+      result.ending = cancel.load() ? core::Ending::kInterrupted : core::Ending::kDeadline;
+      kill(pid, SIGTERM);
+      stop_sent = true;
+      stop_time = now;
+    }
+    // Backstop: a reaper that does not finish in time is killed; its tree may then survive.
+    if (stop_sent && !kill_sent && Since(stop_time) > spec.kill_grace_s + 5) {
+      kill(pid, SIGKILL);
+      kill_sent = true;
+      result.error = "sandprobe-reaper did not stop in time and was killed";
+    }
+    if (kill_sent && Since(stop_time) > spec.kill_grace_s + 8) break;
+    pollfd fds[4];
+    int n = 0;
+    for (int fd : {out_fd, err_fd, status_fd}) {
+      if (fd >= 0) fds[n++] = {fd, POLLIN, 0};
+    }
+    if (stdin_fd >= 0) fds[n++] = {stdin_fd, POLLOUT, 0};
+    int timeout_ms = 100;
+    if (!stop_sent) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+      timeout_ms = static_cast<int>(std::clamp<int64_t>(left.count(), 0, 100));
+    }
+    if (poll(fds, n, timeout_ms) < 0 && errno != EINTR) break;
+    for (int i = 0; i < n; ++i) {
+      if (fds[i].revents == 0) continue;
+      int& fd = fds[i].fd == out_fd      ? out_fd
+                : fds[i].fd == err_fd    ? err_fd
+                : fds[i].fd == status_fd ? status_fd
+                                         : stdin_fd;
+      if (fd == stdin_fd) {
+        const std::string& data = *spec.stdin_data;
+        const ssize_t w = write(fd, data.data() + stdin_off, data.size() - stdin_off);
+        if (w > 0) stdin_off += w;
+        if (w < 0 && errno != EAGAIN && errno != EINTR) stdin_off = data.size();
+        if (stdin_off >= data.size()) {
+          close(fd);
+          fd = -1;
+        }
+        continue;
+      }
+      const ssize_t r = read(fd, buf, sizeof buf);
+      if (r > 0) {
+        if (fd == out_fd) out.FeedStdout({buf, static_cast<size_t>(r)});
+        if (fd == err_fd) out.FeedStderr({buf, static_cast<size_t>(r)});
+        if (fd == status_fd && status_line.size() < 256) status_line.append(buf, r);
+      } else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
+        close(fd);
+        fd = -1;
+      }
+    }
+  }
+  for (int fd : {out_fd, err_fd, status_fd, stdin_fd}) {
+    if (fd >= 0) close(fd);
+  }
+  int wstatus = 0;
+  while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  result.duration_s = Since(start);
+
+  char kind[16] = {0};
+  int code = 0, killed = 0;
+  if (std::sscanf(status_line.c_str(), "%15s %d %d", kind, &code, &killed) != 3) {
+    result.ending = core::Ending::kHarnessError;
+    result.error = result.error.empty()
+                       ? fmt::format("sandprobe-reaper reported no status (exit {})",
+                                     WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1)
+                       : result.error;
+    return result;
+  }
+  result.descendants_killed = killed;
+  if (stop_sent) return result;  // kDeadline or kInterrupted, set when the stop was sent
+  if (std::strcmp(kind, "signaled") == 0) {
+    result.ending = core::Ending::kSignaled;
+    result.signal = code;
+  } else {
+    result.ending = core::Ending::kExited;
+    result.exit_code = code;
+  }
+  return result;
+}
+
+}  // namespace sandprobe::drivers

@@ -1,0 +1,45 @@
+// Running one sandbox command under a deadline, through sandprobe-reaper, with output streamed
+// into an OutputCollector. The only place that forks. Used by the local and command drivers.
+#pragma once
+
+#include <atomic>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/observation.h"
+#include "core/output.h"
+
+namespace sandprobe::drivers {
+
+struct ProcessSpec {
+  std::vector<std::string> argv;          // argv[0] is looked up on PATH
+  std::vector<std::string> env;           // the child's whole environment, "KEY=VALUE"
+  std::optional<std::string> stdin_data;  // written to stdin, then closed; /dev/null if absent
+  double deadline_s = 10;                 // seconds from start until the harness stops it
+  double kill_grace_s = 2;                // seconds between SIGTERM and SIGKILL of the tree
+  std::string reaper_path;                // the sandprobe-reaper executable
+};
+
+struct ProcessResult {
+  core::Ending ending = core::Ending::kHarnessError;
+  int exit_code = 0;           // for kExited
+  int signal = 0;              // for kSignaled
+  double duration_s = 0;       // wall seconds from fork to the end of the tree
+  int descendants_killed = 0;  // processes the reaper had to kill after the main one ended
+  std::string error;           // for kHarnessError
+};
+
+// Runs spec.argv and returns how it ended. `cancel` (Ctrl-C) stops the tree like a deadline but
+// reports kInterrupted. Never leaves a process behind: the reaper kills every descendant.
+ProcessResult RunProcess(const ProcessSpec& spec, const std::atomic<bool>& cancel,
+                         core::OutputCollector& out);
+
+// The current process environment plus `extra` (which wins), as "KEY=VALUE" strings.
+std::vector<std::string> EnvironmentWith(
+    const std::vector<std::pair<std::string, std::string>>& extra);
+
+// Path of argv0 on PATH (or argv0 itself when it holds a '/'), or "" when not executable.
+std::string FindExecutable(const std::string& argv0);
+
+}  // namespace sandprobe::drivers

@@ -1,0 +1,140 @@
+// Real processes: exit statuses, deadlines, Ctrl-C, stdin, floods, and descendants that try to
+// outlive the call (setsid + double fork) are all handled; nothing is left running.
+#include "drivers/process/process.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+namespace sandprobe::drivers {
+namespace {
+
+constexpr char kNonce[] = "00112233aabbccdd";
+
+ProcessResult RunArgv(std::vector<std::string> argv, double deadline_s = 10,
+                      std::optional<std::string> stdin_data = std::nullopt,
+                      core::Observation* obs = nullptr, std::atomic<bool>* cancel = nullptr) {
+  ProcessSpec spec{std::move(argv), EnvironmentWith({}), std::move(stdin_data), deadline_s, 1,
+                   SANDPROBE_REAPER};
+  core::OutputCollector collector(kNonce);
+  std::atomic<bool> never{false};
+  ProcessResult r = RunProcess(spec, cancel ? *cancel : never, collector);
+  core::Observation local;
+  collector.Finish(obs ? *obs : local);
+  return r;
+}
+
+bool Alive(pid_t pid) { return kill(pid, 0) == 0; }
+
+TEST(ProcessTest, ExitCodesAndSignals) {
+  auto r = RunArgv({"sh", "-c", "exit 7"});
+  EXPECT_EQ(r.ending, core::Ending::kExited);
+  EXPECT_EQ(r.exit_code, 7);
+  r = RunArgv({"sh", "-c", "kill -KILL $$"});
+  EXPECT_EQ(r.ending, core::Ending::kSignaled);
+  EXPECT_EQ(r.signal, 9);
+  r = RunArgv({"/nonexistent/binary"});
+  EXPECT_EQ(r.ending, core::Ending::kExited);
+  EXPECT_EQ(r.exit_code, 127);
+}
+
+TEST(ProcessTest, DeadlineStopsTheTree) {
+  const auto start = std::chrono::steady_clock::now();
+  auto r = RunArgv({"sh", "-c", "trap '' TERM; while :; do :; done"}, 0.5);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.ending, core::Ending::kDeadline);
+  EXPECT_LT(took, 0.5 + 1 + 2);  // deadline + grace + slack: a TERM-ignoring loop is KILLed
+  EXPECT_GE(r.descendants_killed, 1);
+}
+
+TEST(ProcessTest, SetsidDoubleForkDoesNotSurvive) {
+  const std::string pidfile = testing::TempDir() + "/escapee.pid";
+  std::remove(pidfile.c_str());
+  // The grandchild leaves the session and the process group, then outlives its parent.
+  auto r = RunArgv({"python3", "-c",
+                    "import os,time\n"
+                    "if os.fork()==0:\n"
+                    "  os.setsid()\n"
+                    "  if os.fork()==0:\n"
+                    "    open('" +
+                        pidfile +
+                        "','w').write(str(os.getpid())); time.sleep(60)\n"
+                        "  os._exit(0)\n"
+                        "time.sleep(0.5)\n"});
+  EXPECT_EQ(r.ending, core::Ending::kExited);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_GE(r.descendants_killed, 1);
+  std::ifstream in(pidfile);
+  pid_t escapee = 0;
+  in >> escapee;
+  ASSERT_GT(escapee, 0);
+  for (int i = 0; i < 50 && Alive(escapee); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(Alive(escapee)) << "pid " << escapee << " survived the call";
+}
+
+TEST(ProcessTest, StdinAndRecords) {
+  core::Observation obs;
+  auto r = RunArgv(
+      {"sh", "-c", "cat"}, 5,
+      std::string("@@sandprobe ") + kNonce + " {\"kind\":\"result\",\"outcome\":\"ok\"}\n", &obs);
+  EXPECT_EQ(r.ending, core::Ending::kExited);
+  ASSERT_TRUE(obs.result);
+  EXPECT_EQ((*obs.result)["outcome"], "ok");
+}
+
+TEST(ProcessTest, TenMegabyteFloodIsDrainedAndBounded) {
+  core::Observation obs;
+  auto r = RunArgv({"sh", "-c",
+                    "head -c 10485760 /dev/urandom; echo; echo '@@sandprobe " +
+                        std::string(kNonce) + " {\"kind\":\"result\",\"outcome\":\"x\"}'"},
+                   20, std::nullopt, &obs);
+  EXPECT_EQ(r.ending, core::Ending::kExited);
+  EXPECT_GE(obs.stdout_bytes, 10485760u);
+  EXPECT_LE(obs.stdout_head.size(), 3u * 64 * 1024);
+  EXPECT_TRUE(obs.result);
+}
+
+TEST(ProcessTest, CancelReportsInterrupted) {
+  std::atomic<bool> cancel{false};
+  std::thread t([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    cancel = true;
+  });
+  auto r = RunArgv({"sleep", "30"}, 30, std::nullopt, nullptr, &cancel);
+  t.join();
+  EXPECT_EQ(r.ending, core::Ending::kInterrupted);
+  EXPECT_LT(r.duration_s, 5);
+}
+
+TEST(ProcessTest, MissingReaperIsAHarnessError) {
+  ProcessSpec spec{{"true"}, EnvironmentWith({}), std::nullopt, 5, 1, "/nonexistent/reaper"};
+  core::OutputCollector c(kNonce);
+  std::atomic<bool> never{false};
+  auto r = RunProcess(spec, never, c);
+  EXPECT_EQ(r.ending, core::Ending::kHarnessError);
+  EXPECT_FALSE(r.error.empty());
+}
+
+TEST(ProcessTest, EnvironmentWithOverrides) {
+  setenv("SANDPROBE_TEST_VAR", "old", 1);
+  auto env = EnvironmentWith({{"SANDPROBE_TEST_VAR", "new"}});
+  int seen = 0;
+  for (const auto& kv : env) {
+    if (kv.starts_with("SANDPROBE_TEST_VAR=")) {
+      ++seen;
+      EXPECT_EQ(kv, "SANDPROBE_TEST_VAR=new");
+    }
+  }
+  EXPECT_EQ(seen, 1);
+  EXPECT_FALSE(FindExecutable("sh").empty());
+  EXPECT_TRUE(FindExecutable("no-such-binary-sandprobe").empty());
+}
+
+}  // namespace
+}  // namespace sandprobe::drivers

@@ -1,0 +1,182 @@
+// sandprobe-reaper: runs one sandbox command and guarantees that nothing it started survives.
+//
+//   sandprobe-reaper STATUS_FD GRACE_MS -- ARGV...
+//
+// It becomes a child subreaper (prctl PR_SET_CHILD_SUBREAPER), so descendants that call setsid()
+// and double-fork are re-parented to it instead of init (PROBES.md trap 16: killpg is not a tree
+// kill). It starts ARGV in a new process group with stdin/stdout/stderr inherited. When ARGV's
+// main process exits, or on SIGTERM/SIGINT (the harness deadline or Ctrl-C), or when the harness
+// dies (PR_SET_PDEATHSIG), it stops the whole tree: SIGTERM, GRACE_MS to go, then SIGSTOP+SIGKILL
+// for every process whose parent chain leads to it (found in /proc), until none is left.
+// Finally it writes one line to STATUS_FD:  "exited <code> <killed>" or "signaled <sig> <killed>"
+// where <killed> counts descendants it had to kill; exit status 0 on success, 125 on its own error.
+#include <dirent.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+volatile sig_atomic_t g_stop_requested = 0;
+void OnStop(int) { g_stop_requested = 1; }
+
+// pid -> ppid for every process visible in /proc.
+std::map<pid_t, pid_t> ParentMap() {
+  std::map<pid_t, pid_t> out;
+  DIR* dir = opendir("/proc");
+  if (dir == nullptr) return out;
+  while (dirent* e = readdir(dir)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (*end != '\0' || pid <= 0) continue;
+    std::ifstream stat(std::string("/proc/") + e->d_name + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    // Fields after the ")" that closes the command name: state ppid ...
+    const size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    char state = 0;
+    long ppid = 0;
+    // Zombies are already dead and have no children; their parent reaps them.
+    if (std::sscanf(line.c_str() + close + 1, " %c %ld", &state, &ppid) == 2 && state != 'Z') {
+      out[pid] = ppid;
+    }
+  }
+  closedir(dir);
+  return out;
+}
+
+std::vector<pid_t> Descendants(pid_t root) {
+  const auto parents = ParentMap();
+  std::set<pid_t> tree = {root};
+  bool grew = true;
+  while (grew) {
+    grew = false;
+    for (const auto& [pid, ppid] : parents) {
+      if (tree.contains(ppid) && !tree.contains(pid)) {
+        tree.insert(pid);
+        grew = true;
+      }
+    }
+  }
+  tree.erase(root);
+  return {tree.begin(), tree.end()};
+}
+
+void ReapAvailable(pid_t main_pid, int& main_status, bool& main_done) {
+  int status = 0;
+  pid_t pid;
+  while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+    if (pid == main_pid) {
+      main_status = status;
+      main_done = true;
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 5 || std::strcmp(argv[3], "--") != 0) {
+    std::fprintf(stderr, "usage: sandprobe-reaper STATUS_FD GRACE_MS -- ARGV...\n");
+    return 125;
+  }
+  const int status_fd = std::atoi(argv[1]);
+  const int grace_ms = std::atoi(argv[2]);
+  const pid_t self = getpid();
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  struct sigaction sa {};
+  sa.sa_handler = OnStop;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);
+  if (getppid() == 1) return 125;  // the harness is already gone
+
+  const pid_t child = fork();
+  if (child < 0) {
+    std::perror("sandprobe-reaper: fork");
+    return 125;
+  }
+  if (child == 0) {
+    setpgid(0, 0);
+    close(status_fd);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    execvp(argv[4], argv + 4);
+    std::fprintf(stderr, "sandprobe-reaper: cannot execute %s: %s\n", argv[4],
+                 std::strerror(errno));
+    _exit(127);
+  }
+  setpgid(child, child);
+
+  int main_status = 0;
+  bool main_done = false;
+  while (!main_done && !g_stop_requested) {
+    int status = 0;
+    const pid_t pid = waitpid(-1, &status, 0);
+    if (pid == child) {
+      main_status = status;
+      main_done = true;
+    } else if (pid < 0 && errno == ECHILD) {
+      break;
+    }
+  }
+
+  // Stop the tree: a polite SIGTERM when asked to stop (deadline), then SIGKILL for everything.
+  int killed = 0;
+  if (g_stop_requested && !main_done) {
+    kill(-child, SIGTERM);
+    for (pid_t pid : Descendants(self)) kill(pid, SIGTERM);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
+    while (std::chrono::steady_clock::now() < until) {
+      ReapAvailable(child, main_status, main_done);
+      if (main_done && Descendants(self).empty()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  for (int round = 0; round < 200; ++round) {
+    const std::vector<pid_t> rest = Descendants(self);
+    if (rest.empty()) break;
+    for (pid_t pid : rest) kill(pid, SIGSTOP);  // freeze first so nothing forks past the sweep
+    for (pid_t pid : rest) {
+      if (kill(pid, SIGKILL) == 0 && (pid != child || !main_done)) ++killed;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ReapAvailable(child, main_status, main_done);
+  }
+  while (!main_done) {
+    int status = 0;
+    const pid_t pid = waitpid(child, &status, 0);
+    if (pid == child) {
+      main_status = status;
+      main_done = true;
+    } else if (pid < 0 && errno != EINTR) {
+      break;
+    }
+  }
+  ReapAvailable(child, main_status, main_done);
+
+  char line[96];
+  const int n =
+      WIFSIGNALED(main_status)
+          ? std::snprintf(line, sizeof line, "signaled %d %d\n", WTERMSIG(main_status), killed)
+          : std::snprintf(line, sizeof line, "exited %d %d\n", WEXITSTATUS(main_status), killed);
+  if (write(status_fd, line, n) != n) return 125;
+  return 0;
+}
