@@ -77,7 +77,7 @@ class CanarySet {
   const std::string& nonce() const { return nonce_; }
 
   std::vector<Hit> HitsFor(std::string_view invocation) const;  // hits carrying that invocation
-  std::vector<Hit> AllHits() const;                              // in arrival order
+  std::vector<Hit> AllHits() const;                             // in arrival order
   size_t dropped_hits() const;  // hits not stored because max_hits was reached
 
   // Idempotent; joins all listener threads. Afterwards no port is listening. Hits stay readable.

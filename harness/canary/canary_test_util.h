@@ -94,8 +94,18 @@ inline std::optional<std::vector<uint8_t>> UdpExchange(uint16_t port,
 
 // A standard query (RD set) for `name` ("a.b.c"), type A, class IN.
 inline std::vector<uint8_t> BuildQuery(uint16_t id, std::string_view name, uint16_t qtype = 1) {
-  std::vector<uint8_t> q = {static_cast<uint8_t>(id >> 8), static_cast<uint8_t>(id), 0x01, 0x00,
-                            0x00, 0x01, 0, 0, 0, 0, 0, 0};
+  std::vector<uint8_t> q = {static_cast<uint8_t>(id >> 8),
+                            static_cast<uint8_t>(id),
+                            0x01,
+                            0x00,
+                            0x00,
+                            0x01,
+                            0,
+                            0,
+                            0,
+                            0,
+                            0,
+                            0};
   while (!name.empty()) {
     const size_t dot = name.find('.');
     const std::string_view label = name.substr(0, dot);
@@ -103,8 +113,8 @@ inline std::vector<uint8_t> BuildQuery(uint16_t id, std::string_view name, uint1
     q.insert(q.end(), label.begin(), label.end());
     name = dot == std::string_view::npos ? std::string_view() : name.substr(dot + 1);
   }
-  q.insert(q.end(), {0x00, static_cast<uint8_t>(qtype >> 8), static_cast<uint8_t>(qtype), 0x00,
-                     0x01});
+  q.insert(q.end(),
+           {0x00, static_cast<uint8_t>(qtype >> 8), static_cast<uint8_t>(qtype), 0x00, 0x01});
   return q;
 }
 

@@ -29,9 +29,9 @@ std::string InvocationFromQuery(const DnsQuery& query, std::string_view nonce) {
 }
 
 std::expected<std::unique_ptr<DnsCanary>, std::string> DnsCanary::Start(in_addr address,
-                                                                         uint16_t port,
-                                                                         std::string nonce,
-                                                                         HitLog& log) {
+                                                                        uint16_t port,
+                                                                        std::string nonce,
+                                                                        HitLog& log) {
   auto socket = BindSocket(SOCK_DGRAM, address, port);
   if (!socket) return std::unexpected(socket.error());
   auto wake = WakeFd::Create();

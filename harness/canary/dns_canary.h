@@ -31,9 +31,9 @@ class DnsCanary {
   // Binds address:port over UDP (0: kernel-chosen) and starts the serving thread.
   // Error: "bind 127.0.0.1:53: Permission denied" style text.
   static std::expected<std::unique_ptr<DnsCanary>, std::string> Start(in_addr address,
-                                                                       uint16_t port,
-                                                                       std::string nonce,
-                                                                       HitLog& log);
+                                                                      uint16_t port,
+                                                                      std::string nonce,
+                                                                      HitLog& log);
   ~DnsCanary() { Stop(); }
 
   uint16_t port() const { return port_; }

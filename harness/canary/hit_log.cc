@@ -44,8 +44,8 @@ std::string Printable(std::string_view text, size_t max_bytes) {
 bool IsValidNonce(std::string_view nonce) {
   if (nonce.empty() || nonce.size() > kMaxNonceBytes) return false;
   return std::ranges::all_of(nonce, [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '-' || c == '_';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_';
   });
 }
 

@@ -1,11 +1,10 @@
 #include "canary/http_canary.h"
 
+#include <fmt/format.h>
 #include <sys/socket.h>
 
 #include <chrono>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "canary/hit_log.h"
 #include "canary/net_util.h"
@@ -28,15 +27,21 @@ std::string DescribeBindFailure(const std::string& host, uint16_t port) {
 }  // namespace
 
 std::expected<std::unique_ptr<HttpCanary>, std::string> HttpCanary::Start(const std::string& host,
-                                                                           uint16_t port,
-                                                                           std::string nonce,
-                                                                           HitLog& log) {
+                                                                          uint16_t port,
+                                                                          std::string nonce,
+                                                                          HitLog& log) {
   std::unique_ptr<HttpCanary> canary(new HttpCanary(std::move(nonce), log));
   httplib::Server& server = canary->server_;
   server.set_read_timeout(2, 0);
   server.set_write_timeout(2, 0);
   server.set_keep_alive_timeout(1);
   server.set_payload_max_length(64 * 1024);
+  // Replaces httplib's default (SO_REUSEPORT only, which lets any same-uid process share the
+  // port): SO_REUSEADDR, like the TCP canary, so a restart can rebind past TIME_WAIT.
+  server.set_socket_options([](int sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   // Pre-routing sees every method and path without regex matching on attacker-chosen paths.
   server.set_pre_routing_handler([c = canary.get()](const auto& request, auto& response) {
     c->OnRequest(request, response);

@@ -1,6 +1,7 @@
 #include "canary/net_util.h"
 
 #include <arpa/inet.h>
+#include <fmt/format.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -8,8 +9,6 @@
 #include <cerrno>
 #include <chrono>
 #include <system_error>
-
-#include <fmt/format.h>
 
 namespace sandprobe::canary {
 

@@ -1,13 +1,12 @@
 #include "canary/tcp_canary.h"
 
+#include <fmt/format.h>
 #include <poll.h>
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "canary/hit_log.h"
 
@@ -32,9 +31,9 @@ std::optional<std::string> ParseEchoLine(std::string_view line, std::string_view
 }
 
 std::expected<std::unique_ptr<TcpCanary>, std::string> TcpCanary::Start(in_addr address,
-                                                                         uint16_t port,
-                                                                         std::string nonce,
-                                                                         HitLog& log) {
+                                                                        uint16_t port,
+                                                                        std::string nonce,
+                                                                        HitLog& log) {
   auto listener = BindSocket(SOCK_STREAM, address, port);
   if (!listener) return std::unexpected(listener.error());
   auto wake = WakeFd::Create();

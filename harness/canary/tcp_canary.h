@@ -35,9 +35,9 @@ class TcpCanary {
   // Binds address:port (0: kernel-chosen) and starts the serving thread.
   // Error: "bind 127.0.0.1:7: Permission denied" style text.
   static std::expected<std::unique_ptr<TcpCanary>, std::string> Start(in_addr address,
-                                                                       uint16_t port,
-                                                                       std::string nonce,
-                                                                       HitLog& log);
+                                                                      uint16_t port,
+                                                                      std::string nonce,
+                                                                      HitLog& log);
   ~TcpCanary() { Stop(); }
 
   uint16_t port() const { return port_; }

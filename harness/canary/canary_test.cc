@@ -1,0 +1,188 @@
+// CanarySet over real loopback sockets: the HTTP canary, filtering by invocation, start-up
+// errors, Stop() and the hit cap. TCP and DNS details live in tcp_/dns_canary_test.cc.
+#include "canary/canary.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "canary/canary_test_util.h"
+
+namespace sandprobe::canary {
+namespace {
+
+using testing::BuildQuery;
+using testing::ConnectTcp;
+using testing::Loopback;
+using testing::PortOf;
+using testing::TcpExchange;
+using testing::UdpExchange;
+
+class CanarySetTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto started = CanarySet::Start("127.0.0.1", "n0nce");
+    ASSERT_TRUE(started.has_value()) << started.error();
+    set_ = std::move(*started);
+  }
+  httplib::Result Get(const std::string& path, const httplib::Headers& headers = {}) {
+    httplib::Client client("127.0.0.1", PortOf(set_->http_address()));
+    client.set_connection_timeout(2);
+    client.set_read_timeout(2);
+    return client.Get(path, headers);
+  }
+  std::unique_ptr<CanarySet> set_;
+};
+
+TEST_F(CanarySetTest, AddressesAreLoopbackWithKernelPorts) {
+  for (const std::string& address :
+       {set_->http_address(), set_->tcp_address(), set_->dns_address()}) {
+    EXPECT_TRUE(address.starts_with("127.0.0.1:")) << address;
+    EXPECT_GT(PortOf(address), 0) << address;
+  }
+}
+
+TEST_F(CanarySetTest, HttpHitWithHeader) {
+  auto result = Get("/latest/meta-data/", {{"X-Sandprobe", "n0nce inv-1"}});
+  ASSERT_TRUE(result) << httplib::to_string(result.error());
+  EXPECT_EQ(result->status, 200);
+  EXPECT_EQ(result->body, "sandprobe-canary n0nce\n");
+  EXPECT_EQ(result->get_header_value("Content-Type"), "text/plain");
+  const auto hits = set_->HitsFor("inv-1");
+  ASSERT_EQ(hits.size(), 1u);
+  EXPECT_EQ(hits[0].kind, "http");
+  EXPECT_EQ(hits[0].detail, "GET /latest/meta-data/");
+  EXPECT_TRUE(hits[0].peer.starts_with("127.0.0.1:")) << hits[0].peer;
+  EXPECT_GT(hits[0].unix_ms, 1'600'000'000'000);
+}
+
+TEST_F(CanarySetTest, HttpWithoutHeaderStillAnswersAndLogsNoInvocation) {
+  auto result = Get("/computeMetadata/v1/" + std::string(500, 'p'));
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->status, 200);
+  EXPECT_EQ(result->body, "sandprobe-canary n0nce\n");
+  const auto all = set_->AllHits();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].invocation, "");
+  EXPECT_EQ(all[0].detail.size(), 200u);  // bounded
+}
+
+TEST_F(CanarySetTest, HttpForeignNonceHasNoInvocation) {
+  auto result = Get("/", {{"X-Sandprobe", "othernonce inv-2"}});
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->status, 200);
+  EXPECT_TRUE(set_->HitsFor("inv-2").empty());
+  EXPECT_EQ(set_->HitsFor("").size(), 1u);
+}
+
+TEST_F(CanarySetTest, HitsForFiltersByInvocationAcrossKinds) {
+  ASSERT_TRUE(Get("/a", {{"X-Sandprobe", "n0nce inv-a"}}));
+  const uint16_t tcp = PortOf(set_->tcp_address());
+  ASSERT_EQ(TcpExchange(tcp, "SANDPROBE n0nce inv-b\n"), "SANDPROBE-ECHO n0nce inv-b\n");
+  ASSERT_TRUE(
+      UdpExchange(PortOf(set_->dns_address()), BuildQuery(1, "inv-a.n0nce.sandprobe.test")));
+  const auto a = set_->HitsFor("inv-a");
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[0].kind, "http");
+  EXPECT_EQ(a[1].kind, "dns");
+  const auto b = set_->HitsFor("inv-b");
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(b[0].kind, "tcp");
+  EXPECT_TRUE(set_->HitsFor("inv-c").empty());
+  EXPECT_EQ(set_->AllHits().size(), 3u);
+}
+
+TEST_F(CanarySetTest, StopIsPromptWithSilentClientsAndFreesThePorts) {
+  const uint16_t http = PortOf(set_->http_address());
+  const uint16_t tcp = PortOf(set_->tcp_address());
+  const uint16_t dns = PortOf(set_->dns_address());
+  UniqueFd silent_http = ConnectTcp(http);
+  UniqueFd silent_tcp = ConnectTcp(tcp);
+  ASSERT_TRUE(silent_http.valid() && silent_tcp.valid());
+
+  const auto start = std::chrono::steady_clock::now();
+  set_->Stop();
+  set_->Stop();  // idempotent
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+
+  EXPECT_FALSE(ConnectTcp(http).valid());
+  EXPECT_FALSE(ConnectTcp(tcp).valid());
+  for (const auto& [type, port] :
+       {std::pair{SOCK_STREAM, http}, {SOCK_STREAM, tcp}, {SOCK_DGRAM, dns}}) {
+    auto rebound = BindSocket(type, Loopback(0).sin_addr, port);
+    EXPECT_TRUE(rebound.has_value()) << rebound.error();
+  }
+  EXPECT_EQ(set_->http_address(), fmt::format("127.0.0.1:{}", http));  // still readable
+}
+
+TEST_F(CanarySetTest, ConcurrentClientsAndReaders) {
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([this, t] {
+      for (int i = 0; i < 10; ++i) {
+        EXPECT_TRUE(Get("/c", {{"X-Sandprobe", fmt::format("n0nce inv-{}", t)}}));
+        EXPECT_LE(set_->AllHits().size(), 40u);
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(set_->AllHits().size(), 40u);
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(set_->HitsFor(fmt::format("inv-{}", t)).size(), 10u);
+}
+
+TEST(CanarySetStartTest, HitCapDropsAndCounts) {
+  auto set = CanarySet::Start("127.0.0.1", "n0nce", {.max_hits = 3});
+  ASSERT_TRUE(set.has_value()) << set.error();
+  const uint16_t dns = PortOf((*set)->dns_address());
+  for (uint16_t id = 0; id < 5; ++id) {
+    ASSERT_TRUE(UdpExchange(dns, BuildQuery(id, "inv.n0nce.sandprobe.test")));
+  }
+  EXPECT_EQ((*set)->AllHits().size(), 3u);
+  EXPECT_EQ((*set)->dropped_hits(), 2u);
+}
+
+TEST(CanarySetStartTest, RejectsBadArguments) {
+  for (const std::string& nonce :
+       std::vector<std::string>{"", "two words", "a.b", std::string(64, 'n')}) {
+    auto set = CanarySet::Start("127.0.0.1", nonce);
+    ASSERT_FALSE(set.has_value()) << nonce;
+    EXPECT_TRUE(set.error().starts_with("canary: invalid nonce")) << set.error();
+  }
+  for (const std::string& address :
+       std::vector<std::string>{"localhost", "256.0.0.1", "::1", "", "0.0.0.0"}) {
+    auto set = CanarySet::Start(address, "n0nce");
+    ASSERT_FALSE(set.has_value()) << address;
+    EXPECT_TRUE(set.error().starts_with("canary: ")) << set.error();
+  }
+}
+
+TEST(CanarySetStartTest, ErrorNamesTheListenerThatFailed) {
+  auto taken_tcp = BindSocket(SOCK_STREAM, Loopback(0).sin_addr, 0);
+  auto taken_udp = BindSocket(SOCK_DGRAM, Loopback(0).sin_addr, 0);
+  ASSERT_TRUE(taken_tcp.has_value() && taken_udp.has_value());
+  const uint16_t tcp_port = LocalPort(taken_tcp->get());
+  const uint16_t udp_port = LocalPort(taken_udp->get());
+  const struct {
+    CanaryOptions options;
+    std::string want;
+  } cases[] = {
+      {{.http_port = tcp_port}, fmt::format("http canary: bind 127.0.0.1:{}: ", tcp_port)},
+      {{.tcp_port = tcp_port}, fmt::format("tcp canary: bind 127.0.0.1:{}: ", tcp_port)},
+      {{.dns_port = udp_port}, fmt::format("dns canary: bind 127.0.0.1:{}: ", udp_port)},
+  };
+  for (const auto& c : cases) {
+    auto set = CanarySet::Start("127.0.0.1", "n0nce", c.options);
+    ASSERT_FALSE(set.has_value()) << c.want;
+    EXPECT_TRUE(set.error().starts_with(c.want)) << set.error();
+    EXPECT_NE(set.error().find("Address already in use"), std::string::npos) << set.error();
+  }
+}
+
+}  // namespace
+}  // namespace sandprobe::canary

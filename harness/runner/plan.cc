@@ -1,0 +1,79 @@
+#include "runner/plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "core/params.h"
+
+namespace sandprobe::runner {
+namespace {
+
+core::ArmInfo Info(const core::Manifest& m, core::ArmRole role) {
+  return core::ArmInfo{m.name, role, m.driver, m.description, m.source_path, m.weakens, m.control};
+}
+
+}  // namespace
+
+std::expected<Plan, std::string> PlanRun(const core::Suite& suite,
+                                         const std::vector<core::ProbeDescriptor>& probes,
+                                         const std::vector<core::Manifest>& candidates,
+                                         const std::vector<core::Manifest>& controls,
+                                         const std::map<std::string, std::string>& substitutions,
+                                         const Timing& timing) {
+  if (candidates.empty()) return std::unexpected("no candidate sandbox to test");
+  Plan plan;
+  std::set<std::string> names;
+  for (const auto& m : controls) plan.arms.push_back(Info(m, core::ArmRole::kControl));
+  for (const auto& m : candidates) plan.arms.push_back(Info(m, core::ArmRole::kCandidate));
+  for (const auto& a : plan.arms) {
+    if (!names.insert(a.name).second) {
+      return std::unexpected(fmt::format("two arms are named '{}'; arm names must differ", a.name));
+    }
+  }
+  for (size_t row = 0; row < suite.entries.size(); ++row) {
+    const core::SuiteEntry& entry = suite.entries[row];
+    auto it = std::ranges::find(probes, entry.probe, &core::ProbeDescriptor::id);
+    if (it == probes.end()) {
+      return std::unexpected(
+          fmt::format("suite {} names probe '{}', which is not in the probe tree (see "
+                      "`sandprobe list`)",
+                      suite.source_path, entry.probe));
+    }
+    const core::ProbeDescriptor& probe = *it;
+    plan.rows.push_back({probe.id, probe.label, entry.level});
+    std::vector<Task> control_tasks, candidate_tasks;
+    for (const auto& cand : candidates) {
+      if (!probe.AppliesTo(cand.driver)) {
+        plan.skips.push_back({probe.id, cand.name,
+                              fmt::format("probe applies to {} only; candidate {} uses driver {}",
+                                          fmt::join(probe.drivers, ", "), cand.name, cand.driver)});
+        continue;
+      }
+      auto params = core::ResolveParams(probe, entry.params, cand.limits, substitutions);
+      if (!params)
+        return std::unexpected(fmt::format("suite {}: {}", suite.source_path, params.error()));
+      const double deadline =
+          cand.limits.timeout_s.value_or(timing.default_timeout_s) + timing.grace_s;
+      const std::string key = core::ParamsKey(*params);
+      candidate_tasks.push_back({row, probe.id, cand.name, false, *params, key, deadline});
+      for (const auto& ctl : controls) {
+        if (!probe.AppliesTo(ctl.driver)) continue;
+        auto same = std::ranges::find_if(
+            control_tasks, [&](const Task& t) { return t.arm == ctl.name && t.params_key == key; });
+        if (same != control_tasks.end()) {
+          same->deadline_s = std::max(same->deadline_s, deadline);
+        } else {
+          control_tasks.push_back({row, probe.id, ctl.name, true, *params, key, deadline});
+        }
+      }
+    }
+    // Controls first within a row: their evidence is what makes a candidate's PASS count.
+    plan.tasks.insert(plan.tasks.end(), control_tasks.begin(), control_tasks.end());
+    plan.tasks.insert(plan.tasks.end(), candidate_tasks.begin(), candidate_tasks.end());
+  }
+  return plan;
+}
+
+}  // namespace sandprobe::runner

@@ -1,0 +1,103 @@
+// Planning: identical parameters for control and candidate, one control run per parameter set,
+// SKIP for probes that do not apply, deadlines from the candidate's claimed timeout.
+#include "runner/plan.h"
+
+#include <gtest/gtest.h>
+
+namespace sandprobe::runner {
+namespace {
+
+std::vector<core::ProbeDescriptor> Probes() {
+  core::ProbeDescriptor balloon;
+  balloon.id = "res.memory-balloon";
+  balloon.label = "memory balloon";
+  balloon.drivers = {"all"};
+  balloon.params["target_mib"] = core::ParamSpec{512, "", "memory", 2.0, "MiB"};
+  core::ProbeDescriptor tcp;
+  tcp.id = "net.tcp-by-ip";
+  tcp.label = "raw ip";
+  tcp.drivers = {"all"};
+  tcp.params["target"] = core::ParamSpec{"", "", "", 1, ""};
+  core::ProbeDescriptor admission;
+  admission.id = "platform.runtime-class";
+  admission.label = "runtimeClassName";
+  admission.drivers = {"kubernetes"};
+  return {balloon, tcp, admission};
+}
+
+core::Manifest M(std::string name, std::string driver, std::optional<uint64_t> memory = {},
+                 std::optional<double> timeout = {}) {
+  core::Manifest m;
+  m.name = std::move(name);
+  m.driver = std::move(driver);
+  m.limits.memory_bytes = memory;
+  m.limits.timeout_s = timeout;
+  return m;
+}
+
+core::Suite DefaultSuite() {
+  core::Suite s;
+  s.name = "t";
+  s.entries = {{"res.memory-balloon", core::Level::kRequired, nlohmann::json::object()},
+               {"net.tcp-by-ip", core::Level::kRequired, {{"target", "{canary.tcp}"}}},
+               {"platform.runtime-class", core::Level::kRequired, nlohmann::json::object()}};
+  return s;
+}
+
+TEST(PlanTest, ControlsShareParamsAndRunOncePerParameterSet) {
+  auto plan = PlanRun(DefaultSuite(), Probes(),
+                      {M("small", "command", 64ull << 20, 5), M("big", "command", 256ull << 20),
+                       M("same", "command", 64ull << 20, 20)},
+                      {M("local", "local")}, {{"canary.tcp", "127.0.0.1:9"}}, Timing{10, 5});
+  ASSERT_TRUE(plan) << plan.error();
+  std::vector<const Task*> balloon_controls, balloon_cands;
+  for (const Task& t : plan->tasks) {
+    if (t.probe != "res.memory-balloon") continue;
+    (t.control ? balloon_controls : balloon_cands).push_back(&t);
+  }
+  ASSERT_EQ(balloon_cands.size(), 3u);
+  ASSERT_EQ(balloon_controls.size(), 2u);  // 128 MiB and 512 MiB targets
+  EXPECT_EQ(balloon_controls[0]->params["target_mib"], 128);
+  EXPECT_DOUBLE_EQ(balloon_controls[0]->deadline_s, 25);  // the longest of 5+5 and 20+5
+  EXPECT_EQ(balloon_controls[1]->params["target_mib"], 512);
+  EXPECT_DOUBLE_EQ(balloon_cands[1]->deadline_s, 15);  // default 10 + grace 5
+  // Controls come before candidates within a row.
+  EXPECT_TRUE(plan->tasks[0].control);
+  for (const Task& t : plan->tasks) {
+    if (t.probe == "net.tcp-by-ip") {
+      EXPECT_EQ(t.params["target"], "127.0.0.1:9");
+    }
+  }
+}
+
+TEST(PlanTest, NotApplicableIsSkippedForEveryCandidate) {
+  auto plan = PlanRun(DefaultSuite(), Probes(), {M("bwrap", "command")}, {M("local", "local")},
+                      {{"canary.tcp", "x"}}, {});
+  ASSERT_TRUE(plan);
+  ASSERT_EQ(plan->skips.size(), 1u);
+  EXPECT_EQ(plan->skips[0].probe, "platform.runtime-class");
+  EXPECT_NE(plan->skips[0].reason.find("kubernetes"), std::string::npos);
+  for (const Task& t : plan->tasks) EXPECT_NE(t.probe, "platform.runtime-class");
+  EXPECT_EQ(plan->rows.size(), 3u);
+  EXPECT_EQ(plan->arms[0].role, core::ArmRole::kControl);
+}
+
+TEST(PlanTest, Errors) {
+  core::Suite unknown = DefaultSuite();
+  unknown.entries.push_back({"net.nope", core::Level::kRequired, {}});
+  auto a = PlanRun(unknown, Probes(), {M("c", "command")}, {}, {{"canary.tcp", "x"}}, {});
+  ASSERT_FALSE(a);
+  EXPECT_NE(a.error().find("net.nope"), std::string::npos);
+  auto b = PlanRun(DefaultSuite(), Probes(), {M("x", "command")}, {M("x", "local")},
+                   {{"canary.tcp", "x"}}, {});
+  ASSERT_FALSE(b);
+  EXPECT_NE(b.error().find("'x'"), std::string::npos);
+  auto c = PlanRun(DefaultSuite(), Probes(), {}, {}, {}, {});
+  EXPECT_FALSE(c);
+  auto d = PlanRun(DefaultSuite(), Probes(), {M("c", "command")}, {}, {}, {});
+  ASSERT_FALSE(d);  // {canary.tcp} unresolved
+  EXPECT_NE(d.error().find("canary.tcp"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sandprobe::runner

@@ -1,0 +1,54 @@
+// The runner: the only place that knows about time and concurrency. It plants canaries, prepares
+// every arm's driver, runs the plan's tasks on --jobs workers, classifies and judges each row as
+// soon as its last cell is in, and always cleans up (canaries, planted secrets, driver state).
+#pragma once
+
+#include <atomic>
+#include <expected>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/manifest.h"
+#include "core/matrix.h"
+#include "core/probe.h"
+#include "core/suite.h"
+#include "runner/plan.h"
+
+namespace sandprobe::runner {
+
+struct RunOptions {
+  core::Suite suite;
+  std::vector<core::ProbeDescriptor> probes;
+  std::vector<core::Manifest> candidates;
+  std::vector<core::Manifest> controls;
+  std::string preamble;     // probes/lib/preamble.py
+  int jobs = 4;             // invocations in flight at once
+  Timing timing;            // default timeout and grace, seconds
+  double kill_grace_s = 2;  // SIGTERM -> SIGKILL, seconds
+  std::string canary_bind = "127.0.0.1";
+  std::filesystem::path canary_dir;  // where the canary token file is planted
+  std::string reaper_path;
+};
+
+// Receives the matrix as it grows. Called from worker threads, one call at a time.
+class RunObserver {
+ public:
+  virtual ~RunObserver() = default;
+  virtual void OnBegin(const core::Matrix&) {}
+  virtual void OnRow(const core::Matrix&, const std::string& /*probe*/) {}
+  virtual void OnMessage(std::string_view /*line*/) {}  // progress and setup notes (stderr)
+};
+
+// A problem before any probe ran: exit code 3.
+struct RunError {
+  std::string message;
+  std::string hint;
+};
+
+// Runs the suite. `cancel` (Ctrl-C) stops running invocations and skips the rest; the matrix is
+// still returned with interrupted = true and what was measured.
+std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver& observer,
+                                          const std::atomic<bool>& cancel);
+
+}  // namespace sandprobe::runner

@@ -1,0 +1,44 @@
+// Planted canary secrets: what an unsandboxed script would find. The control arm must see them
+// (the probe works); a candidate must not. Values are random per run and never printed: reports
+// carry only names, lengths and sha256 prefixes.
+#pragma once
+
+#include <expected>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace sandprobe::runner {
+
+class PlantedSecrets {
+ public:
+  // Writes a canary token file (mode 0600) under `dir` (created, removed by the destructor) and
+  // prepares the env var that is planted in the process that launches each sandbox.
+  static std::expected<PlantedSecrets, std::string> Plant(const std::filesystem::path& dir,
+                                                          const std::string& run_id);
+  PlantedSecrets(PlantedSecrets&&) noexcept;
+  PlantedSecrets& operator=(PlantedSecrets&&) = delete;
+  ~PlantedSecrets();
+
+  // Planted in the launching process's environment: {name, value}.
+  std::vector<std::pair<std::string, std::string>> Env() const;
+  // Placeholders for suites: canary.env_name, canary.env_sha256, canary.token_file,
+  // canary.token_sha256.
+  std::map<std::string, std::string> Substitutions() const;
+  const std::filesystem::path& token_file() const { return token_file_; }
+  void Remove();  // idempotent
+
+ private:
+  PlantedSecrets() = default;
+  std::filesystem::path dir_, token_file_;
+  std::string env_name_, env_value_, token_value_;
+};
+
+// 2n lowercase hex characters from the kernel's random source (getrandom).
+std::string RandomHex(size_t n_bytes);
+// Lowercase hex sha256 of `data` (OpenSSL EVP).
+std::string Sha256Hex(std::string_view data);
+
+}  // namespace sandprobe::runner
