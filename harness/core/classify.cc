@@ -92,7 +92,7 @@ Classification Classify(const ProbeDescriptor& probe, const Observation& obs) {
   if (obs.ending == Ending::kDeadline) {
     return {rules.deadline,
             rules.deadline == Exposure::kUnknown ? Evidence::kNone : Evidence::kPositive,
-            rules.deadline == Exposure::kExposed ? "RUNNING at deadline" : "deadline",
+            rules.deadline == Exposure::kExposed ? "STILL RUNNING" : "deadline",
             fmt::format("still running at the harness deadline ({:.1f}s); the harness killed it{}",
                         obs.deadline_s, ProgressNote(obs))};
   }

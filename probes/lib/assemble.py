@@ -10,11 +10,14 @@ Output (stdout), a single `python3 -u -c` program:
     <probes/lib/preamble.py>
     <PROBE_DIR/probe.py>
 
-Canonical JSON, so that the harness's C++ build and this one can be compared byte for byte:
-keys sorted, separators "," and ":", ASCII only (json.dumps(sort_keys=True,
-separators=(",", ":"), ensure_ascii=True); nlohmann's dump(-1, ' ', true) writes the same for
-our value types). Base64 is standard, padded, one line. Parameters are taken as given: the harness
-fills defaults from probe.yaml, so pass every parameter you want the script to see.
+The JSON is what harness/core/params.cc BuildScript() writes with nlohmann::json's dump():
+keys sorted, no spaces, UTF-8 (no ASCII escapes), i.e. json.dumps(sort_keys=True,
+separators=(",", ":"), ensure_ascii=False), so the two builds compare byte for byte for strings,
+integers, booleans, null, lists and objects (floats may be spelled differently). Base64 is
+standard, padded, one line. A newline is added after the preamble if it lacks one, as there.
+Parameters are taken as given:
+the harness fills defaults from probe.yaml, so pass every parameter the script should see
+(each probe.py falls back to the same defaults, checked by test_probes.py).
 
 Exit status: 0 ok, 2 usage error or an assembled script over 64 KiB (the single -c argument cap).
 """
@@ -42,8 +45,8 @@ def probe_id(probe_dir):
 
 def config_line(probe, nonce, invocation, params):
     cfg = {"probe": probe, "nonce": nonce, "invocation": invocation, "params": params}
-    blob = json.dumps(cfg, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return '_SANDPROBE = "%s"\n' % base64.b64encode(blob.encode("ascii")).decode("ascii")
+    blob = json.dumps(cfg, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return '_SANDPROBE = "%s"\n' % base64.b64encode(blob.encode("utf-8")).decode("ascii")
 
 
 def assemble(probe_dir, params, nonce, invocation):
@@ -53,11 +56,14 @@ def assemble(probe_dir, params, nonce, invocation):
         preamble = f.read()
     with open(os.path.join(probe_dir, "probe.py"), encoding="utf-8") as f:
         body = f.read()
+    if not preamble.endswith("\n"):
+        preamble += "\n"
     script = "# sandprobe probe %s\n%s%s%s" % (
         pid, config_line(pid, nonce, invocation, params), preamble, body)
     size = len(script.encode("utf-8"))
     if size > MAX_SCRIPT_BYTES:
-        raise ValueError("assembled %s is %d bytes, over the %d byte cap" % (pid, size, MAX_SCRIPT_BYTES))
+        raise ValueError("assembled %s is %d bytes, over the %d byte cap"
+                         % (pid, size, MAX_SCRIPT_BYTES))
     return script
 
 
@@ -66,7 +72,8 @@ def main(argv=None):
     ap.add_argument("probe_dir")
     ap.add_argument("--params", default="{}", help="JSON object of parameters")
     ap.add_argument("--nonce", default=None, help="16 hex digits (random if omitted)")
-    ap.add_argument("--invocation", default=None, help="short id such as i3f9a2c (random if omitted)")
+    ap.add_argument("--invocation", default=None,
+                    help="short id such as i3f9a2c (random if omitted)")
     args = ap.parse_args(argv)
     try:
         params = json.loads(args.params)

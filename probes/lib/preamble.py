@@ -1,5 +1,5 @@
-# --- sandprobe preamble (probes/lib/preamble.py): parameters, record writer, shared helpers. Records
-# go straight to fd 1 so a SIGKILL loses nothing already emitted. Never put a secret in a record.
+# --- sandprobe preamble (probes/lib/preamble.py): parameters, record writer, shared helpers.
+# Records go straight to fd 1: a SIGKILL loses nothing already emitted. Never record a secret.
 import base64, errno as _errno, hashlib, ipaddress, json, os, socket, sys
 
 _CFG = json.loads(base64.b64decode(_SANDPROBE))
@@ -35,7 +35,7 @@ def errno_name(exc):
     """"ECONNREFUSED" for an OSError, "EAI_NONAME" for a resolver error, else the class name."""
     code = getattr(exc, "errno", None)
     if isinstance(exc, socket.gaierror):
-        names = [n for n in sorted(dir(socket)) if n.startswith("EAI_") and getattr(socket, n) == code]
+        names = [n for n in sorted(dir(socket)) if n[:4] == "EAI_" and getattr(socket, n) == code]
         return names[0] if names else "EAI_%s" % code
     if isinstance(exc, OSError) and isinstance(code, int) and type(exc).__module__ != "ssl":
         return _errno.errorcode.get(code, "E%d" % code)  # (SSLError.errno is not an OS errno)
@@ -64,7 +64,7 @@ def net_failure(exc, host):
     """A failed connect/send/recv to host -> (outcome, evidence, errno, detail)."""
     name = errno_name(exc)
     if name == "ECONNREFUSED" and is_loopback(host):  # the harness guarantees a listener there
-        return "blocked", "positive", name, "refused on loopback: a different network stack answered"
+        return "blocked", "positive", name, "refused on loopback: another network stack answered"
     if name == "ECONNREFUSED":
         return "refused", "positive", name, "refused by the target: the packet got through"
     if name in ("ENETUNREACH", "EHOSTUNREACH", "EPERM", "EACCES", "EAFNOSUPPORT", "EADDRNOTAVAIL"):

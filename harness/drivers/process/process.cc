@@ -108,6 +108,9 @@ ProcessResult RunProcess(const ProcessSpec& spec, const std::atomic<bool>& cance
     return result;
   }
   if (pid == 0) {
+    // Own process group: a terminal Ctrl-C reaches only the harness, which stops each reaper
+    // itself and so records the probe as interrupted.
+    setpgid(0, 0);
     dup2(in.read, 0);
     dup2(o.write, 1);
     dup2(e.write, 2);
@@ -207,7 +210,8 @@ ProcessResult RunProcess(const ProcessSpec& spec, const std::atomic<bool>& cance
     return result;
   }
   result.descendants_killed = killed;
-  if (stop_sent) return result;  // kDeadline or kInterrupted, set when the stop was sent
+  if (!stop_sent && cancel.load()) result.ending = core::Ending::kInterrupted;
+  if (stop_sent || cancel.load()) return result;  // kDeadline or kInterrupted, set when the stop was sent
   if (std::strcmp(kind, "signaled") == 0) {
     result.ending = core::Ending::kSignaled;
     result.signal = code;

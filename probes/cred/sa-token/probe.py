@@ -15,7 +15,8 @@ def inspect(path):
     except OSError as exc:
         fact["errno"] = errno_name(exc)
         return fact
-    fact.update(readable=True, length=len(data), sha256_prefix=sha256_prefix(data) if data else None)
+    digest = sha256_prefix(data) if data else None
+    fact.update(readable=True, length=len(data), sha256_prefix=digest)
     return fact
 
 
@@ -28,7 +29,7 @@ leaked = [f["path"] for f in checked if f["readable"] and f["length"]]
 facts = dict(files=files, canary_readable=bool(canary and canary["readable"] and canary["length"]),
              canary=canary, readable_paths=leaked)
 if leaked:
-    result("readable", "positive", None, "non-empty token readable: %s" % ", ".join(leaked), **facts)
+    result("readable", "positive", None, "readable, non-empty: %s" % ", ".join(leaked), **facts)
 else:
     errnos = sorted({f["errno"] for f in checked if f["errno"]})
     proof = "positive" if all(f["errno"] in DENIED for f in checked) else "absence"

@@ -1,0 +1,46 @@
+// Subcommands of the sandprobe CLI (CLI11). Each returns the process exit code.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace sandprobe::cli {
+
+inline constexpr int kExitSetup = 3;  // usage, manifest or setup error before any probe ran
+
+struct RunArgs {
+  std::string home;
+  std::string suite;                   // default <home>/suites/default.yaml
+  std::vector<std::string> sandboxes;  // default <home>/manifests/bubblewrap.yaml
+  std::vector<std::string> controls;   // default: each candidate's control:
+  std::string out = "reports/out";
+  std::string formats = "text,markdown,json,junit";
+  int jobs = 4;
+  double grace_s = 5;
+  double default_timeout_s = 10;
+  std::string canary_bind = "127.0.0.1";
+  std::string canary_dir;
+  bool no_color = false;
+};
+
+struct ListArgs {
+  std::string home;
+  std::string probe;  // for explain
+};
+
+struct ValidateArgs {
+  std::string home;
+  std::vector<std::string> files;
+};
+
+void AddRun(CLI::App& app, RunArgs& args);
+void AddList(CLI::App& app, ListArgs& args);  // adds both `list` and `explain`
+void AddValidate(CLI::App& app, ValidateArgs& args);
+
+int DoRun(const RunArgs& args);
+int DoList(const ListArgs& args, bool explain);
+int DoValidate(const ValidateArgs& args);
+
+}  // namespace sandprobe::cli

@@ -1,0 +1,106 @@
+// `sandprobe list`, `sandprobe explain PROBE` and `sandprobe validate FILE...`.
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "cli/paths.h"
+#include "config/config.h"
+
+namespace sandprobe::cli {
+
+void AddList(CLI::App& app, ListArgs& a) {
+  CLI::App* list = app.add_subcommand("list", "List the probes in the tree");
+  list->add_option("--home", a.home, "sandprobe tree with probes/");
+  CLI::App* explain = app.add_subcommand("explain", "Explain one probe: what, parameters, rules");
+  explain->add_option("probe", a.probe, "probe id, e.g. net.dns")->required();
+  explain->add_option("--home", a.home, "sandprobe tree with probes/");
+}
+
+void AddValidate(CLI::App& app, ValidateArgs& a) {
+  CLI::App* v = app.add_subcommand("validate", "Check manifests, suites and probe descriptors");
+  v->add_option("files", a.files, "YAML files")->required();
+  v->add_option("--home", a.home, "sandprobe tree with probes/ (to check suites' probe ids)");
+}
+
+int DoList(const ListArgs& a, bool explain) {
+  auto probes = config::LoadProbeTree(ResolveHome(a.home) / "probes");
+  if (!probes) {
+    std::cerr << "sandprobe: error: " << probes.error().ToString() << "\n";
+    return kExitSetup;
+  }
+  if (!explain) {
+    size_t w = 0;
+    for (const auto& p : *probes) w = std::max(w, p.id.size());
+    for (const auto& p : *probes) {
+      std::cout << fmt::format("{:<{}}  {:<22}  {}\n", p.id, w, p.label,
+                               p.drivers == std::vector<std::string>{"all"}
+                                   ? std::string("all drivers")
+                                   : fmt::format("{} only", fmt::join(p.drivers, ", ")));
+    }
+    return 0;
+  }
+  auto it = std::ranges::find(*probes, a.probe, &core::ProbeDescriptor::id);
+  if (it == probes->end()) {
+    std::cerr << "sandprobe: error: no probe '" << a.probe << "' (see `sandprobe list`)\n";
+    return kExitSetup;
+  }
+  const core::ProbeDescriptor& p = *it;
+  std::cout << fmt::format("{}  ({})\n\n{}\n\n", p.id, p.label, p.description);
+  std::cout << fmt::format("applies to:       {}\n", fmt::join(p.drivers, ", "));
+  std::cout << fmt::format("needs a control:  {}\n", p.requires_control ? "yes" : "no");
+  std::cout << fmt::format("descriptor:       {}\n\nparameters:\n", p.source_path);
+  for (const auto& [name, spec] : p.params) {
+    std::string sized;
+    if (!spec.from_limit.empty()) {
+      sized = fmt::format(" (sized {} x limits.{} in {})", spec.factor, spec.from_limit, spec.unit);
+    }
+    std::cout << fmt::format("  {} = {}{}\n      {}\n", name, spec.default_value.dump(), sized,
+                             spec.description);
+  }
+  std::cout << "\nclassification (result outcome -> exposure):\n";
+  for (const auto& [outcome, e] : p.classify.outcomes) {
+    std::cout << fmt::format("  {:<20} {}\n", outcome, core::ToString(e));
+  }
+  std::cout << fmt::format("  {:<20} {}\n", "(killed by sandbox)", core::ToString(p.classify.killed));
+  std::cout << fmt::format("  {:<20} {}\n", "(harness deadline)", core::ToString(p.classify.deadline));
+  std::cout << fmt::format("  {:<20} {}\n", "(canary hit)", core::ToString(p.classify.canary_hit));
+  return 0;
+}
+
+int DoValidate(const ValidateArgs& a) {
+  int bad = 0;
+  auto probes = config::LoadProbeTree(ResolveHome(a.home) / "probes");
+  for (const std::string& file : a.files) {
+    auto kind = config::DetectKind(file);
+    std::string error;
+    if (!kind) {
+      error = kind.error().ToString();
+    } else if (*kind == "manifest") {
+      if (auto m = config::LoadManifest(file); !m) error = m.error().ToString();
+    } else if (*kind == "suite") {
+      auto s = config::LoadSuite(file);
+      if (!s) {
+        error = s.error().ToString();
+      } else if (probes) {
+        for (const auto& e : s->entries) {
+          if (std::ranges::find(*probes, e.probe, &core::ProbeDescriptor::id) == probes->end()) {
+            error = fmt::format("{}: probe '{}' is not in the probe tree", file, e.probe);
+          }
+        }
+      }
+    } else {
+      auto p = config::LoadProbe(std::filesystem::path(file).parent_path());
+      if (!p) error = p.error().ToString();
+    }
+    if (error.empty()) {
+      std::cout << fmt::format("ok     {} ({})\n", file, kind.value_or("?"));
+    } else {
+      std::cout << fmt::format("error  {}\n", error);
+      ++bad;
+    }
+  }
+  return bad == 0 ? 0 : kExitSetup;
+}
+
+}  // namespace sandprobe::cli

@@ -1,0 +1,24 @@
+// Where sandprobe finds its tree (probes/, suites/, manifests/) and its reaper at run time.
+#pragma once
+
+#include <expected>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "core/manifest.h"
+
+namespace sandprobe::cli {
+
+// --home, else $SANDPROBE_HOME, else the source tree this binary was built from.
+std::filesystem::path ResolveHome(const std::string& flag);
+// $SANDPROBE_REAPER, else sandprobe-reaper beside this executable.
+std::string ResolveReaper();
+// The control manifest a candidate names: a path (relative to the candidate's folder, then the
+// working directory) or a name looked up as <candidate dir>/<name>.yaml, then
+// <home>/manifests/<name>.yaml and <home>/manifests/*/<name>.yaml.
+std::expected<std::filesystem::path, std::string> FindControl(const core::Manifest& candidate,
+                                                              const std::filesystem::path& home);
+
+}  // namespace sandprobe::cli

@@ -1,0 +1,216 @@
+// `sandprobe run`: load the suite, candidates and controls, run, stream the text matrix, write
+// matrix.md, report.json and junit.xml, and return the gate's exit code.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "cli/paths.h"
+#include "config/config.h"
+#include "core/matrix.h"
+#include "report/reporters.h"
+#include "runner/run.h"
+
+namespace sandprobe::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::atomic<bool> g_cancel{false};
+
+void OnSignal(int) {
+  if (g_cancel.exchange(true)) return;
+  const char msg[] =
+      "\nsandprobe: interrupted; stopping running probes, cleaning up and writing what was "
+      "measured\n";
+  (void)!write(2, msg, sizeof msg - 1);
+}
+
+class Observer : public runner::RunObserver {
+ public:
+  explicit Observer(report::TextReporter* text) : text_(text) {}
+  void OnBegin(const core::Matrix& m) override {
+    if (text_ != nullptr) text_->Begin(m);
+    std::cout.flush();
+  }
+  void OnRow(const core::Matrix& m, const std::string& probe) override {
+    if (text_ != nullptr) text_->RowDone(m, probe);
+    std::cout.flush();
+  }
+  void OnMessage(std::string_view line) override { std::cerr << "sandprobe: " << line << "\n"; }
+
+ private:
+  report::TextReporter* text_;
+};
+
+int SetupError(const std::string& message, const std::string& hint = "") {
+  std::cerr << "sandprobe: error: " << message << "\n";
+  if (!hint.empty()) std::cerr << "  hint: " << hint << "\n";
+  return kExitSetup;
+}
+
+bool WriteFile(const fs::path& path, const std::string& content) {
+  const fs::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << content;
+    if (!out) return false;
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  return !ec;
+}
+
+std::string DefaultCanaryDir() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x != '\0') {
+    return fs::path(x) / "sandprobe";
+  }
+  if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0') {
+    return fs::path(h) / ".cache" / "sandprobe";
+  }
+  return "/tmp/sandprobe-canary";
+}
+
+}  // namespace
+
+void AddRun(CLI::App& app, RunArgs& a) {
+  CLI::App* run = app.add_subcommand(
+      "run", "Run a suite against candidate sandboxes and their control arms");
+  run->add_option("--home", a.home, "sandprobe tree with probes/, suites/, manifests/");
+  run->add_option("--suite", a.suite, "suite YAML (default: <home>/suites/default.yaml)");
+  run->add_option("--sandbox", a.sandboxes,
+                  "candidate manifest, repeatable (default: <home>/manifests/bubblewrap.yaml)");
+  run->add_option("--control", a.controls,
+                  "control manifest, repeatable (default: each candidate's control:)");
+  run->add_option("--out", a.out, "directory for matrix.md, report.json, junit.xml")
+      ->capture_default_str();
+  run->add_option("--format", a.formats, "comma list of text, markdown, json, junit")
+      ->capture_default_str();
+  run->add_option("--jobs", a.jobs, "probe invocations in flight at once")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  run->add_option("--grace", a.grace_s,
+                  "seconds added to the candidate's timeout for the harness deadline")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+  run->add_option("--default-timeout", a.default_timeout_s,
+                  "seconds, for candidates that claim no limits.timeout")
+      ->check(CLI::Range(0.5, 3600.0))
+      ->capture_default_str();
+  run->add_option("--canary-bind", a.canary_bind,
+                  "address the canaries listen on (loopback, or a network the test created)")
+      ->capture_default_str();
+  run->add_option("--canary-dir", a.canary_dir,
+                  "where the canary token file is planted (default: ~/.cache/sandprobe)");
+  run->add_flag("--no-color", a.no_color, "no ANSI colours (NO_COLOR is honoured too)");
+}
+
+int DoRun(const RunArgs& a) {
+  const fs::path home = ResolveHome(a.home);
+  std::set<std::string> formats;
+  for (size_t i = 0; i <= a.formats.size();) {
+    const size_t comma = std::min(a.formats.find(',', i), a.formats.size());
+    const std::string f = a.formats.substr(i, comma - i);
+    if (f != "text" && f != "markdown" && f != "json" && f != "junit") {
+      return SetupError(fmt::format("--format: unknown format '{}'", f),
+                        "use a comma list of text, markdown, json, junit");
+    }
+    formats.insert(f);
+    i = comma + 1;
+  }
+  runner::RunOptions opt;
+  auto probes = config::LoadProbeTree(home / "probes");
+  if (!probes) {
+    return SetupError(probes.error().ToString(), "pass --home or set SANDPROBE_HOME to the tree");
+  }
+  opt.probes = std::move(*probes);
+  std::ifstream preamble(home / "probes/lib/preamble.py");
+  std::stringstream pre;
+  pre << preamble.rdbuf();
+  opt.preamble = pre.str();
+  if (opt.preamble.empty()) return SetupError((home / "probes/lib/preamble.py").string() + " is missing");
+  auto suite = config::LoadSuite(a.suite.empty() ? home / "suites/default.yaml" : fs::path(a.suite));
+  if (!suite) return SetupError(suite.error().ToString());
+  opt.suite = std::move(*suite);
+
+  std::vector<std::string> sandboxes = a.sandboxes;
+  if (sandboxes.empty()) sandboxes.push_back((home / "manifests/bubblewrap.yaml").string());
+  std::vector<std::string> control_paths = a.controls;
+  for (const std::string& path : sandboxes) {
+    auto m = config::LoadManifest(path);
+    if (!m) return SetupError(m.error().ToString());
+    if (a.controls.empty()) {
+      if (m->control.empty()) {
+        std::cerr << "sandprobe: warning: " << path << " names no control: and no --control was "
+                  << "given; its contained rows will be INCONCLUSIVE\n";
+      } else {
+        auto found = FindControl(*m, home);
+        if (!found) return SetupError(found.error(), "give --control MANIFEST");
+        control_paths.push_back(found->string());
+      }
+    }
+    opt.candidates.push_back(std::move(*m));
+  }
+  std::set<std::string> seen;
+  for (const std::string& path : control_paths) {
+    auto m = config::LoadManifest(path);
+    if (!m) return SetupError(m.error().ToString());
+    if (!seen.insert(m->name).second) continue;  // several candidates may share one control
+    opt.controls.push_back(std::move(*m));
+  }
+  opt.jobs = a.jobs;
+  opt.timing = runner::Timing{a.default_timeout_s, a.grace_s};
+  opt.canary_bind = a.canary_bind;
+  opt.canary_dir = a.canary_dir.empty() ? DefaultCanaryDir() : a.canary_dir;
+  opt.reaper_path = ResolveReaper();
+
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  const char* no_color = std::getenv("NO_COLOR");
+  report::TextOptions text_options;
+  text_options.color = !a.no_color && isatty(STDOUT_FILENO) &&
+                       (no_color == nullptr || *no_color == '\0');
+  report::TextReporter text(std::cout, text_options);
+  Observer observer(formats.contains("text") ? &text : nullptr);
+  auto matrix = runner::Run(opt, observer, g_cancel);
+  if (!matrix) return SetupError(matrix.error().message, matrix.error().hint);
+  if (formats.contains("text")) text.End(*matrix);
+  std::cout.flush();
+
+  std::error_code ec;
+  fs::create_directories(a.out, ec);
+  if (ec) {
+    std::cerr << "sandprobe: error: cannot create --out " << a.out << ": " << ec.message() << "\n";
+    return kExitSetup;
+  }
+  const std::pair<const char*, std::string (*)(const core::Matrix&)> files[] = {
+      {"markdown", report::RenderMarkdown}, {"json", report::RenderJson},
+      {"junit", report::RenderJunit}};
+  const char* names[] = {"matrix.md", "report.json", "junit.xml"};
+  for (size_t i = 0; i < 3; ++i) {
+    if (!formats.contains(files[i].first)) continue;
+    const fs::path path = fs::path(a.out) / names[i];
+    if (!WriteFile(path, files[i].second(*matrix))) {
+      std::cerr << "sandprobe: error: cannot write " << path.string() << "\n";
+      return kExitSetup;
+    }
+    std::cerr << "sandprobe: wrote " << path.string() << "\n";
+  }
+  return core::RunExitCode(*matrix);
+}
+
+}  // namespace sandprobe::cli

@@ -1,0 +1,93 @@
+// Approved baselines: every fixture (fixtures.h) rendered by every reporter must equal
+// reports/baselines/<fixture>.<ext> byte for byte.
+//
+// To approve an intended change, rewrite the baselines and review them by eye:
+//   SANDPROBE_UPDATE_BASELINES=1 ./report_test --gtest_filter='Baselines/*'
+//   git diff reports/baselines
+// With SANDPROBE_UPDATE_BASELINES=1 these tests write the files instead of comparing (and pass).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <tuple>
+
+#include "report/fixtures.h"
+#include "report/reporters.h"
+
+namespace sandprobe::report {
+namespace testing {
+// Test names and failure messages show the fixture name instead of the struct's bytes.
+void PrintTo(const Fixture& f, std::ostream* os) { *os << f.name; }
+}  // namespace testing
+namespace {
+
+struct Format {
+  const char* ext;
+  std::string (*render)(const core::Matrix&);
+};
+
+void PrintTo(const Format& f, std::ostream* os) { *os << f.ext; }
+
+std::string Text(const core::Matrix& m) { return RenderText(m, TextOptions{}); }
+
+const Format kFormats[] = {
+    {"txt", &Text}, {"md", &RenderMarkdown}, {"json", &RenderJson}, {"xml", &RenderJunit}};
+
+bool UpdateRequested() {
+  const char* v = std::getenv("SANDPROBE_UPDATE_BASELINES");
+  return v != nullptr && std::string_view(v) == "1";
+}
+
+// 1-based number of the first line where a and b differ, with both lines (cut for the message).
+std::string FirstDifference(const std::string& a, const std::string& b) {
+  std::istringstream sa(a), sb(b);
+  std::string la, lb;
+  for (int line = 1;; ++line) {
+    const bool ha = static_cast<bool>(std::getline(sa, la));
+    const bool hb = static_cast<bool>(std::getline(sb, lb));
+    if (!ha && !hb) return "outputs differ only in the final newline";
+    if (!ha || !hb || la != lb) {
+      return fmt::format("line {}:\n  baseline: {}\n  actual:   {}", line,
+                         ha ? la.substr(0, 200) : "<end of file>",
+                         hb ? lb.substr(0, 200) : "<end of file>");
+    }
+  }
+}
+
+class Baselines : public ::testing::TestWithParam<std::tuple<testing::Fixture, Format>> {};
+
+TEST_P(Baselines, MatchApproved) {
+  const auto& [fixture, format] = GetParam();
+  const std::string actual = format.render(fixture.make());
+  const std::string path =
+      fmt::format("{}/{}.{}", SANDPROBE_BASELINE_DIR, fixture.name, format.ext);
+  if (UpdateRequested()) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << actual;
+    ASSERT_TRUE(out.good()) << "cannot write " << path;
+    std::cout << "[ baseline ] wrote " << path << "\n";
+    return;
+  }
+  std::ifstream in(path, std::ios::binary);
+  ASSERT_TRUE(in.good()) << "missing baseline " << path
+                         << " (create it with SANDPROBE_UPDATE_BASELINES=1)";
+  const std::string expected{std::istreambuf_iterator<char>(in), {}};
+  EXPECT_TRUE(actual == expected)
+      << path << " differs at " << FirstDifference(expected, actual)
+      << "\nIf the change is intended: SANDPROBE_UPDATE_BASELINES=1 ./report_test, then review "
+         "the diff.";
+}
+
+INSTANTIATE_TEST_SUITE_P(All, Baselines,
+                         ::testing::Combine(::testing::ValuesIn(testing::Fixtures()),
+                                            ::testing::ValuesIn(kFormats)),
+                         [](const auto& info) {
+                           return fmt::format("{}_{}", std::get<0>(info.param).name,
+                                              std::get<1>(info.param).ext);
+                         });
+
+}  // namespace
+}  // namespace sandprobe::report

@@ -1,0 +1,212 @@
+#include "report/fixtures.h"
+
+#include "core/params.h"
+
+namespace sandprobe::report::testing {
+
+using core::Ending;
+using core::Evidence;
+using core::Exposure;
+using core::VerdictKind;
+using nlohmann::json;
+
+constexpr std::string_view kNonce = "9b1f0c3e7d2a";
+
+core::Cell MakeCell(std::string probe, std::string arm, json params,
+                    core::Classification classification) {
+  core::Cell cell;
+  core::Observation& obs = cell.observation;
+  obs.probe = std::move(probe);
+  obs.arm = std::move(arm);
+  obs.invocation = "4f2a9c-" + obs.probe + "@" + obs.arm;
+  obs.params_key = core::ParamsKey(params);
+  obs.params = std::move(params);
+  obs.deadline_s = 10;
+  cell.classification = std::move(classification);
+  return cell;
+}
+
+std::string RecordLines(const std::vector<json>& records) {
+  std::string out;
+  for (const json& r : records) {
+    out += "@@sandprobe " + std::string(kNonce) + " " + r.dump() + "\n";
+  }
+  return out;
+}
+
+core::VerdictCell MakeVerdict(std::string probe, std::string candidate, VerdictKind kind,
+                              std::string reason, std::string validated_by, Evidence evidence) {
+  return {std::move(probe), std::move(candidate),
+          core::Verdict{kind, std::move(reason), std::move(validated_by), evidence}};
+}
+
+namespace {
+
+// Ends `cell` as an exit with the given records (the first "result" becomes obs.result).
+void Exit(core::Cell& cell, int code, double duration_s, std::vector<json> records) {
+  core::Observation& obs = cell.observation;
+  obs.ending = Ending::kExited;
+  obs.exit_code = code;
+  obs.duration_s = duration_s;
+  obs.stdout_head = RecordLines(records);
+  obs.stdout_bytes = obs.stdout_head.size();
+  for (const json& r : records) {
+    if (r.value("kind", "") == "result" && !obs.result) obs.result = r;
+  }
+  obs.records = std::move(records);
+}
+
+json Start(const std::string& probe) { return {{"kind", "start"}, {"probe", probe}, {"seq", 0}}; }
+
+void AddDns(core::Matrix& m) {
+  const json params = {{"name", "canary.sandprobe.test"}, {"server", "127.0.0.1:40125"}};
+  core::Cell local =
+      MakeCell("net.dns", "local", params,
+               {Exposure::kExposed, Evidence::kPositive, "REACHED",
+                "dns canary logged this invocation from 127.0.0.1:51234 (1 hit(s))"});
+  Exit(local, 0, 0.118,
+       {Start("net.dns"),
+        {{"kind", "result"},
+         {"outcome", "reached"},
+         {"evidence", "positive"},
+         {"detail", "answer 127.0.0.1 carried the nonce"}}});
+  local.observation.canary_hits.push_back(
+      {"dns", "127.0.0.1:51234", "A? 4f2a9c-net.dns.canary.sandprobe.test"});
+  core::Cell cand = MakeCell("net.dns", "bubblewrap", params,
+                             {Exposure::kContained, Evidence::kPositive, "blocked",
+                              "outcome blocked (ENETUNREACH): sendto 127.0.0.1:40125 failed"});
+  Exit(cand, 0, 0.052,
+       {Start("net.dns"),
+        {{"kind", "result"},
+         {"outcome", "blocked"},
+         {"evidence", "positive"},
+         {"errno", "ENETUNREACH"},
+         {"detail", "sendto 127.0.0.1:40125 failed"}}});
+  m.cells.push_back(std::move(local));
+  m.cells.push_back(std::move(cand));
+  m.verdicts.push_back(MakeVerdict(
+      "net.dns", "bubblewrap", VerdictKind::kPass,
+      "contained, positive evidence: outcome blocked (ENETUNREACH): sendto 127.0.0.1:40125 "
+      "failed; control local was exposed",
+      "local", Evidence::kPositive));
+}
+
+void AddWriteHome(core::Matrix& m) {
+  const json params = {{"path", "~/.sandprobe-4f2a9c"}};
+  const json wrote = {{"kind", "result"},
+                      {"outcome", "wrote"},
+                      {"evidence", "positive"},
+                      {"detail", "created ~/.sandprobe-4f2a9c (removed afterwards)"}};
+  for (const char* arm : {"local", "bubblewrap"}) {
+    core::Cell cell = MakeCell("fs.write-home", arm, params,
+                               {Exposure::kExposed, Evidence::kPositive, "WROTE",
+                                "outcome wrote: created ~/.sandprobe-4f2a9c (removed afterwards)"});
+    Exit(cell, 0, 0.031, {Start("fs.write-home"), wrote});
+    m.cells.push_back(std::move(cell));
+  }
+  m.verdicts.push_back(MakeVerdict(
+      "fs.write-home", "bubblewrap", VerdictKind::kFail,
+      "candidate exposed: outcome wrote: created ~/.sandprobe-4f2a9c (removed afterwards)", "",
+      Evidence::kPositive));
+}
+
+void AddBalloon(core::Matrix& m) {
+  // The control ran the descriptor default (256 MiB) first and the candidate-sized 128 MiB second;
+  // the matrix must show the 128 MiB cell under the control column.
+  for (const int target : {256, 128}) {
+    core::Cell cell = MakeCell(
+        "res.memory-balloon", "local", {{"step_mib", 16}, {"target_mib", target}},
+        {Exposure::kExposed, Evidence::kPositive, "ALLOCATED " + std::to_string(target) + " MiB",
+         "outcome allocated: " + std::to_string(target) + " MiB resident"});
+    Exit(cell, 0, target / 100.0,
+         {Start("res.memory-balloon"),
+          {{"kind", "progress"}, {"allocated_mib", target - 16}, {"seq", 1}},
+          {{"kind", "result"},
+           {"outcome", "allocated"},
+           {"evidence", "positive"},
+           {"detail", std::to_string(target) + " MiB resident"}}});
+    m.cells.push_back(std::move(cell));
+  }
+  core::Cell cand = MakeCell(
+      "res.memory-balloon", "bubblewrap", {{"step_mib", 16}, {"target_mib", 128}},
+      {Exposure::kUnknown, Evidence::kNone, "no result", "exit 1 without a result record"});
+  Exit(cand, 1, 0.84,
+       {Start("res.memory-balloon"), {{"kind", "progress"}, {"allocated_mib", 96}, {"seq", 6}}});
+  cand.observation.stderr_head =
+      "Traceback (most recent call last):\n  File \"<string>\", line 41, in <module>\n"
+      "OSError: [Errno 12] Cannot allocate memory\n";
+  cand.observation.stderr_bytes = cand.observation.stderr_head.size();
+  m.cells.push_back(std::move(cand));
+  m.verdicts.push_back(
+      MakeVerdict("res.memory-balloon", "bubblewrap", VerdictKind::kInconclusive,
+                  "no evidence from the candidate: exit 1 without a result record"));
+}
+
+void AddSkipAndError(core::Matrix& m) {
+  m.verdicts.push_back(MakeVerdict("k8s.admission-privileged", "bubblewrap", VerdictKind::kSkip,
+                                   "Kubernetes-only probe on driver command"));
+  const json params = {{"url", "https://127.0.0.1:40123/"}};
+  core::Cell local =
+      MakeCell("net.https-ip", "local", params,
+               {Exposure::kExposed, Evidence::kPositive, "REACHED",
+                "http canary logged this invocation from 127.0.0.1:51240 (1 hit(s))"});
+  Exit(local, 0, 0.204,
+       {Start("net.https-ip"),
+        {{"kind", "result"},
+         {"outcome", "reached"},
+         {"evidence", "positive"},
+         {"detail", "HTTP 200"}}});
+  local.observation.canary_hits.push_back(
+      {"http", "127.0.0.1:51240", "GET / x-sandprobe: 4f2a9c-net.https-ip@local"});
+  core::Cell cand = MakeCell("net.https-ip", "bubblewrap", params,
+                             {Exposure::kUnknown, Evidence::kNone, "error",
+                              "harness error: bwrap: setting up uid map: Permission denied"});
+  cand.observation.ending = Ending::kHarnessError;
+  cand.observation.duration_s = 0.004;
+  cand.observation.harness_error = "bwrap: setting up uid map: Permission denied";
+  cand.observation.stderr_head = "bwrap: setting up uid map: Permission denied\n";
+  cand.observation.stderr_bytes = cand.observation.stderr_head.size();
+  m.cells.push_back(std::move(local));
+  m.cells.push_back(std::move(cand));
+  m.verdicts.push_back(
+      MakeVerdict("net.https-ip", "bubblewrap", VerdictKind::kError,
+                  "harness/driver failed: bwrap: setting up uid map: Permission denied"));
+}
+
+}  // namespace
+
+core::Matrix NormalMatrix() {
+  core::Matrix m;
+  m.run_id = "20250301T120000Z-4f2a9c";
+  m.nonce_hash = "5e0c1d";
+  m.suite = "default";
+  m.started_at = "2025-03-01T12:00:00Z";
+  m.finished_at = "2025-03-01T12:00:07Z";
+  m.notes = {"canaries on 127.0.0.1: http :40123, tcp :40124, dns :40125"};
+  m.arms.push_back({"bubblewrap",
+                    core::ArmRole::kCandidate,
+                    "command",
+                    "bwrap --unshare-all, read-only /, tmpfs /tmp",
+                    "manifests/bubblewrap.yaml",
+                    {"--bind $HOME $HOME: the probe can write the user's home directory"},
+                    "local"});
+  m.arms.push_back({"local",
+                    core::ArmRole::kControl,
+                    "local",
+                    "the agent's own process: a plain child process, no isolation",
+                    "<embedded>",
+                    {},
+                    ""});
+  m.rows = {{"net.dns", "dns", core::Level::kRequired},
+            {"fs.write-home", "write $HOME", core::Level::kRequired},
+            {"res.memory-balloon", "memory 64m", core::Level::kAdvisory},
+            {"k8s.admission-privileged", "privileged pod", core::Level::kRequired},
+            {"net.https-ip", "https by ip", core::Level::kRequired}};
+  AddDns(m);
+  AddWriteHome(m);
+  AddBalloon(m);
+  AddSkipAndError(m);
+  return m;
+}
+
+}  // namespace sandprobe::report::testing

@@ -1,0 +1,133 @@
+// report.json: the machine-readable matrix. Shape: reports/schema/report.schema.json. Strings are
+// bounded and valid UTF-8 (JsonText); sandbox JSON values are bounded (JsonBounded); the dump
+// replaces invalid UTF-8 instead of throwing.
+#include "report/escape.h"
+#include "report/reporters.h"
+#include "report/view.h"
+
+namespace sandprobe::report {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr size_t kNameBytes = 256;
+constexpr size_t kTextBytes = 4096;     // reasons, errors, notes, canary details
+constexpr size_t kExcerptBytes = 4096;  // raw stdout/stderr excerpt per stream
+constexpr size_t kRecordBytes = 16 * 1024;
+
+Json Strings(const std::vector<std::string>& items, size_t max_bytes) {
+  Json out = Json::array();
+  for (const std::string& s : items) out.push_back(JsonText(s, max_bytes));
+  return out;
+}
+
+Json ArmJson(const core::ArmInfo& arm) {
+  return Json{{"name", JsonText(arm.name, kNameBytes)},
+              {"role", core::ToString(arm.role)},
+              {"driver", JsonText(arm.driver, kNameBytes)},
+              {"description", JsonText(arm.description, kTextBytes)},
+              {"source", JsonText(arm.source_path, kTextBytes)},
+              {"weakens", Strings(arm.weakens, kTextBytes)},
+              {"control", JsonText(arm.control, kNameBytes)}};
+}
+
+Json EvidenceJson(const core::Observation& obs) {
+  Json hits = Json::array();
+  for (const core::CanaryHit& h : obs.canary_hits) {
+    hits.push_back({{"kind", JsonText(h.kind, kNameBytes)},
+                    {"peer", JsonText(h.peer, kNameBytes)},
+                    {"detail", JsonText(h.detail, kTextBytes)}});
+  }
+  const nlohmann::json* progress = obs.LastProgress();
+  return Json{{"ending", core::ToString(obs.ending)},
+              {"exit_code", obs.exit_code},
+              {"signal", obs.signal},
+              {"duration_s", obs.duration_s},
+              {"deadline_s", obs.deadline_s},
+              {"harness_error", JsonText(obs.harness_error, kTextBytes)},
+              {"result", obs.result ? JsonBounded(*obs.result, kRecordBytes) : Json(nullptr)},
+              {"last_progress", progress ? JsonBounded(*progress, kRecordBytes) : Json(nullptr)},
+              {"records_count", obs.records.size()},
+              {"dropped_records", obs.dropped_records},
+              {"foreign_lines", obs.foreign_lines},
+              {"canary_hits", std::move(hits)},
+              {"driver_facts", JsonBounded(obs.driver_facts, kRecordBytes)},
+              {"stdout_bytes", obs.stdout_bytes},
+              {"stderr_bytes", obs.stderr_bytes},
+              {"stdout_excerpt", JsonText(obs.stdout_head, kExcerptBytes)},
+              {"stderr_excerpt", JsonText(obs.stderr_head, kExcerptBytes)}};
+}
+
+Json ObservationJson(const core::Cell& cell) {
+  const core::Observation& obs = cell.observation;
+  return Json{{"probe", JsonText(obs.probe, kNameBytes)},
+              {"arm", JsonText(obs.arm, kNameBytes)},
+              {"invocation", JsonText(obs.invocation, kNameBytes)},
+              {"params", JsonBounded(obs.params, kRecordBytes)},
+              {"exposure", core::ToString(cell.classification.exposure)},
+              {"evidence_kind", core::ToString(cell.classification.evidence)},
+              {"label", JsonText(cell.classification.label, kNameBytes)},
+              {"reason", JsonText(cell.classification.reason, kTextBytes)},
+              {"evidence", EvidenceJson(obs)}};
+}
+
+Json VerdictJson(const core::Matrix& m, const core::VerdictCell& v) {
+  core::Level level = core::Level::kRequired;
+  for (const core::Row& row : m.rows) {
+    if (row.probe == v.probe) level = row.level;
+  }
+  return Json{{"probe", JsonText(v.probe, kNameBytes)},
+              {"candidate", JsonText(v.candidate, kNameBytes)},
+              {"verdict", core::ToString(v.verdict.kind)},
+              {"reason", JsonText(v.verdict.reason, kTextBytes)},
+              {"validated_by", JsonText(v.verdict.validated_by, kNameBytes)},
+              {"evidence_kind", core::ToString(v.verdict.evidence)},
+              {"level", core::ToString(level)}};
+}
+
+Json SummaryJson(const core::Matrix& m) {
+  Json candidates = Json::array();
+  for (const core::ArmInfo* arm : CandidateArms(m)) {
+    const VerdictCounts counts = CountVerdicts(m, arm->name);
+    Json c{{"candidate", JsonText(arm->name, kNameBytes)}, {"total", counts.Total()}};
+    for (const core::VerdictKind k : kVerdictOrder) c[core::ToString(k)] = counts.Of(k);
+    c["missing"] = counts.missing;
+    candidates.push_back(std::move(c));
+  }
+  const int code = core::RunExitCode(m);
+  return Json{{"exit_code", code},
+              {"exit_meaning", ExitCodeMeaning(code)},
+              {"candidates", std::move(candidates)}};
+}
+
+}  // namespace
+
+std::string RenderJson(const core::Matrix& m) {
+  Json arms = Json::array(), rows = Json::array(), observations = Json::array(),
+       verdicts = Json::array();
+  for (const core::ArmInfo& arm : m.arms) arms.push_back(ArmJson(arm));
+  for (const core::Row& row : m.rows) {
+    rows.push_back({{"probe", JsonText(row.probe, kNameBytes)},
+                    {"label", JsonText(row.label, kNameBytes)},
+                    {"level", core::ToString(row.level)}});
+  }
+  for (const core::Cell& cell : m.cells) observations.push_back(ObservationJson(cell));
+  for (const core::VerdictCell& v : m.verdicts) verdicts.push_back(VerdictJson(m, v));
+  const Json report{{"schema_version", core::kReportSchemaVersion},
+                    {"generator", "sandprobe"},
+                    {"run_id", JsonText(m.run_id, kNameBytes)},
+                    {"nonce_hash", JsonText(m.nonce_hash, kNameBytes)},
+                    {"suite", JsonText(m.suite, kNameBytes)},
+                    {"started_at", JsonText(m.started_at, kNameBytes)},
+                    {"finished_at", JsonText(m.finished_at, kNameBytes)},
+                    {"interrupted", m.interrupted},
+                    {"notes", Strings(m.notes, kTextBytes)},
+                    {"arms", std::move(arms)},
+                    {"rows", std::move(rows)},
+                    {"observations", std::move(observations)},
+                    {"verdicts", std::move(verdicts)},
+                    {"summary", SummaryJson(m)}};
+  return report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace sandprobe::report

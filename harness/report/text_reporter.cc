@@ -1,0 +1,220 @@
+// Terminal matrix reporter (streamed). Layout and colours: reporters.h.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "report/escape.h"
+#include "report/reporters.h"
+#include "report/text_clean.h"
+#include "report/view.h"
+
+namespace sandprobe::report {
+namespace {
+
+constexpr size_t kMaxCell = 28;          // display columns of one cell or arm name
+constexpr size_t kStreamLabelCols = 16;  // label width when no cell is known at Begin()
+constexpr size_t kReasonCols = 400;      // a reason is cut here before wrapping
+constexpr std::string_view kGap = "  ";
+constexpr std::string_view kControlSuffix = " (control)";
+constexpr std::string_view kRed = "31", kGreen = "32", kYellow = "33", kDim = "2", kBold = "1";
+
+std::string_view VerdictColor(core::VerdictKind k) {
+  switch (k) {
+    case core::VerdictKind::kFail:
+      return kRed;
+    case core::VerdictKind::kPass:
+      return kGreen;
+    case core::VerdictKind::kSkip:
+      return kDim;
+    default:
+      return kYellow;
+  }
+}
+
+std::string Header(const core::ArmInfo& arm) {
+  if (arm.role == core::ArmRole::kCandidate) return TerminalText(arm.name, kMaxCell);
+  return TerminalText(arm.name, kMaxCell - kControlSuffix.size()) + std::string(kControlSuffix);
+}
+
+// Words of single-line `text` wrapped at `width` columns; continuation lines indented by
+// `indent`. The first line starts at column `first_col` (the caller printed a prefix).
+std::string Wrap(std::string_view text, size_t width, size_t first_col, size_t indent) {
+  width = std::max(width, indent + 20);
+  std::string out;
+  size_t col = first_col;
+  bool line_start = true;
+  auto new_line = [&] {
+    out += '\n';
+    out.append(indent, ' ');
+    col = indent;
+    line_start = true;
+  };
+  std::istringstream words{std::string(text)};
+  for (std::string word; words >> word;) {
+    std::string_view rest = word;
+    size_t w = DisplayWidth(rest);
+    const size_t needed = w + (line_start ? 0 : 1);
+    if (col + needed > width && col > indent && indent + w <= width) {
+      new_line();
+    } else if (!line_start) {
+      out += ' ';
+      ++col;
+    }
+    while (col + w > width) {  // a word longer than a line: hard split on code points
+      const size_t n = PrefixFitting(rest, col < width ? width - col : 0);
+      if (n == 0) {  // not even one character fits after the prefix: continue below it
+        new_line();
+        continue;
+      }
+      out += rest.substr(0, n);
+      rest.remove_prefix(n);
+      w = DisplayWidth(rest);
+      new_line();
+    }
+    out += rest;
+    col += w;
+    line_start = false;
+  }
+  return out;
+}
+
+}  // namespace
+
+TextReporter::TextReporter(std::ostream& out, TextOptions options) : out_(out), options_(options) {}
+
+std::string TextReporter::Paint(std::string_view text, std::string_view sgr) const {
+  if (!options_.color || text.empty()) return std::string(text);
+  return fmt::format("\x1b[{}m{}\x1b[0m", sgr, text);
+}
+
+void TextReporter::Begin(const core::Matrix& m) {
+  row_label_cols_ = 5;  // "probe"
+  for (const core::Row& row : m.rows) {
+    row_label_cols_ = std::max(row_label_cols_, DisplayWidth(TerminalText(row.label, kMaxCell)));
+  }
+  columns_.clear();
+  for (const core::ArmInfo* arm : ColumnArms(m)) {
+    const bool candidate = arm->role == core::ArmRole::kCandidate;
+    size_t label_cols = 0, verdict_cols = 0;
+    bool any_cell = false;
+    for (const core::Row& row : m.rows) {
+      if (const core::Cell* cell = ShownCell(m, row.probe, *arm)) {
+        any_cell = true;
+        label_cols =
+            std::max(label_cols, DisplayWidth(TerminalText(cell->classification.label, kMaxCell)));
+      }
+      if (const core::VerdictCell* v = candidate ? m.FindVerdict(row.probe, arm->name) : nullptr) {
+        verdict_cols = std::max(verdict_cols, core::ToString(v->verdict.kind).size());
+      }
+    }
+    if (!any_cell) label_cols = kStreamLabelCols;
+    if (candidate && verdict_cols == 0) {  // streaming: room for the longest verdict
+      verdict_cols = core::ToString(core::VerdictKind::kInconclusive).size();
+    }
+    label_cols = std::max<size_t>(label_cols, 1);
+    const size_t body = candidate ? label_cols + kGap.size() + verdict_cols : label_cols;
+    const size_t width = std::max(body, DisplayWidth(Header(*arm)));
+    label_cols += width - body;  // a wide header widens the label part
+    columns_.push_back({arm, label_cols, verdict_cols, width});
+  }
+
+  out_ << "sandprobe run " << TerminalText(m.run_id, 64) << " · suite " << TerminalText(m.suite, 64)
+       << " · started " << TerminalText(m.started_at, 40) << "\n\n";
+  std::string header = PadColumns("probe", row_label_cols_);
+  std::string rule(row_label_cols_, '-');
+  for (const Column& c : columns_) {
+    header += std::string(kGap) + PadColumns(Header(*c.arm), c.width);
+    rule += std::string(kGap) + std::string(c.width, '-');
+  }
+  while (!header.empty() && header.back() == ' ') header.pop_back();
+  out_ << header << '\n' << rule << '\n';
+}
+
+void TextReporter::RowDone(const core::Matrix& m, const std::string& probe) {
+  const auto row = std::ranges::find(m.rows, probe, &core::Row::probe);
+  if (row == m.rows.end()) return;
+  std::string line = PadColumns(TerminalText(row->label, row_label_cols_), row_label_cols_);
+  for (const Column& c : columns_) {
+    line += kGap;
+    const core::Cell* cell = ShownCell(m, probe, *c.arm);
+    const std::string label = cell ? TerminalText(cell->classification.label, c.label_cols) : "-";
+    const std::string padding(c.label_cols - DisplayWidth(label), ' ');
+    if (c.arm->role == core::ArmRole::kControl) {
+      const bool exposed = cell && cell->classification.exposure == core::Exposure::kExposed;
+      line += (exposed ? Paint(label, kBold) : label) + padding;
+      continue;
+    }
+    line += label + padding + std::string(kGap);
+    const core::VerdictCell* v = m.FindVerdict(probe, c.arm->name);
+    const std::string verdict = v ? std::string(core::ToString(v->verdict.kind)) : "-";
+    line += v ? Paint(verdict, VerdictColor(v->verdict.kind)) : verdict;
+    line.append(c.verdict_cols - std::min(c.verdict_cols, verdict.size()), ' ');
+  }
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  out_ << line << '\n';
+}
+
+void TextReporter::End(const core::Matrix& m) {
+  out_ << "\nverdicts\n";
+  for (const core::ArmInfo* arm : CandidateArms(m)) {
+    const VerdictCounts counts = CountVerdicts(m, arm->name);
+    std::string line = "  " + TerminalText(arm->name, kMaxCell) + ":";
+    for (const core::VerdictKind k : kVerdictOrder) {
+      line += fmt::format("{} {} {}", k == kVerdictOrder.front() ? "" : ",", counts.Of(k),
+                          Paint(core::ToString(k), VerdictColor(k)));
+    }
+    if (counts.missing > 0) line += fmt::format(", {} without verdict", counts.missing);
+    out_ << line << '\n';
+  }
+  bool heading = false;
+  for (const core::Row& row : m.rows) {
+    for (const core::ArmInfo* arm : CandidateArms(m)) {
+      const core::VerdictCell* v = m.FindVerdict(row.probe, arm->name);
+      if (v == nullptr || v->verdict.kind == core::VerdictKind::kPass ||
+          v->verdict.kind == core::VerdictKind::kSkip) {
+        continue;
+      }
+      if (!heading) out_ << "\nnot passing\n";
+      heading = true;
+      const std::string_view kind = core::ToString(v->verdict.kind);
+      const std::string head =
+          fmt::format("  {}  {}  ", TerminalText(row.probe, 60), TerminalText(arm->name, kMaxCell));
+      const std::string_view level = row.level == core::Level::kAdvisory ? " (advisory)" : "";
+      const size_t reason_col = DisplayWidth(head) + kind.size() + level.size() + kGap.size();
+      out_ << head << Paint(kind, VerdictColor(v->verdict.kind)) << level << kGap
+           << Wrap(TerminalText(v->verdict.reason, kReasonCols), options_.width, reason_col, 6)
+           << '\n';
+    }
+  }
+  if (!m.notes.empty()) out_ << "\nnotes\n";
+  for (const std::string& note : m.notes) {
+    out_ << "  - " << Wrap(TerminalText(note, kReasonCols), options_.width, 4, 4) << '\n';
+  }
+  heading = false;
+  for (const core::ArmInfo* arm : ColumnArms(m)) {
+    for (const std::string& weakens : arm->weakens) {
+      if (!heading) out_ << "\nweakened isolation (declared by the manifests)\n";
+      heading = true;
+      const std::string prefix = "  " + TerminalText(arm->name, kMaxCell) + ": ";
+      out_ << prefix
+           << Wrap(TerminalText(weakens, kReasonCols), options_.width, DisplayWidth(prefix), 6)
+           << '\n';
+    }
+  }
+  if (m.interrupted)
+    out_ << "\n" << Paint("run interrupted", kYellow) << " before every probe ended\n";
+  const int code = core::RunExitCode(m);
+  out_ << "\nexit code " << code << ": " << ExitCodeMeaning(code) << '\n';
+}
+
+std::string RenderText(const core::Matrix& m, TextOptions options) {
+  std::ostringstream out;
+  TextReporter reporter(out, options);
+  reporter.Begin(m);
+  for (const core::Row& row : m.rows) reporter.RowDone(m, row.probe);
+  reporter.End(m);
+  return out.str();
+}
+
+}  // namespace sandprobe::report

@@ -1,0 +1,67 @@
+// Read-only views of a core::Matrix shared by every reporter: column order, which control cell a
+// column shows, verdict counts, and the evidence facts of one cell. Nothing here judges: every
+// value is looked up in the matrix. Returned strings are raw (untrusted) until a writer escapes
+// them.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/matrix.h"
+
+namespace sandprobe::report {
+
+// Arms in column order: controls first, then candidates, each in the matrix's order.
+std::vector<const core::ArmInfo*> ColumnArms(const core::Matrix& m);
+// Candidate arms in the matrix's order.
+std::vector<const core::ArmInfo*> CandidateArms(const core::Matrix& m);
+
+// The cell a column shows for a probe. A candidate has one cell. A control may hold several (one
+// per params_key): the one whose params_key equals the first candidate's observation of this
+// probe, falling back to the control's first cell. nullptr when the arm has no cell.
+const core::Cell* ShownCell(const core::Matrix& m, std::string_view probe,
+                            const core::ArmInfo& arm);
+// Every cell of a probe in an arm, in the matrix's order.
+std::vector<const core::Cell*> CellsOf(const core::Matrix& m, std::string_view probe,
+                                       std::string_view arm);
+
+// Verdicts of one candidate over the matrix rows, indexed by core::VerdictKind; `missing` counts
+// rows without a verdict (e.g. an interrupted run).
+struct VerdictCounts {
+  std::array<size_t, 5> by_kind{};
+  size_t missing = 0;
+  size_t Of(core::VerdictKind k) const { return by_kind[static_cast<size_t>(k)]; }
+  size_t Total() const;
+};
+VerdictCounts CountVerdicts(const core::Matrix& m, std::string_view candidate);
+inline constexpr std::array<core::VerdictKind, 5> kVerdictOrder = {
+    core::VerdictKind::kPass, core::VerdictKind::kFail, core::VerdictKind::kInconclusive,
+    core::VerdictKind::kSkip, core::VerdictKind::kError};
+
+// "0: every required probe PASS or SKIP", ... for core::RunExitCode values.
+std::string_view ExitCodeMeaning(int code);
+
+// A field of an untrusted record as text: the string itself, a compact dump for other types, ""
+// when absent or when `record` is not an object. Never throws.
+std::string FieldText(const nlohmann::json& record, std::string_view key);
+// Compact dump of untrusted JSON (invalid UTF-8 replaced). Never throws.
+std::string CompactJson(const nlohmann::json& value);
+
+// How the invocation ended, e.g. "exited with code 0 after 0.25 s (deadline 10.00 s)".
+std::string EndingText(const core::Observation& obs);
+
+// One line of evidence: a fixed key and an untrusted value (escape it with the format's writer).
+struct Fact {
+  std::string_view key;
+  std::string value;
+};
+// The evidence of one cell, in a fixed order: for a candidate its verdict and validating control
+// (when `verdict` is given), then classification, exposure, ending, harness error, result record
+// (outcome, errno, detail), last progress, record counts, canary hits, driver facts, parameters,
+// output sizes. Values are raw and may be long; writers bound them.
+std::vector<Fact> EvidenceFacts(const core::Cell& cell, const core::VerdictCell* verdict);
+
+}  // namespace sandprobe::report
