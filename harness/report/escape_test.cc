@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
+#include "core/output.h"
 #include "report/text_clean.h"
 
 namespace sandprobe::report {
@@ -41,6 +44,30 @@ TEST(CleanText, ReplacesInvalidUtf8) {
   EXPECT_EQ(CleanText("\xff\xfe"), "\xef\xbf\xbd\xef\xbf\xbd");
   EXPECT_EQ(CleanText("a\xe2\x82"), "a\xef\xbf\xbd\xef\xbf\xbd");
   EXPECT_EQ(CleanText("\xc3"), "\xef\xbf\xbd");
+}
+
+// Random bytes biased towards the dangerous ones: cleaning always yields valid UTF-8 without
+// ESC, C0 (except \n \t), DEL or C1 controls, and escaping never lets a raw '|' through.
+TEST(CleanText, RandomBytesNeverSurvive) {
+  const std::string alphabet = "\x1b[]();m\x07\\\x00\x01\r\n\t|`<>&a\xc2\x9b\xe2\x80\xae\xff"s;
+  std::mt19937 rng(20250301);
+  for (int round = 0; round < 2000; ++round) {
+    std::string raw(rng() % 64, ' ');
+    for (char& c : raw)
+      c = rng() % 4 == 0 ? static_cast<char>(rng()) : alphabet[rng() % alphabet.size()];
+    const std::string clean = CleanText(raw);
+    ASSERT_EQ(core::SanitizeUtf8(clean), clean);
+    for (const char ch : clean) {
+      const auto c = static_cast<unsigned char>(ch);
+      ASSERT_TRUE(c >= 0x20 || c == '\n' || c == '\t') << static_cast<int>(c);
+      ASSERT_NE(c, 0x7f);
+    }
+    ASSERT_EQ(clean.find("\xc2\x9b"), std::string::npos);
+    MarkdownWriter w;
+    w.Text(raw);
+    ASSERT_EQ(w.str().find('|'), std::string::npos);
+    ASSERT_EQ(w.str().find('\n'), std::string::npos);
+  }
 }
 
 TEST(CutUtf8, CutsOnCodePointBoundaryAndCountsEllipsis) {

@@ -180,5 +180,27 @@ TEST(Hostile, ColourOnlyAddsOurOwnSgrSequences) {
   ExpectDisplaySafe(out, "coloured text minus our SGR codes");
 }
 
+TEST(Hostile, AnyTerminalWidthStaysSafe) {
+  for (const size_t width : {0, 1, 20, 100, 1000}) {
+    ExpectDisplaySafe(RenderText(HostileMatrix(), {.color = false, .width = width}), "text");
+  }
+}
+
+// An interrupted run can leave a probe without a verdict: never rendered as a pass.
+TEST(MissingVerdict, IsAnErrorInJunitAndShownEverywhere) {
+  core::Matrix m = NormalMatrix();
+  m.verdicts.erase(m.verdicts.begin());  // net.dns
+  m.interrupted = true;
+  const std::string xml = RenderJunit(m);
+  ExpectJunitCountsAddUp(xml, 5, 1, 3, 1);
+  EXPECT_NE(xml.find("type=\"MISSING\""), std::string::npos);
+  EXPECT_NE(RenderMarkdown(m).find("blocked · **no verdict**"), std::string::npos);
+  const std::string text = RenderText(m, {});
+  EXPECT_NE(text.find("1 without verdict"), std::string::npos);
+  EXPECT_NE(text.find("run interrupted"), std::string::npos);
+  const auto j = nlohmann::json::parse(RenderJson(m));
+  EXPECT_EQ(j.at("summary").at("candidates").at(0).at("missing"), 1);
+}
+
 }  // namespace
 }  // namespace sandprobe::report
