@@ -1,10 +1,9 @@
 // Subcommands of the sandprobe CLI (CLI11). Each returns the process exit code.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 namespace sandprobe::cli {
 
@@ -35,12 +34,23 @@ struct ValidateArgs {
   std::vector<std::string> files;
 };
 
+struct CleanupArgs {
+  std::string canary_dir;
+  std::vector<std::string> tmp_dirs;
+  bool dry_run = false;
+};
+
 void AddRun(CLI::App& app, RunArgs& args);
+void AddCleanup(CLI::App& app, CleanupArgs& args);
 void AddList(CLI::App& app, ListArgs& args);  // adds both `list` and `explain`
 void AddValidate(CLI::App& app, ValidateArgs& args);
 
 int DoRun(const RunArgs& args);
 int DoList(const ListArgs& args, bool explain);
 int DoValidate(const ValidateArgs& args);
+int DoCleanup(const CleanupArgs& args);
+
+// ${XDG_CACHE_HOME:-~/.cache}/sandprobe: where run plants its canary token folder.
+std::string DefaultCanaryDir();
 
 }  // namespace sandprobe::cli

@@ -1,7 +1,7 @@
 // `sandprobe list`, `sandprobe explain PROBE` and `sandprobe validate FILE...`.
-#include <iostream>
-
 #include <fmt/format.h>
+
+#include <iostream>
 
 #include "cli/commands.h"
 #include "cli/paths.h"
@@ -62,8 +62,10 @@ int DoList(const ListArgs& a, bool explain) {
   for (const auto& [outcome, e] : p.classify.outcomes) {
     std::cout << fmt::format("  {:<20} {}\n", outcome, core::ToString(e));
   }
-  std::cout << fmt::format("  {:<20} {}\n", "(killed by sandbox)", core::ToString(p.classify.killed));
-  std::cout << fmt::format("  {:<20} {}\n", "(harness deadline)", core::ToString(p.classify.deadline));
+  std::cout << fmt::format("  {:<20} {}\n", "(killed by sandbox)",
+                           core::ToString(p.classify.killed));
+  std::cout << fmt::format("  {:<20} {}\n", "(harness deadline)",
+                           core::ToString(p.classify.deadline));
   std::cout << fmt::format("  {:<20} {}\n", "(canary hit)", core::ToString(p.classify.canary_hit));
   return 0;
 }

@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
   sandprobe::cli::AddRun(app, run);
   sandprobe::cli::AddList(app, list);
   sandprobe::cli::AddValidate(app, validate);
+  sandprobe::cli::CleanupArgs cleanup;
+  sandprobe::cli::AddCleanup(app, cleanup);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -34,5 +36,6 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("list")) return sandprobe::cli::DoList(list, false);
   if (app.got_subcommand("explain")) return sandprobe::cli::DoList(list, true);
   if (app.got_subcommand("validate")) return sandprobe::cli::DoValidate(validate);
+  if (app.got_subcommand("cleanup")) return sandprobe::cli::DoCleanup(cleanup);
   return sandprobe::cli::kExitSetup;
 }

@@ -1,10 +1,9 @@
 #include "cli/paths.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdlib>
-
-#include <fmt/format.h>
 
 namespace sandprobe::cli {
 

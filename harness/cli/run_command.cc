@@ -1,5 +1,6 @@
 // `sandprobe run`: load the suite, candidates and controls, run, stream the text matrix, write
 // matrix.md, report.json and junit.xml, and return the gate's exit code.
+#include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -9,8 +10,6 @@
 #include <iostream>
 #include <set>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "cli/commands.h"
 #include "cli/paths.h"
@@ -69,6 +68,8 @@ bool WriteFile(const fs::path& path, const std::string& content) {
   return !ec;
 }
 
+}  // namespace
+
 std::string DefaultCanaryDir() {
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x != '\0') {
     return fs::path(x) / "sandprobe";
@@ -79,11 +80,9 @@ std::string DefaultCanaryDir() {
   return "/tmp/sandprobe-canary";
 }
 
-}  // namespace
-
 void AddRun(CLI::App& app, RunArgs& a) {
-  CLI::App* run = app.add_subcommand(
-      "run", "Run a suite against candidate sandboxes and their control arms");
+  CLI::App* run =
+      app.add_subcommand("run", "Run a suite against candidate sandboxes and their control arms");
   run->add_option("--home", a.home, "sandprobe tree with probes/, suites/, manifests/");
   run->add_option("--suite", a.suite, "suite YAML (default: <home>/suites/default.yaml)");
   run->add_option("--sandbox", a.sandboxes,
@@ -136,8 +135,10 @@ int DoRun(const RunArgs& a) {
   std::stringstream pre;
   pre << preamble.rdbuf();
   opt.preamble = pre.str();
-  if (opt.preamble.empty()) return SetupError((home / "probes/lib/preamble.py").string() + " is missing");
-  auto suite = config::LoadSuite(a.suite.empty() ? home / "suites/default.yaml" : fs::path(a.suite));
+  if (opt.preamble.empty())
+    return SetupError((home / "probes/lib/preamble.py").string() + " is missing");
+  auto suite =
+      config::LoadSuite(a.suite.empty() ? home / "suites/default.yaml" : fs::path(a.suite));
   if (!suite) return SetupError(suite.error().ToString());
   opt.suite = std::move(*suite);
 
@@ -182,8 +183,8 @@ int DoRun(const RunArgs& a) {
 
   const char* no_color = std::getenv("NO_COLOR");
   report::TextOptions text_options;
-  text_options.color = !a.no_color && isatty(STDOUT_FILENO) &&
-                       (no_color == nullptr || *no_color == '\0');
+  text_options.color =
+      !a.no_color && isatty(STDOUT_FILENO) && (no_color == nullptr || *no_color == '\0');
   report::TextReporter text(std::cout, text_options);
   Observer observer(formats.contains("text") ? &text : nullptr);
   auto matrix = runner::Run(opt, observer, g_cancel);
@@ -198,7 +199,8 @@ int DoRun(const RunArgs& a) {
     return kExitSetup;
   }
   const std::pair<const char*, std::string (*)(const core::Matrix&)> files[] = {
-      {"markdown", report::RenderMarkdown}, {"json", report::RenderJson},
+      {"markdown", report::RenderMarkdown},
+      {"json", report::RenderJson},
       {"junit", report::RenderJunit}};
   const char* names[] = {"matrix.md", "report.json", "junit.xml"};
   for (size_t i = 0; i < 3; ++i) {
