@@ -18,10 +18,10 @@
 #include "report/reporters.h"
 
 namespace sandprobe::report {
-namespace testing {
+namespace fixtures {
 // Test names and failure messages show the fixture name instead of the struct's bytes.
 void PrintTo(const Fixture& f, std::ostream* os) { *os << f.name; }
-}  // namespace testing
+}  // namespace fixtures
 namespace {
 
 struct Format {
@@ -57,7 +57,7 @@ std::string FirstDifference(const std::string& a, const std::string& b) {
   }
 }
 
-class Baselines : public ::testing::TestWithParam<std::tuple<testing::Fixture, Format>> {};
+class Baselines : public ::testing::TestWithParam<std::tuple<fixtures::Fixture, Format>> {};
 
 TEST_P(Baselines, MatchApproved) {
   const auto& [fixture, format] = GetParam();
@@ -82,7 +82,7 @@ TEST_P(Baselines, MatchApproved) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, Baselines,
-                         ::testing::Combine(::testing::ValuesIn(testing::Fixtures()),
+                         ::testing::Combine(::testing::ValuesIn(fixtures::Fixtures()),
                                             ::testing::ValuesIn(kFormats)),
                          [](const auto& info) {
                            return fmt::format("{}_{}", std::get<0>(info.param).name,

@@ -2,7 +2,7 @@
 
 #include "core/params.h"
 
-namespace sandprobe::report::testing {
+namespace sandprobe::report::fixtures {
 
 using core::Ending;
 using core::Evidence;
@@ -209,4 +209,4 @@ core::Matrix NormalMatrix() {
   return m;
 }
 
-}  // namespace sandprobe::report::testing
+}  // namespace sandprobe::report::fixtures

@@ -9,7 +9,7 @@
 
 #include "core/matrix.h"
 
-namespace sandprobe::report::testing {
+namespace sandprobe::report::fixtures {
 
 // A normal run: control `local` + candidate `bubblewrap`, one row per verdict kind (PASS, FAIL,
 // INCONCLUSIVE on an advisory row, SKIP without observations, ERROR), and a control holding two
@@ -43,4 +43,4 @@ core::VerdictCell MakeVerdict(std::string probe, std::string candidate, core::Ve
                               std::string reason, std::string validated_by = "",
                               core::Evidence evidence = core::Evidence::kNone);
 
-}  // namespace sandprobe::report::testing
+}  // namespace sandprobe::report::fixtures

@@ -5,7 +5,7 @@
 
 #include "report/fixtures.h"
 
-namespace sandprobe::report::testing {
+namespace sandprobe::report::fixtures {
 
 using nlohmann::json;
 using namespace std::string_literals;
@@ -135,4 +135,4 @@ core::Matrix HostileMatrix() {
   return m;
 }
 
-}  // namespace sandprobe::report::testing
+}  // namespace sandprobe::report::fixtures

@@ -113,8 +113,9 @@ void WriteArmEvidence(MarkdownWriter& w, const core::Matrix& m, const core::Row&
   if (v != nullptr) w.Markup(": **").Markup(core::ToString(v->verdict.kind)).Markup("**");
   w.Markup("\n\n");
   if (cells.empty()) {
-    if (v != nullptr) w.Markup("- verdict reason: ").Text(v->verdict.reason, kFactBytes);
-    if (v != nullptr) w.Markup("\n");
+    if (v != nullptr) {
+      w.Markup("- verdict reason: ").Text(v->verdict.reason, kFactBytes).Markup("\n");
+    }
     w.Markup("- no observation\n\n");
     return;
   }

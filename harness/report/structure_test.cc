@@ -16,8 +16,8 @@
 namespace sandprobe::report {
 namespace {
 
-using testing::HostileMatrix;
-using testing::NormalMatrix;
+using fixtures::HostileMatrix;
+using fixtures::NormalMatrix;
 
 size_t Attr(pugi::xml_node n, const char* name) { return n.attribute(name).as_ullong(); }
 
@@ -69,7 +69,7 @@ TEST(Junit, HostileParsesAndKeepsMarkupAsText) {
 }
 
 TEST(Json, ParsesWithRequiredFields) {
-  for (const auto& fixture : testing::Fixtures()) {
+  for (const auto& fixture : fixtures::Fixtures()) {
     const core::Matrix m = fixture.make();
     const auto j = nlohmann::json::parse(RenderJson(m));
     EXPECT_EQ(j.at("schema_version"), core::kReportSchemaVersion);

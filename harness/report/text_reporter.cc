@@ -13,7 +13,7 @@ namespace sandprobe::report {
 namespace {
 
 constexpr size_t kMaxCell = 28;          // display columns of one cell or arm name
-constexpr size_t kStreamLabelCols = 16;  // label width when no cell is known at Begin()
+constexpr size_t kStreamLabelCols = 20;  // label width when no cell is known at Begin()
 constexpr size_t kReasonCols = 400;      // a reason is cut here before wrapping
 constexpr std::string_view kGap = "  ";
 constexpr std::string_view kControlSuffix = " (control)";

@@ -10,7 +10,7 @@
 namespace sandprobe::report {
 namespace {
 
-using testing::NormalMatrix;
+using fixtures::NormalMatrix;
 
 size_t Count(const std::string& s, std::string_view needle) {
   size_t n = 0;

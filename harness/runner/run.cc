@@ -216,10 +216,10 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
     }
   }
 
-  observer.OnBegin(matrix);
   observer.OnMessage(fmt::format("run {}: {} probes x {} arms, {} invocations, --jobs {}",
                                  matrix.run_id, plan->rows.size(), plan->arms.size(),
                                  plan->tasks.size(), options.jobs));
+  observer.OnBegin(matrix);
   RowBook book(*plan, options.probes, matrix, observer);
   std::atomic<size_t> next{0};
   auto worker = [&] {

@@ -1,0 +1,280 @@
+"""Shared helpers for the end-to-end tests: they run the REAL sandprobe binary against REAL
+bubblewrap and real processes (stdlib only).
+
+Environment (set by harness/testing/CMakeLists.txt; defaults for running by hand from this folder):
+  SANDPROBE_BIN   the sandprobe executable (sandprobe-reaper must sit beside it)
+  SANDPROBE_HOME  the source tree with probes/, suites/, manifests/
+
+Traffic rule: every network parameter written here is a `{canary.*}` placeholder, i.e. one of the
+harness's own loopback listeners. No test targets any other address.
+Every file a test writes goes under a tempfile.TemporaryDirectory().
+"""
+import base64
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+HOME = os.path.abspath(os.environ.get("SANDPROBE_HOME") or os.path.join(HERE, "..", "..", ".."))
+BIN = os.path.abspath(os.environ.get("SANDPROBE_BIN") or os.path.join(HOME, "build", "bin", "sandprobe"))
+MANIFESTS = os.path.join(HOME, "manifests")
+LOCAL_MANIFEST = os.path.join(MANIFESTS, "local.yaml")
+BWRAP_MANIFEST = os.path.join(MANIFESTS, "bubblewrap.yaml")
+BOUNDED_MANIFEST = os.path.join(MANIFESTS, "bubblewrap-bounded.yaml")
+
+# The wave-1 rows of suites/default.yaml with their canary parameters (loopback only).
+DEFAULT_PARAMS = {
+    "cred.sa-token": {"canary_path": "{canary.token_file}"},
+    "cred.env-secrets": {"canary_name": "{canary.env_name}", "canary_sha256": "{canary.env_sha256}"},
+    "net.metadata": {"target": "{canary.http}"},
+    "net.dns": {"server": "{canary.dns}"},
+    "net.http-by-name": {"url": "http://localhost:{canary.http_port}/"},
+    "net.tcp-by-ip": {"target": "{canary.tcp}"},
+    "net.k8s-api": {"target": "{canary.http}", "scheme": "http"},
+    "net.interfaces": None,
+    "res.cpu-loop": None,
+    "res.memory-balloon": None,
+    "fs.fill-tmp": None,
+    "fs.write-root": None,
+    "platform.runtime-class": None,
+}
+ALL_PROBES = sorted(DEFAULT_PARAMS)
+CRED_ROWS = ["cred.sa-token", "cred.env-secrets"]
+NET_ROWS = ["net.metadata", "net.dns", "net.http-by-name", "net.tcp-by-ip", "net.k8s-api",
+            "net.interfaces"]
+FS_ROWS = ["fs.fill-tmp", "fs.write-root"]
+# Everything but the two resource rows (the loop costs a whole harness deadline per arm).
+FAST_ROWS = CRED_ROWS + NET_ROWS + FS_ROWS + ["platform.runtime-class"]
+FAST_FLAGS = ["--default-timeout", "2", "--grace", "2"]
+
+BWRAP_PROBE_ARGV = ["--unshare-all", "--die-with-parent", "--ro-bind", "/usr", "/usr",
+                    "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+                    "--symlink", "usr/bin", "/bin", "--proc", "/proc", "--dev", "/dev",
+                    "/usr/bin/python3", "-c", "print('ok')"]
+
+
+def require_sandprobe():
+    """The binary and its reaper exist; raise (a loud error, never a skip) otherwise."""
+    if not os.access(BIN, os.X_OK):
+        raise AssertionError("sandprobe binary not found at %s (build it: cmake --build build, "
+                             "or set SANDPROBE_BIN)" % BIN)
+    reaper = os.path.join(os.path.dirname(BIN), "sandprobe-reaper")
+    if not os.access(reaper, os.X_OK):
+        raise AssertionError("sandprobe-reaper not found beside sandprobe at %s" % reaper)
+
+
+def require_bwrap():
+    """bubblewrap is installed and can create every namespace here: else FAIL loudly."""
+    require_sandprobe()
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise AssertionError("bwrap is not on PATH: the end-to-end tests need real bubblewrap "
+                             "(apt-get install -y bubblewrap); they never skip")
+    try:
+        r = subprocess.run([bwrap] + BWRAP_PROBE_ARGV, capture_output=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("bwrap --unshare-all did not finish in 30 s")
+    if r.returncode != 0 or r.stdout.strip() != b"ok":
+        raise AssertionError(
+            "bubblewrap cannot create namespaces on this machine (exit %d): %s; the end-to-end "
+            "tests need it (unprivileged user namespaces, or run as root)"
+            % (r.returncode, r.stderr.decode("utf-8", "replace").strip()[:500]))
+
+
+class Result:
+    """A finished sandprobe invocation: exit code, raw and decoded output."""
+
+    def __init__(self, args, returncode, stdout, stderr, wall_s):
+        self.args, self.returncode, self.wall_s = args, returncode, wall_s
+        self.stdout_bytes, self.stderr_bytes = stdout, stderr
+        self.stdout = stdout.decode("utf-8", "replace")
+        self.stderr = stderr.decode("utf-8", "replace")
+
+    def describe(self):
+        return "sandprobe %s\nexit %s after %.1f s\n--- stdout ---\n%s\n--- stderr ---\n%s" % (
+            " ".join(self.args), self.returncode, self.wall_s, self.stdout[-6000:],
+            self.stderr[-4000:])
+
+
+def run_sandprobe(args, timeout=120, env=None, cwd=None):
+    import time
+    full_env = dict(os.environ)
+    full_env.setdefault("SANDPROBE_HOME", HOME)
+    if env:
+        full_env.update(env)
+    start = time.monotonic()
+    try:
+        p = subprocess.run([BIN] + list(args), capture_output=True, timeout=timeout, env=full_env,
+                           cwd=cwd, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as exc:
+        raise AssertionError("sandprobe %s did not finish within %d s; stdout so far:\n%s" % (
+            " ".join(args), timeout, (exc.stdout or b"").decode("utf-8", "replace")[-4000:]))
+    return Result(list(args), p.returncode, p.stdout, p.stderr, time.monotonic() - start)
+
+
+def write_suite(directory, name, probe_ids, params=None):
+    """A suite YAML listing probe_ids (with DEFAULT_PARAMS unless params overrides)."""
+    lines = ["name: %s" % name, "description: e2e focused suite", "probes:"]
+    for pid in probe_ids:
+        p = (params or {}).get(pid, DEFAULT_PARAMS.get(pid))
+        lines.append("  - id: %s" % pid)
+        if p:
+            lines.append("    params: %s" % json.dumps(p))  # JSON is YAML flow syntax
+    path = os.path.join(directory, "%s.yaml" % name)
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
+def manifest_argv(path):
+    """The `argv: [...]` flow list of a command/local manifest (plain or double-quoted items)."""
+    with open(path) as f:
+        text = f.read()
+    m = re.search(r"^\s*argv:\s*\[(.*?)\]", text, re.S | re.M)
+    if not m:
+        raise AssertionError("no argv: [...] in %s" % path)
+    items = []
+    for raw in re.findall(r'"(?:[^"\\]|\\.)*"|[^,\s][^,]*', m.group(1)):
+        raw = raw.strip()
+        items.append(json.loads(raw) if raw.startswith('"') else raw)
+    return items
+
+
+def write_manifest(path, name, argv, control=None, limits=None, description="", driver="command",
+                   extra_lines=()):
+    lines = ["name: %s" % name, "driver: %s" % driver]
+    if description:
+        lines.append("description: %s" % json.dumps(description))
+    if control:
+        lines.append("control: %s" % json.dumps(control))
+    if limits:
+        lines.append("limits: %s" % json.dumps(limits))
+    lines.extend(extra_lines)
+    lines += ["%s:" % driver, "  argv: %s" % json.dumps(argv)]
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
+def load_report(out_dir):
+    with open(os.path.join(out_dir, "report.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def verdicts(report, candidate):
+    return {v["probe"]: v for v in report["verdicts"] if v["candidate"] == candidate}
+
+
+def observations(report, arm):
+    return {o["probe"]: o for o in report["observations"] if o["arm"] == arm}
+
+
+def arm_names(report, role):
+    return [a["name"] for a in report["arms"] if a["role"] == role]
+
+
+def outside_tmp_dir():
+    """A parent for temp dirs that is NOT under /tmp (bubblewrap gives the sandbox its own /tmp)."""
+    for base in ("/var/tmp", os.path.expanduser("~/.cache")):
+        try:
+            os.makedirs(base, exist_ok=True)
+            probe = tempfile.mkdtemp(prefix=".sandprobe-e2e-check-", dir=base)
+            os.rmdir(probe)
+        except OSError:
+            continue
+        if not os.path.realpath(base).startswith("/tmp"):
+            return base
+    raise AssertionError("no writable directory outside /tmp (tried /var/tmp, ~/.cache)")
+
+
+# --- processes -------------------------------------------------------------------------------
+
+_CONFIG = re.compile(rb'_SANDPROBE = "([A-Za-z0-9+/=]+)"')
+
+
+def _read(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def sandprobe_processes(nonce_hash=None, tag=None):
+    """Live processes whose cmdline holds `# sandprobe probe` or `sandprobe-reaper`.
+
+    With nonce_hash/tag given, only those of one run: the deployed script's config carries the
+    nonce (matched by its sha256 prefix, as report.json's nonce_hash), and every process the
+    harness starts inherits its environment (tag=VALUE of SANDPROBE_E2E_TAG), except what a
+    sandbox started with a cleared environment, which the nonce covers. Zombies are ignored.
+    Returns [(pid, short description)].
+    """
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        cmdline = _read("/proc/%s/cmdline" % name)
+        if not cmdline or (b"# sandprobe probe" not in cmdline and b"sandprobe-reaper" not in cmdline):
+            continue
+        stat = _read("/proc/%s/stat" % name) or b""
+        state = stat[stat.rfind(b")") + 2:stat.rfind(b")") + 3] if b")" in stat else b"?"
+        if state == b"Z":
+            continue
+        if nonce_hash is not None or tag is not None:
+            ours = False
+            m = _CONFIG.search(cmdline)
+            if m and nonce_hash is not None:
+                try:
+                    cfg = json.loads(base64.b64decode(m.group(1)))
+                    ours = hashlib.sha256(cfg["nonce"].encode()).hexdigest()[:12] == nonce_hash
+                except (ValueError, KeyError):
+                    pass
+            if not ours and tag is not None:
+                environ = _read("/proc/%s/environ" % name) or b""
+                ours = ("SANDPROBE_E2E_TAG=%s" % tag).encode() in environ.split(b"\0")
+            if not ours:
+                continue
+        argv = cmdline.split(b"\0")
+        found.append((int(name), " ".join(a.decode("utf-8", "replace")[:60] for a in argv[:6])))
+    return found
+
+
+# --- text checks -----------------------------------------------------------------------------
+
+CONTROL_BYTES = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]")  # every C0 control but \t and \n, and DEL
+
+
+def markdown_outside_code(text):
+    """Lines of a Markdown document outside fenced code blocks, and the number of blocks.
+
+    A block opens with a line of >= 3 backticks (optional info string) and closes at the first
+    line made of at least as many backticks and nothing else (CommonMark).
+    """
+    lines, blocks, fence = [], 0, None
+    for line in text.split("\n"):
+        if fence is None:
+            m = re.match(r"^(`{3,})[^`]*$", line)
+            if m:
+                fence, blocks = len(m.group(1)), blocks + 1
+                continue
+            lines.append(line)
+        elif re.match(r"^`{%d,}\s*$" % fence, line):
+            fence = None
+    if fence is not None:
+        raise AssertionError("a fenced code block is never closed")
+    return lines, blocks
+
+
+def unescaped_pipes(line):
+    """'|' characters not preceded by a backslash."""
+    return len(re.findall(r"(?<!\\)\|", line))
+
+
+def python_for_env_i():
+    """A real Python interpreter path that runs with an empty environment (not a pyenv shim)."""
+    return os.path.realpath(sys.executable)
