@@ -1,9 +1,11 @@
 #include "core/limits.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <charconv>
 #include <cmath>
+#include <vector>
 
 namespace sandprobe::core {
 namespace {
@@ -61,6 +63,22 @@ std::expected<double, std::string> ParseSeconds(std::string_view text) {
   if (suffix == "h") return n * 3600.0;
   return std::unexpected(
       fmt::format("'{}' has an unknown unit '{}' (use ms, s, m, h)", text, suffix));
+}
+
+std::string DescribeLimits(const Limits& l) {
+  std::vector<std::string> parts;
+  const auto bytes = [](uint64_t b) {
+    if (b >= (1ull << 30) && b % (1ull << 30) == 0) return fmt::format("{} GiB", b >> 30);
+    if (b >= (1ull << 20) && b % (1ull << 20) == 0) return fmt::format("{} MiB", b >> 20);
+    if (b >= 1024 && b % 1024 == 0) return fmt::format("{} KiB", b >> 10);
+    return fmt::format("{} B", b);
+  };
+  if (l.timeout_s) parts.push_back(fmt::format("timeout {:g}s", *l.timeout_s));
+  if (l.memory_bytes) parts.push_back("memory " + bytes(*l.memory_bytes));
+  if (l.tmp_bytes) parts.push_back("tmp " + bytes(*l.tmp_bytes));
+  if (l.pids) parts.push_back(fmt::format("pids {}", *l.pids));
+  if (l.output_bytes) parts.push_back("output " + bytes(*l.output_bytes));
+  return fmt::format("{}", fmt::join(parts, ", "));
 }
 
 std::optional<double> Limits::Get(std::string_view name, std::string_view unit) const {

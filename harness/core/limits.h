@@ -22,6 +22,9 @@ struct Limits {
   std::optional<double> Get(std::string_view name, std::string_view unit) const;
 };
 
+// "timeout 10s, memory 256 MiB, tmp 32 MiB, pids 64, output 16 KiB"; "" when nothing is claimed.
+std::string DescribeLimits(const Limits& limits);
+
 // "256Mi", "1Gi", "16Ki", "64M", "1024" (bytes). Errors name the offending text.
 std::expected<uint64_t, std::string> ParseBytes(std::string_view text);
 // "10s", "500ms", "2m", "1.5" (seconds). Errors name the offending text.

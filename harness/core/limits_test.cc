@@ -29,6 +29,17 @@ TEST(LimitsTest, ParseSecondsTable) {
   for (const char* bad : {"", "s", "10x", "-3s"}) EXPECT_FALSE(ParseSeconds(bad)) << bad;
 }
 
+TEST(LimitsTest, Describe) {
+  Limits l;
+  EXPECT_EQ(DescribeLimits(l), "");
+  l.timeout_s = 10;
+  l.memory_bytes = 256ull << 20;
+  l.tmp_bytes = 1536;
+  l.pids = 64;
+  l.output_bytes = 100;
+  EXPECT_EQ(DescribeLimits(l), "timeout 10s, memory 256 MiB, tmp 1536 B, pids 64, output 100 B");
+}
+
 TEST(LimitsTest, GetConvertsUnits) {
   Limits l;
   l.memory_bytes = 256ull << 20;

@@ -23,6 +23,7 @@ struct ArmInfo {
   std::string source_path;
   std::vector<std::string> weakens;  // declared isolation-weakening options
   std::string control;               // for candidates: the control named by the manifest
+  Limits limits;                     // what the manifest claims (probes size attacks from it)
 };
 
 struct Row {

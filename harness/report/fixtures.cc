@@ -189,14 +189,19 @@ core::Matrix NormalMatrix() {
                     "bwrap --unshare-all, read-only /, tmpfs /tmp",
                     "manifests/bubblewrap.yaml",
                     {"--bind $HOME $HOME: the probe can write the user's home directory"},
-                    "local"});
+                    "local",
+                    {}});
+  m.arms.back().limits.timeout_s = 10;
+  m.arms.back().limits.memory_bytes = 256ull << 20;
+  m.arms.back().limits.tmp_bytes = 32ull << 20;
   m.arms.push_back({"local",
                     core::ArmRole::kControl,
                     "local",
                     "the agent's own process: a plain child process, no isolation",
                     "<embedded>",
                     {},
-                    ""});
+                    "",
+                    {}});
   m.rows = {{"net.dns", "dns", core::Level::kRequired},
             {"fs.write-home", "write $HOME", core::Level::kRequired},
             {"res.memory-balloon", "memory 64m", core::Level::kAdvisory},

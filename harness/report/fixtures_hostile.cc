@@ -118,14 +118,16 @@ core::Matrix HostileMatrix() {
                     "<img src=x onerror=alert(1)>",
                     "/etc/\n../x.yaml",
                     {kEvil},
-                    ""});
+                    "",
+                    {}});
   m.arms.push_back({kCandidate,
                     core::ArmRole::kCandidate,
                     "command",
                     kEvil,
                     "m.yaml",
                     {"**bold** _under_ [link](http://x) ![img](http://y)", kEvil},
-                    kControl});
+                    kControl,
+                    {}});
   m.rows = {{"hostile.fail", "fail | row\nsecond line ``` `code`", core::Level::kRequired},
             {"hostile.pass", "<b>pass</b>", core::Level::kAdvisory},
             {"hostile.error|x", "error & ]]> \x1b[1m", core::Level::kRequired}};

@@ -21,6 +21,17 @@ Json Strings(const std::vector<std::string>& items, size_t max_bytes) {
   return out;
 }
 
+// The claims of a manifest; absent limits are left out.
+Json LimitsJson(const core::Limits& l) {
+  Json out = Json::object();
+  if (l.timeout_s) out["timeout_s"] = *l.timeout_s;
+  if (l.memory_bytes) out["memory_bytes"] = *l.memory_bytes;
+  if (l.tmp_bytes) out["tmp_bytes"] = *l.tmp_bytes;
+  if (l.pids) out["pids"] = *l.pids;
+  if (l.output_bytes) out["output_bytes"] = *l.output_bytes;
+  return out;
+}
+
 Json ArmJson(const core::ArmInfo& arm) {
   return Json{{"name", JsonText(arm.name, kNameBytes)},
               {"role", core::ToString(arm.role)},
@@ -28,7 +39,8 @@ Json ArmJson(const core::ArmInfo& arm) {
               {"description", JsonText(arm.description, kTextBytes)},
               {"source", JsonText(arm.source_path, kTextBytes)},
               {"weakens", Strings(arm.weakens, kTextBytes)},
-              {"control", JsonText(arm.control, kNameBytes)}};
+              {"control", JsonText(arm.control, kNameBytes)},
+              {"limits", LimitsJson(arm.limits)}};
 }
 
 Json EvidenceJson(const core::Observation& obs) {

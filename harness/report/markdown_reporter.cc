@@ -25,6 +25,9 @@ void WriteHeader(MarkdownWriter& w, const core::Matrix& m) {
     w.Markup(core::ToString(arm->role)).Markup(", driver ").Text(arm->driver, kCellBytes);
     if (!arm->control.empty()) w.Markup(", control ").Text(arm->control, kCellBytes);
     if (!arm->description.empty()) w.Markup(" — ").Text(arm->description, kFactBytes);
+    if (const std::string claims = core::DescribeLimits(arm->limits); !claims.empty()) {
+      w.Markup(" — claims: ").Text(claims, kFactBytes);
+    }
     if (!arm->source_path.empty()) w.Markup(" (").Text(arm->source_path, kCellBytes).Markup(")");
     w.Markup("\n");
   }

@@ -11,7 +11,8 @@ namespace sandprobe::runner {
 namespace {
 
 core::ArmInfo Info(const core::Manifest& m, core::ArmRole role) {
-  return core::ArmInfo{m.name, role, m.driver, m.description, m.source_path, m.weakens, m.control};
+  return core::ArmInfo{m.name,        role,      m.driver,  m.description,
+                       m.source_path, m.weakens, m.control, m.limits};
 }
 
 }  // namespace
