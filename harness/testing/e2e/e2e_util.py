@@ -192,6 +192,87 @@ def outside_tmp_dir():
     raise AssertionError("no writable directory outside /tmp (tried /var/tmp, ~/.cache)")
 
 
+def nonce_hash_of_tagged(tag):
+    """The nonce_hash (sha256 prefix) of the run whose processes carry SANDPROBE_E2E_TAG=tag,
+    read from a deployed script's config in their cmdline; None when none is running."""
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        environ = _read("/proc/%s/environ" % name) or b""
+        if ("SANDPROBE_E2E_TAG=%s" % tag).encode() not in environ.split(b"\0"):
+            continue
+        m = _CONFIG.search(_read("/proc/%s/cmdline" % name) or b"")
+        if m:
+            try:
+                nonce = json.loads(base64.b64decode(m.group(1)))["nonce"]
+            except (ValueError, KeyError):
+                continue
+            return hashlib.sha256(nonce.encode()).hexdigest()[:12]
+    return None
+
+
+def fill_files_of_run(nonce_hash, directory="/tmp"):
+    """fs.fill-tmp files (.sandprobe-fill-<nonce>-<invocation>) of one run left in directory."""
+    left = []
+    for name in os.listdir(directory):
+        parts = name.split("-")
+        if name.startswith(".sandprobe-fill-") and len(parts) >= 4:
+            if hashlib.sha256(parts[2].encode()).hexdigest()[:12] == nonce_hash:
+                left.append(os.path.join(directory, name))
+    return left
+
+
+# --- selftest probes -------------------------------------------------------------------------
+
+SELFTEST_DESCRIPTOR = """\
+id: selftest.{name}
+label: {label}
+category: selftest
+description: >-
+  e2e selftest probe ({name}). Exposed when the harness's planted env secret is visible (the
+  local control), contained otherwise (a candidate with an empty environment).
+requires_control: true
+drivers: [all]
+params:
+  canary_name: {{default: "", description: "name of the planted canary variable"}}
+classify:
+  outcomes: {{exposed_outcome: exposed, contained_outcome: contained, error: unknown}}
+  killed: unknown
+  deadline: unknown
+"""
+
+# Prepended to every selftest probe body (after the harness's preamble).
+SELFTEST_PRELUDE = """\
+EXPOSED = bool(PARAMS.get("canary_name")) and PARAMS["canary_name"] in os.environ
+OUTCOME = "exposed_outcome" if EXPOSED else "contained_outcome"
+emit("start")
+"""
+
+
+def make_selftest_home(base, probes):
+    """A sandprobe home under base: a copy of the repo's probes/ plus probes/selftest/<name>/
+    for each name -> (label, body). Returns (home, suite path, candidate manifest path); the
+    candidate is `env -i python3` (no isolation but an empty environment), its control local."""
+    home = os.path.join(base, "home")
+    shutil.copytree(os.path.join(HOME, "probes"), os.path.join(home, "probes"),
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for name, (label, body) in probes.items():
+        d = os.path.join(home, "probes", "selftest", name)
+        os.makedirs(d)
+        with open(os.path.join(d, "probe.yaml"), "w") as f:
+            f.write(SELFTEST_DESCRIPTOR.format(name=name, label=label))
+        with open(os.path.join(d, "probe.py"), "w") as f:
+            f.write(SELFTEST_PRELUDE + body)
+    ids = ["selftest.%s" % n for n in probes]
+    suite = write_suite(base, "selftest", ids,
+                        params={i: {"canary_name": "{canary.env_name}"} for i in ids})
+    candidate = write_manifest(os.path.join(base, "env-i.yaml"), "env-i",
+                               ["env", "-i", python_for_env_i(), "-u", "-c", "{script}"],
+                               control=LOCAL_MANIFEST,
+                               description="no isolation but an empty environment")
+    return home, suite, candidate
+
+
 # --- processes -------------------------------------------------------------------------------
 
 _CONFIG = re.compile(rb'_SANDPROBE = "([A-Za-z0-9+/=]+)"')
@@ -242,6 +323,49 @@ def sandprobe_processes(nonce_hash=None, tag=None):
         argv = cmdline.split(b"\0")
         found.append((int(name), " ".join(a.decode("utf-8", "replace")[:60] for a in argv[:6])))
     return found
+
+
+# --- junit ---------------------------------------------------------------------------------
+
+def check_junit(path, report):
+    """junit.xml parses; every count attribute matches its children; one testcase per verdict.
+    Returns {candidate: {probe: "failure"|"error"|"skipped"|"ok"}}. Raises AssertionError."""
+    import xml.etree.ElementTree as ET
+    root = ET.parse(path).getroot()
+    if root.tag != "testsuites":
+        raise AssertionError("junit root is <%s>, expected <testsuites>" % root.tag)
+    out, totals = {}, {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    for suite in root.findall("testsuite"):
+        cases = suite.findall("testcase")
+        kinds = {}
+        for c in cases:
+            found = [k for k in ("failure", "error", "skipped") if c.find(k) is not None]
+            if len(found) > 1:
+                raise AssertionError("testcase %s has %s" % (c.get("name"), found))
+            kinds[c.get("name").split(" ")[0]] = found[0] if found else "ok"
+        counts = {"tests": len(cases)}
+        for k, attr in (("failure", "failures"), ("error", "errors"), ("skipped", "skipped")):
+            counts[attr] = sum(1 for v in kinds.values() if v == k)
+        for attr, n in counts.items():
+            if suite.get(attr) != str(n):
+                raise AssertionError("testsuite %s: %s=%s but %d such testcases" % (
+                    suite.get("name"), attr, suite.get(attr), n))
+            totals[attr] += n
+        out[suite.get("name")] = kinds
+    for attr, n in totals.items():
+        if root.get(attr) != str(n):
+            raise AssertionError("testsuites: %s=%s but %d in its suites" % (attr, root.get(attr), n))
+    want = {"FAIL": "failure", "ERROR": "error", "INCONCLUSIVE": "error", "SKIP": "skipped",
+            "PASS": "ok"}
+    for v in report["verdicts"]:
+        got = out.get(v["candidate"], {}).get(v["probe"])
+        if got != want[v["verdict"]]:
+            raise AssertionError("junit %s/%s is %r, verdict %s" % (v["candidate"], v["probe"],
+                                                                 got, v["verdict"]))
+    if sum(len(k) for k in out.values()) != len(report["verdicts"]):
+        raise AssertionError("junit has %d testcases, report.json %d verdicts" % (
+            sum(len(k) for k in out.values()), len(report["verdicts"])))
+    return out
 
 
 # --- text checks -----------------------------------------------------------------------------

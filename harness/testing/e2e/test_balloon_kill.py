@@ -196,5 +196,50 @@ class BalloonKilledByCgroup(unittest.TestCase):
         self.assertFalse(os.path.exists(self.cg))
 
 
+class TimeoutIsNotAMemoryLimit(unittest.TestCase):
+    """A sandbox with a wall-clock timeout and NO memory limit must not PASS the balloon row.
+
+    `timeout 0.4 python3` claims limits.memory 512Mi (balloon target 1 GiB, the control reaches
+    it in ~0.8 s here); GNU timeout ends the candidate with exit 124 part-way. Exit 124 is a
+    timeout by definition (PROBES.md trap 5: a kill code alone does not prove the memory limit
+    held), so the row has no evidence of memory containment: INCONCLUSIVE, never PASS.
+    (On a machine fast enough to reach the target first, the row is FAIL, also fine here.)
+    """
+
+    @classmethod
+    def setUpClass(cls):
+        u.require_sandprobe()
+        cls.tmp = tempfile.TemporaryDirectory(prefix="sandprobe-e2e-timeout-balloon-")
+        base = cls.tmp.name
+        manifest = u.write_manifest(
+            os.path.join(base, "timeout-only.yaml"), "timeout-only",
+            ["timeout", "0.4", u.python_for_env_i(), "-u", "-c", "{script}"],
+            control=u.LOCAL_MANIFEST, limits={"memory": "512Mi"},
+            description="a 0.4 s timeout and no memory limit at all")
+        suite = u.write_suite(base, "balloon", ["res.memory-balloon"],
+                              params={"res.memory-balloon": {"step_mib": 1}})
+        cls.out = os.path.join(base, "out")
+        cls.res = u.run_sandprobe(
+            ["run", "--suite", suite, "--sandbox", manifest, "--out", cls.out,
+             "--canary-dir", os.path.join(base, "canary"), "--default-timeout", "20",
+             "--grace", "2"], timeout=60)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_timeout_kill_is_not_memory_containment(self):
+        report = u.load_report(self.out)
+        ev = u.observations(report, "timeout-only")["res.memory-balloon"]["evidence"]
+        v = u.verdicts(report, "timeout-only")["res.memory-balloon"]
+        if ev["ending"] == "exited" and ev["exit_code"] == 124:
+            self.assertNotEqual(v["verdict"], "PASS",
+                                "a timeout (exit 124) after %s was judged memory containment: %s"
+                                % (ev["last_progress"], v["reason"]))
+        else:
+            self.assertEqual(v["verdict"], "FAIL", v["reason"])
+        self.assertIn(self.res.returncode, (1, 2), self.res.describe())
+
+
 if __name__ == "__main__":
     unittest.main()

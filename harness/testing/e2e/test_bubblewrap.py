@@ -123,6 +123,7 @@ class DefaultRun(unittest.TestCase):
         self.assertEqual(bwrap[0].get("failures"), "2")
         self.assertEqual(bwrap[0].get("skipped"), "1")
         self.assertEqual(bwrap[0].get("errors"), "0")
+        u.check_junit(os.path.join(self.out, "junit.xml"), self.report)
 
     def test_stdout_shows_the_matrix(self):
         out = self.res.stdout
