@@ -4,9 +4,11 @@
 // harness (PR_SET_PDEATHSIG) and kills its tree first.
 #include <fmt/format.h>
 
+#include <chrono>
 #include <iostream>
 
 #include "cli/commands.h"
+#include "runner/secrets.h"
 
 namespace sandprobe::cli {
 
@@ -21,21 +23,39 @@ void AddCleanup(CLI::App& app, CleanupArgs& a) {
 }
 
 int DoCleanup(const CleanupArgs& a) {
-  int removed = 0;
-  auto sweep = [&](const fs::path& dir, std::string_view prefix) {
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(dir, ec)) {
-      if (!e.path().filename().string().starts_with(prefix)) continue;
+  int removed = 0, spared = 0;
+  std::error_code ec;
+  const fs::path canary_dir = a.canary_dir.empty() ? DefaultCanaryDir() : a.canary_dir;
+  for (const auto& e : fs::directory_iterator(canary_dir, ec)) {
+    if (!e.path().filename().string().starts_with("sp-")) continue;
+    if (runner::RunFolderInUse(e.path())) {  // a live run holds its .lock
+      std::cout << "in use by a running sandprobe, left alone: " << e.path().string() << "\n";
+      ++spared;
+      continue;
+    }
+    std::cout << (a.dry_run ? "would remove " : "removed ") << e.path().string() << "\n";
+    if (!a.dry_run) fs::remove_all(e.path(), ec);
+    ++removed;
+  }
+  // fill-tmp files carry no run id; one written to in the last 10 minutes may belong to a live
+  // run (every probe is bounded by its deadline), so only older ones are removed.
+  const auto cutoff = fs::file_time_type::clock::now() - std::chrono::minutes(10);
+  for (const std::string& t : a.tmp_dirs.empty() ? std::vector<std::string>{"/tmp"} : a.tmp_dirs) {
+    for (const auto& e : fs::directory_iterator(t, ec)) {
+      if (!e.path().filename().string().starts_with(".sandprobe-fill-")) continue;
+      std::error_code time_ec;
+      if (fs::last_write_time(e.path(), time_ec) > cutoff) {
+        std::cout << "written in the last 10 minutes, left alone: " << e.path().string() << "\n";
+        ++spared;
+        continue;
+      }
       std::cout << (a.dry_run ? "would remove " : "removed ") << e.path().string() << "\n";
       if (!a.dry_run) fs::remove_all(e.path(), ec);
       ++removed;
     }
-  };
-  sweep(a.canary_dir.empty() ? DefaultCanaryDir() : a.canary_dir, "sp-");
-  for (const std::string& t : a.tmp_dirs.empty() ? std::vector<std::string>{"/tmp"} : a.tmp_dirs) {
-    sweep(t, ".sandprobe-fill-");
   }
-  std::cout << fmt::format("{} leftover(s) {}\n", removed, a.dry_run ? "found" : "removed");
+  std::cout << fmt::format("{} leftover(s) {}, {} left alone\n", removed,
+                           a.dry_run ? "found" : "removed", spared);
   return 0;
 }
 

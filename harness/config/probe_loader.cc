@@ -66,8 +66,9 @@ std::expected<void, ConfigError> LoadClassify(const std::string& file, const YAM
                                               core::ProbeDescriptor& p) {
   if (!node.IsMap())
     return std::unexpected(At(file, node, "classify", "required mapping is missing"));
-  if (auto r = internal::OnlyKeys(file, node, "classify",
-                                  {"outcomes", "killed", "deadline", "canary_hit"});
+  if (auto r = internal::OnlyKeys(
+          file, node, "classify",
+          {"outcomes", "killed", "timed_out", "deadline", "canary_hit", "exceeds"});
       !r) {
     return r;
   }
@@ -82,12 +83,24 @@ std::expected<void, ConfigError> LoadClassify(const std::string& file, const YAM
     p.classify.outcomes[kv.first.Scalar()] = *e;
   }
   for (auto [key, out] : {std::pair{"killed", &p.classify.killed},
+                          {"timed_out", &p.classify.timed_out},
                           {"deadline", &p.classify.deadline},
                           {"canary_hit", &p.classify.canary_hit}}) {
     if (!node[key].IsDefined()) continue;
     auto e = ExposureAt(file, node[key], std::string("classify.") + key);
     if (!e) return std::unexpected(e.error());
     *out = *e;
+  }
+  if (const YAML::Node ex = node["exceeds"]; ex.IsDefined()) {
+    if (!ex.IsMap() || !ex["field"].IsScalar() || !ex["param"].IsScalar()) {
+      return std::unexpected(
+          At(file, ex, "classify.exceeds", "expected {field: <record field>, param: <param>}"));
+    }
+    p.classify.exceeds = core::ExceedsRule{ex["field"].Scalar(), ex["param"].Scalar()};
+    if (!p.params.contains(p.classify.exceeds->param)) {
+      return std::unexpected(
+          At(file, ex["param"], "classify.exceeds.param", "names no parameter of this probe"));
+    }
   }
   return {};
 }

@@ -55,9 +55,38 @@ Classification FromResult(const ClassifyRules& rules, const nlohmann::json& resu
   return {it->second, ev, OutcomeLabel(outcome, it->second), reason};
 }
 
+// The claim check: the largest value of rules.exceeds->field in any record, when it is over the
+// claim held in the resolved parameter of that name (a claim of 0 or none is no claim).
+std::optional<Classification> OverClaim(const ClassifyRules& rules, const Observation& obs) {
+  if (!rules.exceeds) return std::nullopt;
+  const auto claim_it = obs.params.find(rules.exceeds->param);
+  if (claim_it == obs.params.end() || !claim_it->is_number()) return std::nullopt;
+  const double claim = claim_it->get<double>();
+  if (claim <= 0) return std::nullopt;
+  double most = 0;
+  auto consider = [&](const nlohmann::json& record) {
+    const auto it = record.find(rules.exceeds->field);
+    if (it != record.end() && it->is_number()) most = std::max(most, it->get<double>());
+  };
+  for (const nlohmann::json& r : obs.records) consider(r);
+  if (obs.result) consider(*obs.result);
+  if (most <= claim) return std::nullopt;
+  return Classification{
+      Exposure::kExposed, Evidence::kPositive, fmt::format("OVER CLAIM ({:g})", most),
+      fmt::format("{} reached {:g}, over the claimed {:g} ({}): the claimed limit did not hold",
+                  rules.exceeds->field, most, claim, rules.exceeds->param)};
+}
+
 }  // namespace
 
-bool IsKillExitCode(int code) { return code == 124 || code == 137 || code == 143; }
+KillKind KillKindOf(const Observation& obs) {
+  if (obs.ending == Ending::kSignaled)
+    return obs.signal == 15 ? KillKind::kTimeout : KillKind::kKill;
+  if (obs.ending != Ending::kExited) return KillKind::kNone;
+  if (obs.exit_code == 124 || obs.exit_code == 143) return KillKind::kTimeout;
+  if (obs.exit_code == 137) return KillKind::kKill;
+  return KillKind::kNone;
+}
 
 Classification Classify(const ProbeDescriptor& probe, const Observation& obs) {
   const ClassifyRules& rules = probe.classify;
@@ -78,8 +107,7 @@ Classification Classify(const ProbeDescriptor& probe, const Observation& obs) {
             fmt::format("{} canary logged this invocation from {} ({} hit(s))", hit.kind, hit.peer,
                         obs.canary_hits.size())};
   }
-  const bool ended_by_kill = obs.ending == Ending::kSignaled ||
-                             (obs.ending == Ending::kExited && IsKillExitCode(obs.exit_code));
+  if (auto over = OverClaim(rules, obs)) return *over;
   std::optional<Classification> from_result;
   if (obs.result) from_result = FromResult(rules, *obs.result);
   // A declared exposed outcome is a leak whatever happened after it.
@@ -96,12 +124,15 @@ Classification Classify(const ProbeDescriptor& probe, const Observation& obs) {
             fmt::format("still running at the harness deadline ({:.1f}s); the harness killed it{}",
                         obs.deadline_s, ProgressNote(obs))};
   }
-  if (ended_by_kill) {
-    return {rules.killed,
-            rules.killed == Exposure::kUnknown ? Evidence::kNone : Evidence::kPositive,
-            KillLabel(obs),
-            fmt::format("ended by the sandbox after {:.1f}s ({}) with no result record{}",
-                        obs.duration_s, KillLabel(obs), ProgressNote(obs))};
+  if (const KillKind kind = KillKindOf(obs); kind != KillKind::kNone) {
+    const Exposure e = kind == KillKind::kTimeout ? rules.timed_out : rules.killed;
+    return {e, e == Exposure::kUnknown ? Evidence::kNone : Evidence::kPositive, KillLabel(obs),
+            fmt::format("ended by the sandbox after {:.1f}s ({}, {}) with no result record{}",
+                        obs.duration_s, KillLabel(obs),
+                        kind == KillKind::kTimeout
+                            ? "the signature of a timeout"
+                            : "a kill: an OOM kill looks like this, so does timeout -s KILL",
+                        ProgressNote(obs))};
   }
   return {Exposure::kUnknown, Evidence::kNone, "no result",
           obs.ending == Ending::kExited

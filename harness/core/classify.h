@@ -11,15 +11,19 @@ namespace sandprobe::core {
 // Order of precedence:
 //  1. harness error / interrupted / not run          -> unknown (no evidence)
 //  2. a canary logged this invocation                 -> rules.canary_hit (positive)
-//  3. driver fact oom_killed                          -> rules.killed (positive, "OOMKilled")
-//  4. a result record whose outcome is declared       -> that exposure; evidence from the record
-//  5. no result: deadline                             -> rules.deadline
-//                killed (signal, exit 124/137/143)    -> rules.killed
+//  3. records went past the claim (rules.exceeds)     -> exposed (positive)
+//  4. a result record with a declared exposed outcome -> exposed
+//  5. driver fact oom_killed                          -> rules.killed (positive, "OOMKilled")
+//  6. a result record whose outcome is declared       -> that exposure; evidence from the record
+//  7. no result: deadline                             -> rules.deadline
+//                timeout (exit 124/143, SIGTERM)      -> rules.timed_out
+//                killed (SIGKILL, exit 137, signals)  -> rules.killed
 //                anything else                        -> unknown ("no result record")
 Classification Classify(const ProbeDescriptor& probe, const Observation& obs);
 
-// True for the exit statuses that mean "the sandbox killed it": GNU timeout 124, SIGKILL 137,
-// SIGTERM 143 (busybox timeout). See PROBES.md trap 5.
-bool IsKillExitCode(int code);
+// How a process that left no result record ended, from its status alone (PROBES.md trap 5:
+// GNU timeout 124, busybox timeout 143, SIGKILL 137; 137 alone does not tell OOM from a kill).
+enum class KillKind { kNone, kTimeout, kKill };
+KillKind KillKindOf(const Observation& obs);
 
 }  // namespace sandprobe::core

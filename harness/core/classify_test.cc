@@ -19,6 +19,7 @@ ProbeDescriptor LoopProbe() {
   ProbeDescriptor p;
   p.id = "res.cpu-loop";
   p.classify.killed = Exposure::kContained;
+  p.classify.timed_out = Exposure::kContained;
   p.classify.deadline = Exposure::kExposed;
   return p;
 }
@@ -70,6 +71,10 @@ TEST(ClassifyTest, MissingResultIsNeverContained) {
 }
 
 TEST(ClassifyTest, KillEndingsFollowDeclaredRule) {
+  EXPECT_EQ(KillKindOf(Exited(124)), KillKind::kTimeout);
+  EXPECT_EQ(KillKindOf(Exited(143)), KillKind::kTimeout);
+  EXPECT_EQ(KillKindOf(Exited(137)), KillKind::kKill);
+  EXPECT_EQ(KillKindOf(Exited(1)), KillKind::kNone);
   for (int code : {124, 137, 143}) {
     EXPECT_EQ(Classify(LoopProbe(), Exited(code)).exposure, Exposure::kContained) << code;
     EXPECT_EQ(Classify(NetProbe(), Exited(code)).exposure, Exposure::kUnknown) << code;
@@ -79,6 +84,58 @@ TEST(ClassifyTest, KillEndingsFollowDeclaredRule) {
   sig.signal = 9;
   EXPECT_EQ(Classify(LoopProbe(), sig).exposure, Exposure::kContained);
   EXPECT_EQ(Classify(LoopProbe(), sig).label, "killed (signal 9)");
+}
+
+ProbeDescriptor Balloon() {
+  ProbeDescriptor b;
+  b.classify.outcomes = {{"target_reached", Exposure::kExposed},
+                         {"memory_error", Exposure::kContained}};
+  b.classify.killed = Exposure::kContained;
+  b.classify.timed_out = Exposure::kUnknown;
+  b.classify.exceeds = ExceedsRule{"allocated_mib", "claimed_mib"};
+  return b;
+}
+
+Observation BalloonKilled(int exit_code, int last_mib, int claimed_mib) {
+  Observation o = Exited(exit_code);
+  o.params = {{"claimed_mib", claimed_mib}, {"target_mib", 2 * claimed_mib}};
+  for (int mib = 16; mib <= last_mib; mib += 16) {
+    o.records.push_back({{"kind", "progress"}, {"allocated_mib", mib}});
+  }
+  return o;
+}
+
+// PROBES.md trap 5: a timeout kill is not a memory limit.
+TEST(ClassifyTest, TimeoutIsNotMemoryContainment) {
+  const struct {
+    int exit_code, last_mib, claimed_mib;
+    Exposure want;
+  } cases[] = {
+      {137, 80, 96, Exposure::kContained},  // SIGKILL under the claim: an OOM kill looks so
+      {124, 80, 96, Exposure::kUnknown},    // GNU timeout under the claim: says nothing
+      {143, 80, 96, Exposure::kUnknown},    // busybox timeout
+      {124, 608, 512, Exposure::kExposed},  // allocated past the claim before the timeout
+      {137, 608, 512, Exposure::kExposed},  // killed, but only after passing the claim
+      {137, 608, 0, Exposure::kContained},  // no claim made: nothing to hold it to
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(testing::Message() << c.exit_code << " " << c.last_mib << "/" << c.claimed_mib);
+    const Classification cls =
+        Classify(Balloon(), BalloonKilled(c.exit_code, c.last_mib, c.claimed_mib));
+    EXPECT_EQ(cls.exposure, c.want) << cls.reason;
+  }
+  const Classification over = Classify(Balloon(), BalloonKilled(124, 608, 512));
+  EXPECT_NE(over.reason.find("over the claimed 512"), std::string::npos) << over.reason;
+  EXPECT_EQ(over.evidence, Evidence::kPositive);
+}
+
+TEST(ClassifyTest, ClaimCheckAlsoReadsTheResultRecord) {
+  Observation o = Exited(
+      0, nlohmann::json{{"kind", "result"}, {"outcome", "memory_error"}, {"allocated_mib", 900}});
+  o.params = {{"claimed_mib", 256}};
+  EXPECT_EQ(Classify(Balloon(), o).exposure, Exposure::kExposed);
+  o.params = {{"claimed_mib", "256"}};  // not a number: no claim check
+  EXPECT_EQ(Classify(Balloon(), o).exposure, Exposure::kContained);
 }
 
 TEST(ClassifyTest, DeadlineIsExposedForTheLoop) {

@@ -22,12 +22,26 @@ struct ParamSpec {
   std::string unit;        // unit of the parameter when sized from a limit: "MiB", "KiB", "B", "s"
 };
 
+// A claim check: the probe's own records show it went past what the candidate claims, e.g. the
+// balloon's allocated_mib over the claimed memory limit (param claimed_mib, sized from
+// limits.memory). Going past the claim is exposure, whatever ended the probe afterwards.
+struct ExceedsRule {
+  std::string field;  // numeric field of progress/result records, e.g. "allocated_mib"
+  std::string param;  // resolved parameter holding the claim, e.g. "claimed_mib"; 0 = no claim
+};
+
 // Declared per probe: which result outcomes, endings and facts mean exposed or contained.
 struct ClassifyRules {
   std::map<std::string, Exposure> outcomes;  // result record "outcome" -> exposure
-  Exposure killed = Exposure::kUnknown;      // ended by a signal or exit 124/137/143, no result
+  // Ended with no result record by SIGKILL / exit 137 or another fatal signal (an OOM kill looks
+  // like this; so does timeout -s KILL: the reason says which facts were available).
+  Exposure killed = Exposure::kUnknown;
+  // Ended with no result record the way a timeout ends it: exit 124 (GNU timeout), exit 143 or
+  // SIGTERM (busybox timeout, a polite stop). A timeout is not a memory or disk limit.
+  Exposure timed_out = Exposure::kUnknown;
   Exposure deadline = Exposure::kUnknown;    // still running at the harness deadline
   Exposure canary_hit = Exposure::kExposed;  // the canary logged this invocation
+  std::optional<ExceedsRule> exceeds;
 };
 
 struct ProbeDescriptor {

@@ -1,8 +1,11 @@
 #include "runner/secrets.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <openssl/evp.h>
+#include <sys/file.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include <fstream>
 
@@ -38,6 +41,10 @@ std::expected<PlantedSecrets, std::string> PlantedSecrets::Plant(const std::file
   if (ec)
     return std::unexpected(
         fmt::format("cannot create canary dir {}: {}", s.dir_.string(), ec.message()));
+  s.lock_fd_ = open((s.dir_ / ".lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+  if (s.lock_fd_ < 0 || flock(s.lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    return std::unexpected(fmt::format("cannot lock {}", (s.dir_ / ".lock").string()));
+  }
   s.env_name_ = "SANDPROBE_CANARY_API_TOKEN";
   s.env_value_ = "spk_" + RandomHex(16);
   s.token_value_ = "sptok_" + RandomHex(24);
@@ -57,17 +64,32 @@ PlantedSecrets::PlantedSecrets(PlantedSecrets&& o) noexcept
       token_file_(std::move(o.token_file_)),
       env_name_(std::move(o.env_name_)),
       env_value_(std::move(o.env_value_)),
-      token_value_(std::move(o.token_value_)) {
+      token_value_(std::move(o.token_value_)),
+      lock_fd_(o.lock_fd_) {
   o.dir_.clear();
+  o.lock_fd_ = -1;
 }
 
 PlantedSecrets::~PlantedSecrets() { Remove(); }
 
 void PlantedSecrets::Remove() {
-  if (dir_.empty()) return;
-  std::error_code ec;
-  std::filesystem::remove_all(dir_, ec);
-  dir_.clear();
+  if (!dir_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+    dir_.clear();
+  }
+  if (lock_fd_ >= 0) {
+    close(lock_fd_);  // releases the flock
+    lock_fd_ = -1;
+  }
+}
+
+bool RunFolderInUse(const std::filesystem::path& run_dir) {
+  const int fd = open((run_dir / ".lock").c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return false;  // no lock file: not a live run's folder
+  const bool held = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  close(fd);
+  return held;
 }
 
 std::vector<std::pair<std::string, std::string>> PlantedSecrets::Env() const {

@@ -14,8 +14,10 @@ namespace sandprobe::runner {
 
 class PlantedSecrets {
  public:
-  // Writes a canary token file (mode 0600) under `dir` (created, removed by the destructor) and
-  // prepares the env var that is planted in the process that launches each sandbox.
+  // Writes a canary token file (mode 0600) under `dir`/<run_id> (created, removed by the
+  // destructor) and prepares the env var planted in the process that launches each sandbox.
+  // The folder holds `.lock`, flock()ed for the run's lifetime: `sandprobe cleanup` leaves a
+  // folder alone while a live run holds it (see RunFolderInUse).
   static std::expected<PlantedSecrets, std::string> Plant(const std::filesystem::path& dir,
                                                           const std::string& run_id);
   PlantedSecrets(PlantedSecrets&&) noexcept;
@@ -34,7 +36,11 @@ class PlantedSecrets {
   PlantedSecrets() = default;
   std::filesystem::path dir_, token_file_;
   std::string env_name_, env_value_, token_value_;
+  int lock_fd_ = -1;
 };
+
+// True when a live sandprobe run holds the folder's .lock (flock), so it must not be removed.
+bool RunFolderInUse(const std::filesystem::path& run_dir);
 
 // 2n lowercase hex characters from the kernel's random source (getrandom).
 std::string RandomHex(size_t n_bytes);

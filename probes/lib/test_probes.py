@@ -414,9 +414,14 @@ class DescriptorTest(unittest.TestCase):
                     self.assertIn("default", spec)
                     self.assertTrue(spec["description"])
                 c = d["classify"]
-                self.assertEqual(list(c), ["outcomes", "killed", "deadline"])
-                self.assertLessEqual(set(c["outcomes"].values()) | {c["killed"], c["deadline"]},
-                                     self.EXPOSURES)
+                self.assertEqual(list(c)[:2], ["outcomes", "killed"])
+                self.assertLessEqual(set(c), {"outcomes", "killed", "timed_out", "deadline",
+                                              "exceeds"})
+                endings = {c[k] for k in ("killed", "timed_out", "deadline") if k in c}
+                self.assertLessEqual(set(c["outcomes"].values()) | endings, self.EXPOSURES)
+                if "exceeds" in c:  # the claim check names a parameter sized from a limit
+                    self.assertIn(c["exceeds"]["param"], d["params"])
+                    self.assertIn("from_limit", d["params"][c["exceeds"]["param"]])
 
     def test_sized_params_follow_the_claimed_limits(self):
         balloon = load_descriptor(os.path.join(probe_dir("res.memory-balloon"), "probe.yaml"))

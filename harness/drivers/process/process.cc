@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -101,7 +102,14 @@ ProcessResult RunProcess(const ProcessSpec& spec, const std::atomic<bool>& cance
   const char* reaper = spec.reaper_path.c_str();
 
   const auto start = Clock::now();
+  // Block every signal across fork: the child must never run the harness's handlers (a Ctrl-C
+  // to the group between fork and exec would), and sandprobe-reaper starts with them blocked, so
+  // a stop sent before it installs its own handlers stays pending instead of killing it.
+  sigset_t all, saved;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &saved);
   const pid_t pid = fork();
+  if (pid != 0) pthread_sigmask(SIG_SETMASK, &saved, nullptr);
   if (pid < 0) {
     result.error = fmt::format("fork: {}", std::strerror(errno));
     in.CloseBoth(), o.CloseBoth(), e.CloseBoth(), st.CloseBoth();
@@ -111,6 +119,7 @@ ProcessResult RunProcess(const ProcessSpec& spec, const std::atomic<bool>& cance
     // Own process group: a terminal Ctrl-C reaches only the harness, which stops each reaper
     // itself and so records the probe as interrupted.
     setpgid(0, 0);
+    for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);  // the mask stays full over exec
     dup2(in.read, 0);
     dup2(o.write, 1);
     dup2(e.write, 2);
@@ -202,6 +211,7 @@ ProcessResult RunProcess(const ProcessSpec& spec, const std::atomic<bool>& cance
   char kind[16] = {0};
   int code = 0, killed = 0;
   if (std::sscanf(status_line.c_str(), "%15s %d %d", kind, &code, &killed) != 3) {
+    if (stop_sent && result.error.empty()) return result;  // stopped before it reported: fine
     result.ending = core::Ending::kHarnessError;
     result.error = result.error.empty()
                        ? fmt::format("sandprobe-reaper reported no status (exit {})",
@@ -211,7 +221,8 @@ ProcessResult RunProcess(const ProcessSpec& spec, const std::atomic<bool>& cance
   }
   result.descendants_killed = killed;
   if (!stop_sent && cancel.load()) result.ending = core::Ending::kInterrupted;
-  if (stop_sent || cancel.load()) return result;  // kDeadline or kInterrupted, set when the stop was sent
+  if (stop_sent || cancel.load())
+    return result;  // kDeadline or kInterrupted, set when the stop was sent
   if (std::strcmp(kind, "signaled") == 0) {
     result.ending = core::Ending::kSignaled;
     result.signal = code;

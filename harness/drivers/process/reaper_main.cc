@@ -105,6 +105,11 @@ int main(int argc, char** argv) {
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGHUP, &sa, nullptr);
+  // The harness starts us with every signal blocked (so an early stop is not lost): take them
+  // now that the handlers are in place; a pending SIGTERM runs OnStop here.
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
   if (getppid() == 1) return 125;  // the harness is already gone
 
   const pid_t child = fork();
@@ -115,9 +120,7 @@ int main(int argc, char** argv) {
   if (child == 0) {
     setpgid(0, 0);
     close(status_fd);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGHUP, SIG_DFL);
+    for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);
     execvp(argv[4], argv + 4);
     std::fprintf(stderr, "sandprobe-reaper: cannot execute %s: %s\n", argv[4],
                  std::strerror(errno));

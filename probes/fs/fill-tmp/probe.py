@@ -7,6 +7,7 @@ DIR = PARAMS.get("dir", "/tmp")
 TARGET_MIB = int(PARAMS.get("target_mib", 256))
 CHUNK_MIB = max(1, int(PARAMS.get("chunk_mib", 4)))  # 0 would never end
 RESERVE_MIB = int(PARAMS.get("reserve_mib", 1024))
+CLAIMED_MIB = int(PARAMS.get("claimed_mib", 0))  # the judge holds written_mib to this claim
 MIB, PROGRESS_EVERY = 1 << 20, 32 << 20
 # Refusals that are the filesystem's limit or policy speaking; anything else is weaker evidence.
 LIMIT_ERRNOS = {"ENOSPC", "EDQUOT", "EROFS", "EACCES", "EPERM", "EFBIG"}
@@ -33,7 +34,7 @@ signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 path = os.path.join(DIR, ".sandprobe-fill-%s-%s" % (NONCE, INVOCATION))
 target = TARGET_MIB * MIB
 chunk = memoryview(b"\xa5" * (CHUNK_MIB * MIB))
-emit("start", dir=DIR, target_mib=TARGET_MIB, chunk_mib=CHUNK_MIB)
+emit("start", dir=DIR, target_mib=TARGET_MIB, chunk_mib=CHUNK_MIB, claimed_mib=CLAIMED_MIB)
 written, err, guarded, fd = 0, None, False, None
 try:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
