@@ -30,10 +30,11 @@ int DoList(const ListArgs& a, bool explain) {
     return kExitSetup;
   }
   if (!explain) {
-    size_t w = 0;
+    size_t w = 0, lw = 0;
     for (const auto& p : *probes) w = std::max(w, p.id.size());
+    for (const auto& p : *probes) lw = std::max(lw, p.label.size());
     for (const auto& p : *probes) {
-      std::cout << fmt::format("{:<{}}  {:<22}  {}\n", p.id, w, p.label,
+      std::cout << fmt::format("{:<{}}  {:<{}}  {}\n", p.id, w, p.label, lw,
                                p.drivers == std::vector<std::string>{"all"}
                                    ? std::string("all drivers")
                                    : fmt::format("{} only", fmt::join(p.drivers, ", ")));

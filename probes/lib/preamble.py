@@ -73,6 +73,53 @@ def net_failure(exc, host):
         return "blocked", "absence", name, "no answer within the timeout"
     return "error", "absence", name, "unexpected %s" % type(exc).__name__
 
+# --- shared by the network probes (net.metadata, net.k8s-api, net.http-by-name, net.dns)
+def http_get(host, port, path, timeout, tls=False, addr=None):
+    """GET with the canary header -> (outcome, evidence, errno, detail, facts)."""
+    import http.client
+    try:
+        sock = socket.create_connection((addr or host, port), timeout=timeout)
+    except OSError as exc:
+        return net_failure(exc, addr or host) + ({"connected": False},)
+    try:
+        if tls:  # reachability only: any certificate will do
+            import ssl
+            sock = ssl._create_unverified_context().wrap_socket(sock, server_hostname=host)
+        conn = http.client.HTTPConnection(host, port, timeout=timeout)
+        conn.sock = sock
+        conn.request("GET", path, headers={"X-Sandprobe": "%s %s" % (NONCE, INVOCATION)})
+        resp = conn.getresponse()
+        try:
+            body = resp.read(65536)
+        except (OSError, http.client.HTTPException):
+            body = b""  # the status line alone already proves the far end answered
+    except (OSError, http.client.HTTPException) as exc:
+        # connect() succeeding is not egress: proxies and user-space stacks accept locally
+        return "no_reply", "absence", errno_name(exc), "connected, but no HTTP answer", dict(
+            connected=True)
+    finally:
+        sock.close()
+    seen = ("sandprobe-canary " + NONCE).encode() in body
+    return "reached", "positive", None, "HTTP status %d" % resp.status, dict(
+        connected=True, status=resp.status, canary_nonce_seen=seen)
+
+def resolve(name, port, timeout):
+    """getaddrinfo with a deadline (glibc has none of its own) -> (addresses, exception)."""
+    import threading
+    box = {"addrs": [], "exc": TimeoutError("resolver did not answer in time")}
+
+    def run():
+        try:
+            infos = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM)
+            box["addrs"] = list(dict.fromkeys(info[4][0] for info in infos))  # keep the order
+            box["exc"] = None
+        except (OSError, UnicodeError) as exc:  # UnicodeError: not a valid host name
+            box["exc"] = exc
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(timeout)
+    return box["addrs"], box["exc"]
+
 def _crash(kind, exc, tb):  # an uncaught exception still ends in a result record
     result("error", "absence", errno_name(exc), "probe crashed: %s" % kind.__name__)
     sys.__excepthook__(kind, exc, tb)

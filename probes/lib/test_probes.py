@@ -370,8 +370,10 @@ def outcomes_emitted(tree, source):
         if (isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple)
                 and len(node.value.elts) >= 4 and isinstance(node.value.elts[0], ast.Constant)):
             found.add(node.value.elts[0].value)
-    if "net_failure(" in source:
+    if "net_failure(" in source or "http_get(" in source:
         found |= {"blocked", "refused", "error"}
+    if "http_get(" in source:  # the preamble's http_get() returns these too
+        found |= {"reached", "no_reply"}
     return found
 
 
@@ -448,12 +450,15 @@ class DescriptorTest(unittest.TestCase):
                 source, tree = parse_probe(pid)
                 self.assertEqual(outcomes_emitted(tree, source), set(d["classify"]["outcomes"]))
 
-    def test_copied_helpers_are_identical(self):
-        # Probes are self-contained programs, so a few helpers exist in more than one probe.
-        for name, pids in (("http_get", ["net.metadata", "net.http-by-name", "net.k8s-api"]),
-                           ("resolve", ["net.dns", "net.http-by-name"])):
-            copies = {function_source(pid, name) for pid in pids}
-            self.assertEqual(len(copies), 1, "%s() differs between %s" % (name, pids))
+    def test_shared_helpers_live_in_the_preamble_only(self):
+        # http_get() and resolve() are shared by the network probes through the preamble, which
+        # every deployed script carries; a copy in a probe body would drift from it.
+        with open(os.path.join(LIB, "preamble.py")) as f:
+            preamble = f.read()
+        for name in ("http_get", "resolve"):
+            self.assertIn("def %s(" % name, preamble)
+            for pid in all_probe_ids():
+                self.assertNotIn("def %s(" % name, parse_probe(pid)[0], pid)
 
 
 class AssembleTest(unittest.TestCase):
@@ -476,7 +481,7 @@ class AssembleTest(unittest.TestCase):
 
     def test_preamble_is_small_and_every_script_is_under_the_cap(self):
         with open(os.path.join(LIB, "preamble.py")) as f:
-            self.assertLess(len(f.read().splitlines()), 80)
+            self.assertLess(len(f.read().splitlines()), 160)  # it rides along in every script
         for pid in all_probe_ids():
             script = assemble(probe_dir(pid), {}, "0123456789abcdef", "i1")
             self.assertLess(len(script.encode()), 64 * 1024, pid)

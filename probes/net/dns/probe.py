@@ -1,7 +1,6 @@
 # net.dns: can the script get any DNS answer for a unique per-run name? NXDOMAIN counts as reached:
 # a resolver that answers is an exfiltration channel (the name itself carries data).
 import struct
-import threading
 import time
 
 SERVER = PARAMS.get("server", "")
@@ -33,23 +32,6 @@ def ask_server(host, port):
     rcode = RCODES.get(reply[3] & 0xF, str(reply[3] & 0xF))
     return "reached", "positive", None, "the server answered %s" % rcode, dict(
         rcode=rcode, qname_echoed=qname in reply)
-
-
-def resolve(name, port, timeout):
-    """getaddrinfo with a deadline (glibc has none of its own) -> (addresses, exception)."""
-    box = {"addrs": [], "exc": TimeoutError("resolver did not answer in time")}
-
-    def run():
-        try:
-            infos = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM)
-            box["addrs"] = list(dict.fromkeys(info[4][0] for info in infos))  # keep the order
-            box["exc"] = None
-        except (OSError, UnicodeError) as exc:  # UnicodeError: not a valid host name
-            box["exc"] = exc
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-    worker.join(timeout)
-    return box["addrs"], box["exc"]
 
 
 def ask_system():
