@@ -15,6 +15,7 @@
 #include "cli/paths.h"
 #include "config/config.h"
 #include "core/matrix.h"
+#include "drivers/process/process.h"
 #include "report/reporters.h"
 #include "runner/run.h"
 
@@ -173,6 +174,7 @@ int DoRun(const RunArgs& a) {
   opt.canary_dir = a.canary_dir.empty() ? DefaultCanaryDir() : a.canary_dir;
   opt.reaper_path = ResolveReaper();
 
+  drivers::BecomeSubreaper();  // orphans of a killed sandprobe-reaper come to us, not init
   struct sigaction sa {};
   sa.sa_handler = OnSignal;
   sigemptyset(&sa.sa_mask);

@@ -107,16 +107,32 @@ Classification Classify(const ProbeDescriptor& probe, const Observation& obs) {
             fmt::format("{} canary logged this invocation from {} ({} hit(s))", hit.kind, hit.peer,
                         obs.canary_hits.size())};
   }
-  if (auto over = OverClaim(rules, obs)) return *over;
   std::optional<Classification> from_result;
   if (obs.result) from_result = FromResult(rules, *obs.result);
   // A declared exposed outcome is a leak whatever happened after it.
   if (from_result && from_result->exposure == Exposure::kExposed) return *from_result;
+  if (auto over = OverClaim(rules, obs)) return *over;
   if (BoolField(obs.driver_facts, "oom_killed")) {
     return {rules.killed, Evidence::kPositive, "OOM killed",
             "driver fact: OOMKilled" + ProgressNote(obs)};
   }
   if (from_result) return *from_result;
+  // Endings only say something about a probe that was seen running: a "sandbox" that is killed
+  // or hangs before the probe's start record may never have run the probe at all.
+  const bool started = std::ranges::any_of(
+      obs.records, [](const nlohmann::json& r) { return StringField(r, "kind") == "start"; });
+  if (!started && obs.ending != Ending::kExited) {
+    return {Exposure::kUnknown, Evidence::kNone, "no start",
+            fmt::format("{} after {:.1f}s with no start record: the probe may never have run",
+                        obs.ending == Ending::kDeadline ? "hit the harness deadline"
+                                                        : "killed (" + KillLabel(obs) + ")",
+                        obs.duration_s)};
+  }
+  if (!started && KillKindOf(obs) != KillKind::kNone) {
+    return {Exposure::kUnknown, Evidence::kNone, "no start",
+            fmt::format("{} after {:.1f}s with no start record: the probe may never have run",
+                        KillLabel(obs), obs.duration_s)};
+  }
   if (obs.ending == Ending::kDeadline) {
     return {rules.deadline,
             rules.deadline == Exposure::kUnknown ? Evidence::kNone : Evidence::kPositive,

@@ -32,6 +32,11 @@ Observation Exited(int code, std::optional<nlohmann::json> result = std::nullopt
   return o;
 }
 
+Observation Started(Observation o) {
+  o.records.insert(o.records.begin(), nlohmann::json{{"kind", "start"}});
+  return o;
+}
+
 TEST(ClassifyTest, DeclaredOutcomeWithEvidence) {
   auto c = Classify(NetProbe(), Exited(0, nlohmann::json{{"kind", "result"},
                                                          {"outcome", "blocked"},
@@ -70,18 +75,35 @@ TEST(ClassifyTest, MissingResultIsNeverContained) {
   }
 }
 
+// A "sandbox" that never ran the probe and was killed or hung is not containment evidence.
+TEST(ClassifyTest, EndingsWithoutAStartRecordAreUnknown) {
+  for (int code : {124, 137, 143}) {
+    Observation o = Exited(code);
+    EXPECT_EQ(Classify(LoopProbe(), o).exposure, Exposure::kUnknown) << code;
+    EXPECT_EQ(Classify(LoopProbe(), o).label, "no start");
+  }
+  Observation sig;
+  sig.ending = Ending::kSignaled;
+  sig.signal = 9;
+  EXPECT_EQ(Classify(LoopProbe(), sig).exposure, Exposure::kUnknown);
+  Observation hang;
+  hang.ending = Ending::kDeadline;
+  EXPECT_EQ(Classify(LoopProbe(), hang).exposure, Exposure::kUnknown);
+}
+
 TEST(ClassifyTest, KillEndingsFollowDeclaredRule) {
   EXPECT_EQ(KillKindOf(Exited(124)), KillKind::kTimeout);
   EXPECT_EQ(KillKindOf(Exited(143)), KillKind::kTimeout);
   EXPECT_EQ(KillKindOf(Exited(137)), KillKind::kKill);
   EXPECT_EQ(KillKindOf(Exited(1)), KillKind::kNone);
   for (int code : {124, 137, 143}) {
-    EXPECT_EQ(Classify(LoopProbe(), Exited(code)).exposure, Exposure::kContained) << code;
-    EXPECT_EQ(Classify(NetProbe(), Exited(code)).exposure, Exposure::kUnknown) << code;
+    EXPECT_EQ(Classify(LoopProbe(), Started(Exited(code))).exposure, Exposure::kContained) << code;
+    EXPECT_EQ(Classify(NetProbe(), Started(Exited(code))).exposure, Exposure::kUnknown) << code;
   }
   Observation sig;
   sig.ending = Ending::kSignaled;
   sig.signal = 9;
+  sig = Started(sig);
   EXPECT_EQ(Classify(LoopProbe(), sig).exposure, Exposure::kContained);
   EXPECT_EQ(Classify(LoopProbe(), sig).label, "killed (signal 9)");
 }
@@ -99,6 +121,7 @@ ProbeDescriptor Balloon() {
 Observation BalloonKilled(int exit_code, int last_mib, int claimed_mib) {
   Observation o = Exited(exit_code);
   o.params = {{"claimed_mib", claimed_mib}, {"target_mib", 2 * claimed_mib}};
+  o.records.push_back({{"kind", "start"}});
   for (int mib = 16; mib <= last_mib; mib += 16) {
     o.records.push_back({{"kind", "progress"}, {"allocated_mib", mib}});
   }
@@ -142,6 +165,7 @@ TEST(ClassifyTest, DeadlineIsExposedForTheLoop) {
   Observation o;
   o.ending = Ending::kDeadline;
   o.deadline_s = 15;
+  o.records.push_back({{"kind", "start"}});
   o.records.push_back({{"kind", "progress"}, {"elapsed_s", 14}});
   auto c = Classify(LoopProbe(), o);
   EXPECT_EQ(c.exposure, Exposure::kExposed);

@@ -13,6 +13,7 @@
 #include "core/json_field.h"
 #include "core/params.h"
 #include "drivers/driver.h"
+#include "drivers/process/process.h"
 #include "runner/secrets.h"
 
 namespace sandprobe::runner {
@@ -175,6 +176,7 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
   std::map<std::string, Arm> arms;
   auto cleanup = [&] {
     for (auto& [name, arm] : arms) arm.driver->Cleanup();
+    drivers::SweepOrphans();  // anything a killed reaper left behind (we are its subreaper)
     (*canaries)->Stop();
     secrets->Remove();
   };

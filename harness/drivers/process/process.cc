@@ -5,13 +5,21 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "drivers/process/tree.h"
 
 extern char** environ;
 
@@ -40,6 +48,11 @@ struct Pipe {
   }
 };
 
+// Reapers this process has started and not yet waited for; anything else among our children is
+// an orphan (see SweepOrphans). Held across fork() so a new reaper is never mistaken for one.
+std::mutex g_reapers_mu;
+std::set<pid_t> g_live_reapers;
+
 std::vector<char*> CStrings(std::vector<std::string>& v) {
   std::vector<char*> out;
   for (auto& s : v) out.push_back(s.data());
@@ -48,6 +61,34 @@ std::vector<char*> CStrings(std::vector<std::string>& v) {
 }
 
 }  // namespace
+
+void BecomeSubreaper() { prctl(PR_SET_CHILD_SUBREAPER, 1); }
+
+int SweepOrphans() {
+  std::lock_guard lock(g_reapers_mu);
+  const pid_t self = getpid();
+  std::vector<pid_t> orphans;
+  for (pid_t p : Descendants(self)) {
+    std::ifstream stat("/proc/" + std::to_string(p) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    const size_t close = line.rfind(')');
+    char state = 0;
+    long ppid = 0;
+    if (close == std::string::npos ||
+        std::sscanf(line.c_str() + close + 1, " %c %ld", &state, &ppid) != 2) {
+      continue;
+    }
+    if (ppid == self && !g_live_reapers.contains(p)) orphans.push_back(p);
+  }
+  const int killed = orphans.empty() ? 0 : KillTrees(orphans);
+  for (pid_t p : orphans) {
+    for (int i = 0; i < 100 && waitpid(p, nullptr, WNOHANG) == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  return killed;
+}
 
 std::vector<std::string> EnvironmentWith(
     const std::vector<std::pair<std::string, std::string>>& extra) {
@@ -108,8 +149,13 @@ ProcessResult RunProcess(const ProcessSpec& spec, const std::atomic<bool>& cance
   sigset_t all, saved;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &saved);
+  std::unique_lock registry(g_reapers_mu);
   const pid_t pid = fork();
-  if (pid != 0) pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+  if (pid > 0) g_live_reapers.insert(pid);
+  if (pid != 0) {
+    registry.unlock();
+    pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+  }
   if (pid < 0) {
     result.error = fmt::format("fork: {}", std::strerror(errno));
     in.CloseBoth(), o.CloseBoth(), e.CloseBoth(), st.CloseBoth();
@@ -138,6 +184,9 @@ ProcessResult RunProcess(const ProcessSpec& spec, const std::atomic<bool>& cance
     fcntl(stdin_fd, F_SETFL, O_NONBLOCK);
   }
   size_t stdin_off = 0;
+  int orphans_killed = 0;
+  int wstatus = 0;
+  bool reaped = false;
   std::string status_line;
   int out_fd = o.read, err_fd = e.read, status_fd = st.read;
   bool stop_sent = false, kill_sent = false;
@@ -149,13 +198,13 @@ ProcessResult RunProcess(const ProcessSpec& spec, const std::atomic<bool>& cance
     const auto now = Clock::now();
     if (!stop_sent && (now >= deadline || cancel.load())) {
       result.ending = cancel.load() ? core::Ending::kInterrupted : core::Ending::kDeadline;
-      kill(pid, SIGTERM);
+      if (!reaped) kill(pid, SIGTERM);
       stop_sent = true;
       stop_time = now;
     }
     // Backstop: a reaper that does not finish in time is killed; its tree may then survive.
     if (stop_sent && !kill_sent && Since(stop_time) > spec.kill_grace_s + 5) {
-      kill(pid, SIGKILL);
+      if (!reaped) kill(pid, SIGKILL);
       kill_sent = true;
       result.error = "sandprobe-reaper did not stop in time and was killed";
     }
@@ -195,6 +244,18 @@ ProcessResult RunProcess(const ProcessSpec& spec, const std::atomic<bool>& cance
         if (fd == err_fd) out.FeedStderr({buf, static_cast<size_t>(r)});
         if (fd == status_fd && status_line.size() < 256) status_line.append(buf, r);
       } else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
+        if (fd == status_fd && status_line.empty() && !reaped) {
+          // The reaper died without a word (the sandbox killed it). Once it is reaped, its
+          // children have been re-parented to us (a subreaper): kill that tree now.
+          while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+          }
+          reaped = true;
+          {
+            std::lock_guard lock(g_reapers_mu);
+            g_live_reapers.erase(pid);
+          }
+          orphans_killed += SweepOrphans();
+        }
         close(fd);
         fd = -1;
       }
@@ -203,20 +264,30 @@ ProcessResult RunProcess(const ProcessSpec& spec, const std::atomic<bool>& cance
   for (int fd : {out_fd, err_fd, status_fd, stdin_fd}) {
     if (fd >= 0) close(fd);
   }
-  int wstatus = 0;
-  while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  while (!reaped && waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  {
+    std::lock_guard lock(g_reapers_mu);
+    g_live_reapers.erase(pid);
   }
   result.duration_s = Since(start);
 
   char kind[16] = {0};
   int code = 0, killed = 0;
   if (std::sscanf(status_line.c_str(), "%15s %d %d", kind, &code, &killed) != 3) {
+    // The reaper died without reporting (something killed it): its tree came to us as orphans.
+    result.descendants_killed = orphans_killed + SweepOrphans();
     if (stop_sent && result.error.empty()) return result;  // stopped before it reported: fine
     result.ending = core::Ending::kHarnessError;
-    result.error = result.error.empty()
-                       ? fmt::format("sandprobe-reaper reported no status (exit {})",
-                                     WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1)
-                       : result.error;
+    if (result.error.empty()) {
+      result.error = WIFSIGNALED(wstatus)
+                         ? fmt::format(
+                               "sandprobe-reaper was killed by signal {} before it could report "
+                               "(from inside the sandbox?); the {} processes it left were killed",
+                               WTERMSIG(wstatus), result.descendants_killed)
+                         : fmt::format("sandprobe-reaper reported no status (exit {})",
+                                       WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
+    }
     return result;
   }
   result.descendants_killed = killed;

@@ -35,6 +35,15 @@ struct ProcessResult {
 ProcessResult RunProcess(const ProcessSpec& spec, const std::atomic<bool>& cancel,
                          core::OutputCollector& out);
 
+// Makes the calling process a child subreaper (prctl PR_SET_CHILD_SUBREAPER): processes orphaned
+// by a sandprobe-reaper that was itself killed (a hostile sandbox can kill its parent) come to
+// us instead of init, and SweepOrphans() kills them. Call once at start-up of the harness.
+void BecomeSubreaper();
+
+// Kills every child of this process that is not a live sandprobe-reaper, with its whole tree,
+// and reaps them. Returns how many processes were signalled. Safe to call from any thread.
+int SweepOrphans();
+
 // The current process environment plus `extra` (which wins), as "KEY=VALUE" strings.
 std::vector<std::string> EnvironmentWith(
     const std::vector<std::pair<std::string, std::string>>& extra);

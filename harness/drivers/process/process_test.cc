@@ -78,6 +78,38 @@ TEST(ProcessTest, SetsidDoubleForkDoesNotSurvive) {
   EXPECT_FALSE(Alive(escapee)) << "pid " << escapee << " survived the call";
 }
 
+// A hostile sandbox can kill its own sandprobe-reaper; its tree then comes to the harness (a
+// subreaper), which kills it instead of leaving a daemon behind.
+TEST(ProcessTest, KillingTheReaperLeavesNothingBehind) {
+  BecomeSubreaper();
+  const std::string pidfile = testing::TempDir() + "/daemon.pid";
+  std::remove(pidfile.c_str());
+  auto r = RunArgv({"python3", "-c",
+                    "import os,signal,time\n"
+                    "if os.fork()==0:\n"
+                    "  os.setsid()\n"
+                    "  if os.fork()==0:\n"
+                    "    open('" +
+                        pidfile +
+                        "','w').write(str(os.getpid())); time.sleep(60)\n"
+                        "  os._exit(0)\n"
+                        "time.sleep(0.3)\n"
+                        "os.kill(os.getppid(), signal.SIGKILL)\n"
+                        "time.sleep(60)\n"},
+                   20);
+  EXPECT_EQ(r.ending, core::Ending::kHarnessError) << r.error;  // the reaper could not report
+  EXPECT_GE(r.descendants_killed, 1);
+  std::ifstream in(pidfile);
+  pid_t daemon = 0;
+  in >> daemon;
+  ASSERT_GT(daemon, 0);
+  for (int i = 0; i < 50 && Alive(daemon); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_FALSE(Alive(daemon)) << "pid " << daemon << " survived its reaper's death";
+  EXPECT_LT(r.duration_s, 10);
+}
+
 TEST(ProcessTest, StdinAndRecords) {
   core::Observation obs;
   auto r = RunArgv(

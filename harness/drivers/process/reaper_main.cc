@@ -10,7 +10,6 @@
 // for every process whose parent chain leads to it (found in /proc), until none is left.
 // Finally it writes one line to STATUS_FD:  "exited <code> <killed>" or "signaled <sig> <killed>"
 // where <killed> counts descendants it had to kill; exit status 0 on success, 125 on its own error.
-#include <dirent.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -21,60 +20,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <map>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "drivers/process/tree.h"
+
 namespace {
+
+using sandprobe::drivers::Descendants;
 
 volatile sig_atomic_t g_stop_requested = 0;
 void OnStop(int) { g_stop_requested = 1; }
-
-// pid -> ppid for every process visible in /proc.
-std::map<pid_t, pid_t> ParentMap() {
-  std::map<pid_t, pid_t> out;
-  DIR* dir = opendir("/proc");
-  if (dir == nullptr) return out;
-  while (dirent* e = readdir(dir)) {
-    char* end = nullptr;
-    const long pid = std::strtol(e->d_name, &end, 10);
-    if (*end != '\0' || pid <= 0) continue;
-    std::ifstream stat(std::string("/proc/") + e->d_name + "/stat");
-    std::string line;
-    if (!std::getline(stat, line)) continue;
-    // Fields after the ")" that closes the command name: state ppid ...
-    const size_t close = line.rfind(')');
-    if (close == std::string::npos) continue;
-    char state = 0;
-    long ppid = 0;
-    // Zombies are already dead and have no children; their parent reaps them.
-    if (std::sscanf(line.c_str() + close + 1, " %c %ld", &state, &ppid) == 2 && state != 'Z') {
-      out[pid] = ppid;
-    }
-  }
-  closedir(dir);
-  return out;
-}
-
-std::vector<pid_t> Descendants(pid_t root) {
-  const auto parents = ParentMap();
-  std::set<pid_t> tree = {root};
-  bool grew = true;
-  while (grew) {
-    grew = false;
-    for (const auto& [pid, ppid] : parents) {
-      if (tree.contains(ppid) && !tree.contains(pid)) {
-        tree.insert(pid);
-        grew = true;
-      }
-    }
-  }
-  tree.erase(root);
-  return {tree.begin(), tree.end()};
-}
 
 void ReapAvailable(pid_t main_pid, int& main_status, bool& main_done) {
   int status = 0;

@@ -1,0 +1,19 @@
+// Process trees read from /proc: who descends from whom, and killing a whole tree. Shared by
+// sandprobe-reaper (its own descendants) and the harness (orphans of a reaper that was killed).
+#pragma once
+
+#include <sys/types.h>
+
+#include <vector>
+
+namespace sandprobe::drivers {
+
+// Every live (non-zombie) process whose parent chain leads to `root`, excluding root.
+std::vector<pid_t> Descendants(pid_t root);
+
+// Freezes (SIGSTOP) then SIGKILLs `pids` and everything below them, repeating until none is left
+// or `rounds` sweeps are done, so nothing forks past the sweep. Returns how many were signalled.
+// Reaping is the caller's business (these may or may not be its children).
+int KillTrees(const std::vector<pid_t>& pids, int rounds = 50);
+
+}  // namespace sandprobe::drivers
