@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "cli/paths.h"
 #include "config/config.h"
+#include "report/escape.h"
 
 namespace sandprobe::cli {
 
@@ -99,7 +100,7 @@ int DoValidate(const ValidateArgs& a) {
     if (error.empty()) {
       std::cout << fmt::format("ok     {} ({})\n", file, kind.value_or("?"));
     } else {
-      std::cout << fmt::format("error  {}\n", error);
+      std::cout << fmt::format("error  {}\n", report::TerminalText(error, 2000));
       ++bad;
     }
   }

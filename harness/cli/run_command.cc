@@ -16,6 +16,7 @@
 #include "config/config.h"
 #include "core/matrix.h"
 #include "drivers/process/process.h"
+#include "report/escape.h"
 #include "report/reporters.h"
 #include "runner/run.h"
 
@@ -51,9 +52,10 @@ class Observer : public runner::RunObserver {
   report::TextReporter* text_;
 };
 
+// Messages can carry a sandbox's own stderr or a file's bytes: cleaned for the terminal.
 int SetupError(const std::string& message, const std::string& hint = "") {
-  std::cerr << "sandprobe: error: " << message << "\n";
-  if (!hint.empty()) std::cerr << "  hint: " << hint << "\n";
+  std::cerr << "sandprobe: error: " << report::TerminalText(message, 2000) << "\n";
+  if (!hint.empty()) std::cerr << "  hint: " << report::TerminalText(hint, 400) << "\n";
   return kExitSetup;
 }
 
@@ -171,9 +173,24 @@ int DoRun(const RunArgs& a) {
   opt.jobs = a.jobs;
   opt.timing = runner::Timing{a.default_timeout_s, a.grace_s};
   opt.canary_bind = a.canary_bind;
-  opt.canary_dir = a.canary_dir.empty() ? DefaultCanaryDir() : a.canary_dir;
+  // Absolute: the token path travels into the probe, which may start in another directory.
+  opt.canary_dir = fs::absolute(a.canary_dir.empty() ? DefaultCanaryDir() : a.canary_dir);
   opt.reaper_path = ResolveReaper();
 
+  // The output folder must be writable before anything runs: a run is not lost at the end.
+  {
+    std::error_code ec;
+    fs::create_directories(a.out, ec);
+    const fs::path probe_file = fs::path(a.out) / ".sandprobe-write-test";
+    std::ofstream test(probe_file);
+    if (ec || !test) {
+      return SetupError(
+          fmt::format("--out {}: cannot write there{}", a.out, ec ? ": " + ec.message() : ""),
+          "give --out a folder you can write to");
+    }
+    test.close();
+    fs::remove(probe_file, ec);
+  }
   drivers::BecomeSubreaper();  // orphans of a killed sandprobe-reaper come to us, not init
   struct sigaction sa {};
   sa.sa_handler = OnSignal;

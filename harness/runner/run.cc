@@ -12,6 +12,7 @@
 #include "core/classify.h"
 #include "core/json_field.h"
 #include "core/params.h"
+#include "core/redact.h"
 #include "drivers/driver.h"
 #include "drivers/process/process.h"
 #include "runner/secrets.h"
@@ -204,6 +205,7 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
     const drivers::Invocation inv{"harness.preflight", "preflight", script.value_or(""), 30,
                                   secrets->Env()};
     core::Observation obs = arms[m->name].driver->Execute(inv, cancel);
+    core::RedactSecrets(obs, secrets->Values());
     if (cancel.load()) break;
     if (!obs.result || core::StringField(*obs.result, "outcome") != "ok") {
       cleanup();
@@ -250,6 +252,9 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
           {task.probe, invocation, *script, task.deadline_s, secrets->Env()}, cancel);
       obs.invocation = invocation;
       obs.canary_hits = HitsOf(**canaries, invocation);
+      if (const size_t n = core::RedactSecrets(obs, secrets->Values()); n > 0) {
+        obs.driver_facts["canary_secrets_redacted"] = n;  // the sandbox printed a planted secret
+      }
       book.Complete(i, std::move(obs));
     }
   };
