@@ -2,11 +2,15 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <map>
 
 #include "cli/commands.h"
 #include "cli/paths.h"
 #include "config/config.h"
+#include "core/params.h"
+#include "drivers/driver.h"
 #include "report/escape.h"
+#include "runner/plan.h"
 
 namespace sandprobe::cli {
 
@@ -81,18 +85,41 @@ int DoValidate(const ValidateArgs& a) {
     if (!kind) {
       error = kind.error().ToString();
     } else if (*kind == "manifest") {
-      if (auto m = config::LoadManifest(file); !m) error = m.error().ToString();
+      auto m = config::LoadManifest(file);
+      if (!m) {
+        error = m.error().ToString();
+      } else if (auto d = drivers::MakeDriver(*m, {}); !d) {
+        error = fmt::format("{}: {} ({})", file, d.error().message, d.error().hint);
+      } else if (!m->control.empty()) {
+        auto control = FindControl(*m, ResolveHome(a.home));
+        if (!control) {
+          error = control.error();
+        } else if (auto c = config::LoadManifest(*control); !c) {
+          error = fmt::format("control {}: {}", control->string(), c.error().ToString());
+        } else if (c->name == m->name) {
+          error = fmt::format("{}: control '{}' has the candidate's own name", file, c->name);
+        }
+      }
     } else if (*kind == "suite") {
       auto s = config::LoadSuite(file);
       if (!s) {
         error = s.error().ToString();
       } else if (probes) {
+        std::map<std::string, std::string> examples;
+        for (std::string_view key : runner::kPlaceholders) examples[std::string(key)] = "1";
         for (const auto& e : s->entries) {
-          if (std::ranges::find(*probes, e.probe, &core::ProbeDescriptor::id) == probes->end()) {
+          auto p = std::ranges::find(*probes, e.probe, &core::ProbeDescriptor::id);
+          if (p == probes->end()) {
             error = fmt::format("{}: probe '{}' is not in the probe tree", file, e.probe);
+          } else if (auto r = core::ResolveParams(*p, e.params, {}, examples); !r) {
+            error = fmt::format("{}: {}", file, r.error());
           }
+          if (!error.empty()) break;
         }
       }
+    } else if (std::filesystem::path(file).filename() != "probe.yaml") {
+      error =
+          fmt::format("{}: a probe descriptor must be named probe.yaml, beside its probe.py", file);
     } else {
       auto p = config::LoadProbe(std::filesystem::path(file).parent_path());
       if (!p) error = p.error().ToString();

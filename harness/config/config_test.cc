@@ -66,6 +66,34 @@ TEST(ManifestTest, ErrorsNameFileLineAndField) {
   }
 }
 
+TEST(YamlTest, HostileDocumentsAreErrorsNotCrashes) {
+  const struct {
+    std::string text;
+    const char* message_part;
+  } cases[] = {
+      {"name: a\nname: b\ndriver: local\n", "duplicate key"},
+      {"name: a\ndriver: local\n---\nname: b\n", "2 YAML documents"},
+      {"name: x\ndriver: local\nlocal: " + std::string(200, '[') + std::string(200, ']') + "\n",
+       "nested deeper"},
+      {"a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+       "b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+       "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n"
+       "d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+       "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n"
+       "f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n"
+       "name: t\nprobes: [net.dns]\n",
+       "aliases are expanded"},
+  };
+  for (const auto& c : cases) {
+    auto s = ParseSuite(c.text, "bad.yaml");
+    ASSERT_FALSE(s) << c.text.substr(0, 80);
+    EXPECT_NE(s.error().message.find(c.message_part), std::string::npos) << s.error().ToString();
+  }
+  auto dir = LoadManifest(std::filesystem::temp_directory_path());
+  ASSERT_FALSE(dir);
+  EXPECT_NE(dir.error().message.find("directory"), std::string::npos);
+}
+
 TEST(SuiteTest, ParsesAndRejects) {
   auto s = ParseSuite(R"(name: t
 probes:

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace sandprobe::config {
@@ -15,6 +17,13 @@ std::string ConfigError::ToString() const {
 }
 
 namespace internal {
+namespace {
+
+constexpr uintmax_t kMaxFileBytes = 1 << 20;
+constexpr size_t kMaxNodes = 100'000;
+constexpr int kMaxDepth = 64;
+
+}  // namespace
 
 ConfigError At(const std::string& file, const YAML::Node& node, const std::string& field,
                const std::string& message) {
@@ -27,6 +36,16 @@ ConfigError At(const std::string& file, const YAML::Node& node, const std::strin
 }
 
 std::expected<std::string, ConfigError> ReadFile(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return std::unexpected(ConfigError{path, 0, 0, "", "is a directory, not a file"});
+  }
+  if (const auto size = std::filesystem::file_size(path, ec); !ec && size > kMaxFileBytes) {
+    return std::unexpected(
+        ConfigError{path, 0, 0, "",
+                    fmt::format("is {} bytes; manifests, suites and probes are at most {}", size,
+                                kMaxFileBytes)});
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::unexpected(ConfigError{path, 0, 0, "", "cannot open file"});
   std::ostringstream ss;
@@ -34,12 +53,47 @@ std::expected<std::string, ConfigError> ReadFile(const std::string& path) {
   return ss.str();
 }
 
+// Walks the whole document once: duplicate keys (yaml-cpp keeps the first silently), nesting
+// deeper than kMaxDepth, and alias expansion past kMaxNodes ("billion laughs") are errors.
+std::expected<void, ConfigError> CheckTree(const std::string& source, const YAML::Node& node,
+                                           int depth, size_t& visited) {
+  if (++visited > kMaxNodes) {
+    return std::unexpected(At(
+        source, node, "", fmt::format("more than {} nodes once aliases are expanded", kMaxNodes)));
+  }
+  if (depth > kMaxDepth) {
+    return std::unexpected(
+        At(source, node, "", fmt::format("nested deeper than {} levels", kMaxDepth)));
+  }
+  if (node.IsSequence()) {
+    for (const auto& child : node) {
+      if (auto r = CheckTree(source, child, depth + 1, visited); !r) return r;
+    }
+  } else if (node.IsMap()) {
+    std::set<std::string> keys;
+    for (const auto& kv : node) {
+      if (kv.first.IsScalar() && !keys.insert(kv.first.Scalar()).second) {
+        return std::unexpected(At(source, kv.first, kv.first.Scalar(), "duplicate key"));
+      }
+      if (auto r = CheckTree(source, kv.second, depth + 1, visited); !r) return r;
+    }
+  }
+  return {};
+}
+
 Loaded<YAML::Node> ReadYaml(const std::string& text, const std::string& source) {
   try {
-    YAML::Node root = YAML::Load(text);
+    std::vector<YAML::Node> docs = YAML::LoadAll(text);
+    if (docs.size() > 1) {
+      return std::unexpected(At(source, docs[1], "",
+                                fmt::format("holds {} YAML documents; expected one", docs.size())));
+    }
+    YAML::Node root = docs.empty() ? YAML::Node() : docs[0];
     if (!root.IsMap()) {
       return std::unexpected(At(source, root, "", "expected a YAML mapping at the top level"));
     }
+    size_t visited = 0;
+    if (auto r = CheckTree(source, root, 0, visited); !r) return std::unexpected(r.error());
     return root;
   } catch (const YAML::Exception& e) {
     return std::unexpected(ConfigError{source, e.mark.is_null() ? 0 : e.mark.line + 1,

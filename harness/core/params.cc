@@ -52,8 +52,24 @@ std::expected<nlohmann::json, std::string> ResolveParams(
   }
   if (overrides.is_object()) {
     for (const auto& [name, value] : overrides.items()) {
-      if (!probe.params.contains(name)) {
+      const auto spec = probe.params.find(name);
+      if (spec == probe.params.end()) {
         return std::unexpected(fmt::format("probe {} has no parameter '{}'", probe.id, name));
+      }
+      // An override keeps the default's type; numbers (sizes, counts, seconds) are not negative.
+      const nlohmann::json& def = spec->second.default_value;
+      const bool same_type =
+          (def.is_number() && value.is_number()) || (def.is_string() && value.is_string()) ||
+          (def.is_boolean() && value.is_boolean()) || (def.is_array() && value.is_array()) ||
+          (def.is_object() && value.is_object()) || def.is_null();
+      if (!same_type) {
+        return std::unexpected(
+            fmt::format("probe {} parameter '{}' must be a {} like its default {}", probe.id, name,
+                        def.type_name(), def.dump()));
+      }
+      if (value.is_number() && value.get<double>() < 0) {
+        return std::unexpected(
+            fmt::format("probe {} parameter '{}' must not be negative", probe.id, name));
       }
       params[name] = value;
     }

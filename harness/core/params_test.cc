@@ -35,6 +35,12 @@ TEST(ParamsTest, Errors) {
   auto unknown = ResolveParams(Balloon(), {{"nope", 1}}, {}, {});
   ASSERT_FALSE(unknown);
   EXPECT_NE(unknown.error().find("nope"), std::string::npos);
+  auto type = ResolveParams(Balloon(), {{"target_mib", "lots"}}, {}, {});
+  ASSERT_FALSE(type);
+  EXPECT_NE(type.error().find("must be a number"), std::string::npos) << type.error();
+  auto negative = ResolveParams(Balloon(), {{"target_mib", -1}}, {}, {});
+  ASSERT_FALSE(negative);
+  EXPECT_NE(negative.error().find("negative"), std::string::npos);
   auto placeholder = ResolveParams(Balloon(), {{"target", "{canary.nope}"}}, {}, {});
   ASSERT_FALSE(placeholder);
   EXPECT_NE(placeholder.error().find("canary.nope"), std::string::npos);

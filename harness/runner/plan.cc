@@ -77,4 +77,28 @@ std::expected<Plan, std::string> PlanRun(const core::Suite& suite,
   return plan;
 }
 
+std::expected<void, std::string> CheckControlBudget(
+    const Plan& plan, const std::vector<core::ProbeDescriptor>& probes, const HostBudget& budget) {
+  for (const Task& t : plan.tasks) {
+    if (!t.control) continue;
+    const auto probe = std::ranges::find(probes, t.probe, &core::ProbeDescriptor::id);
+    if (probe == probes.end()) continue;
+    for (const auto& [name, spec] : probe->params) {
+      if (spec.unit != "MiB" || (spec.from_limit != "memory" && spec.from_limit != "tmp")) continue;
+      const auto it = t.params.find(name);
+      if (it == t.params.end() || !it->is_number()) continue;
+      const double mib = it->get<double>();
+      const double allowed = spec.from_limit == "memory" ? budget.memory_mib : budget.tmp_mib;
+      if (mib > allowed) {
+        return std::unexpected(fmt::format(
+            "{} {}={} MiB would make the unsandboxed control arm {} {} MiB on this host, over "
+            "its budget of {:.0f} MiB (half of the available {})",
+            t.probe, name, mib, spec.from_limit == "memory" ? "allocate" : "write", mib, allowed,
+            spec.from_limit == "memory" ? "memory" : "space under /tmp"));
+      }
+    }
+  }
+  return {};
+}
+
 }  // namespace sandprobe::runner

@@ -14,6 +14,13 @@
 
 namespace sandprobe::runner {
 
+// The "{name}" placeholders a suite's string parameters may use; the runner fills each one per
+// run (canary addresses and ports, planted canary secrets' names, paths and hashes).
+inline constexpr std::string_view kPlaceholders[] = {
+    "canary.http",       "canary.tcp",        "canary.dns",         "canary.host",
+    "canary.http_port",  "canary.tcp_port",   "canary.dns_port",    "canary.env_name",
+    "canary.env_sha256", "canary.token_file", "canary.token_sha256"};
+
 // One probe invocation to execute.
 struct Task {
   size_t row = 0;     // index into the suite's entries / matrix rows
@@ -53,5 +60,18 @@ std::expected<Plan, std::string> PlanRun(const core::Suite& suite,
                                          const std::vector<core::Manifest>& controls,
                                          const std::map<std::string, std::string>& substitutions,
                                          const Timing& timing);
+
+// What the unsandboxed control arm may be asked to allocate or write on this host, in MiB.
+struct HostBudget {
+  double memory_mib = 0;  // e.g. half of MemAvailable
+  double tmp_mib = 0;     // e.g. half of the free space under /tmp
+};
+
+// Control arms run without isolation, so an attack sized from a candidate's claim (the balloon
+// at 2 x limits.memory, fill-tmp at 2 x limits.tmp) or a suite override must fit the host.
+// Errors name the probe, the parameter, the size and the budget. Params in MiB sized from
+// memory or tmp are checked.
+std::expected<void, std::string> CheckControlBudget(
+    const Plan& plan, const std::vector<core::ProbeDescriptor>& probes, const HostBudget& budget);
 
 }  // namespace sandprobe::runner

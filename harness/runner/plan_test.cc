@@ -82,6 +82,19 @@ TEST(PlanTest, NotApplicableIsSkippedForEveryCandidate) {
   EXPECT_EQ(plan->arms[0].role, core::ArmRole::kControl);
 }
 
+TEST(PlanTest, ControlBudgetRefusesAttacksTheHostCannotTake) {
+  auto plan = PlanRun(DefaultSuite(), Probes(), {M("huge", "command", 64ull << 30)},
+                      {M("local", "local")}, {{"canary.tcp", "x"}}, {});
+  ASSERT_TRUE(plan);
+  auto refused = CheckControlBudget(*plan, Probes(), HostBudget{8192, 8192});
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().find("target_mib=131072"), std::string::npos) << refused.error();
+  EXPECT_TRUE(CheckControlBudget(*plan, Probes(), HostBudget{200000, 0}));
+  auto small = PlanRun(DefaultSuite(), Probes(), {M("c", "command", 256ull << 20)},
+                       {M("local", "local")}, {{"canary.tcp", "x"}}, {});
+  EXPECT_TRUE(CheckControlBudget(*small, Probes(), HostBudget{1024, 1024}));
+}
+
 TEST(PlanTest, Errors) {
   core::Suite unknown = DefaultSuite();
   unknown.entries.push_back({"net.nope", core::Level::kRequired, {}});

@@ -2,9 +2,11 @@
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
+#include <sys/statvfs.h>
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <mutex>
 #include <thread>
 
@@ -125,6 +127,23 @@ class RowBook {
   std::vector<std::optional<core::Observation>> results_;
 };
 
+// Half of MemAvailable (/proc/meminfo) and half of the free space under /tmp (statvfs).
+HostBudget MeasureHostBudget() {
+  HostBudget b;
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  double kib = 0;
+  while (meminfo >> key >> kib) {
+    if (key == "MemAvailable:") b.memory_mib = kib / 1024 / 2;
+    meminfo.ignore(256, '\n');
+  }
+  struct statvfs fs {};
+  if (statvfs("/tmp", &fs) == 0) {
+    b.tmp_mib = static_cast<double>(fs.f_bavail) * fs.f_frsize / 1048576.0 / 2;
+  }
+  return b;
+}
+
 std::vector<core::CanaryHit> HitsOf(const canary::CanarySet& canaries, const std::string& inv) {
   std::vector<core::CanaryHit> out;
   for (const canary::Hit& h : canaries.HitsFor(inv)) out.push_back({h.kind, h.peer, h.detail});
@@ -166,6 +185,10 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
   auto plan = PlanRun(options.suite, options.probes, options.candidates, options.controls, subs,
                       options.timing);
   if (!plan) return std::unexpected(RunError{plan.error(), ""});
+  if (auto budget = CheckControlBudget(*plan, options.probes, MeasureHostBudget()); !budget) {
+    return std::unexpected(
+        RunError{budget.error(), "lower the candidate's claimed limit or the suite's size"});
+  }
   matrix.arms = plan->arms;
   matrix.rows = plan->rows;
   matrix.notes.push_back(fmt::format("canaries listen on {} (http {}, tcp {}, dns {})",
