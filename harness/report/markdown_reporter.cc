@@ -132,7 +132,12 @@ void WriteArmEvidence(MarkdownWriter& w, const core::Matrix& m, const core::Row&
     }
     w.Markup("\n");
     const core::Observation& obs = cells[i]->observation;
-    WriteExcerpt(w, "stdout", obs.stdout_head, obs.stdout_bytes);
+    // Raw stdout repeats the records listed above when a result came back and nothing was odd;
+    // it is kept where it is the only evidence (no result, foreign lines). report.json has all.
+    // This keeps matrix.md small enough to paste as one ticket comment.
+    if (!obs.result || obs.foreign_lines > 0 || obs.dropped_records > 0) {
+      WriteExcerpt(w, "stdout", obs.stdout_head, obs.stdout_bytes);
+    }
     WriteExcerpt(w, "stderr", obs.stderr_head, obs.stderr_bytes);
   }
 }
