@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HOME = os.path.abspath(os.environ.get("SANDPROBE_HOME") or os.path.join(HERE, "..", "..", ".."))
@@ -159,6 +160,25 @@ def write_manifest(path, name, argv, control=None, limits=None, description="", 
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
     return path
+
+
+def report_or_none(out_dir):
+    """report.json of a finished run, or None when it wrote none (RunCase.setUp then fails)."""
+    if os.path.exists(os.path.join(out_dir, "report.json")):
+        return load_report(out_dir)
+    return None
+
+
+class RunCase(unittest.TestCase):
+    """Tests of one sandprobe run made in setUpClass, which sets cls.tmp (a TemporaryDirectory),
+    cls.res (run_sandprobe's result) and cls.report (report_or_none)."""
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def setUp(self):
+        self.assertIsNotNone(self.report, "no report.json\n" + self.res.describe())
 
 
 def load_report(out_dir):

@@ -109,7 +109,7 @@ def oom_kills(cg, version):
     return int(m.group(1)) if m else None
 
 
-class BalloonKilledByCgroup(unittest.TestCase):
+class BalloonKilledByCgroup(u.RunCase):
     @classmethod
     def setUpClass(cls):
         u.require_sandprobe()
@@ -135,16 +135,10 @@ class BalloonKilledByCgroup(unittest.TestCase):
                 cls.left_in_cgroup = f.read().split()
         finally:
             cls.removed = remove_cgroup(cls.cg)
-        cls.report = None
-        if os.path.exists(os.path.join(cls.out, "report.json")):
-            cls.report = u.load_report(cls.out)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
+        cls.report = u.report_or_none(cls.out)
 
     def setUp(self):
-        self.assertIsNotNone(self.report, "no report.json\n" + self.res.describe())
+        super().setUp()
         self.obs = u.observations(self.report, "cgroup-96mi")["res.memory-balloon"]
         self.ev = self.obs["evidence"]
 

@@ -12,7 +12,7 @@ EXPECTED.update({"res.cpu-loop": "FAIL", "res.memory-balloon": "FAIL",
                  "platform.runtime-class": "SKIP"})
 
 
-class DefaultRun(unittest.TestCase):
+class DefaultRun(u.RunCase):
     """`sandprobe run --out D` with everything defaulted (default suite, bubblewrap, local)."""
 
     @classmethod
@@ -23,16 +23,8 @@ class DefaultRun(unittest.TestCase):
         cls.canary_dir = os.path.join(cls.tmp.name, "canary")
         cls.res = u.run_sandprobe(["run", "--out", cls.out, "--canary-dir", cls.canary_dir],
                                   timeout=90)
-        cls.report = None
-        if os.path.exists(os.path.join(cls.out, "report.json")):
-            cls.report = u.load_report(cls.out)
+        cls.report = u.report_or_none(cls.out)
 
-    @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
-
-    def setUp(self):
-        self.assertIsNotNone(self.report, "no report.json\n" + self.res.describe())
 
     def test_exit_code_is_1(self):
         self.assertEqual(self.res.returncode, 1, self.res.describe())
@@ -148,7 +140,7 @@ class DefaultRun(unittest.TestCase):
         self.assertEqual(os.listdir(self.canary_dir), [])
 
 
-class BoundedRun(unittest.TestCase):
+class BoundedRun(u.RunCase):
     """manifests/bubblewrap-bounded.yaml: timeout ends the loop, prlimit stops the balloon."""
 
     @classmethod
@@ -161,16 +153,8 @@ class BoundedRun(unittest.TestCase):
         cls.res = u.run_sandprobe(
             ["run", "--suite", suite, "--sandbox", u.BOUNDED_MANIFEST, "--out", cls.out,
              "--canary-dir", os.path.join(cls.tmp.name, "canary"), "--grace", "2"], timeout=90)
-        cls.report = None
-        if os.path.exists(os.path.join(cls.out, "report.json")):
-            cls.report = u.load_report(cls.out)
+        cls.report = u.report_or_none(cls.out)
 
-    @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
-
-    def setUp(self):
-        self.assertIsNotNone(self.report, "no report.json\n" + self.res.describe())
 
     def test_exit_code_0(self):
         self.assertEqual(self.res.returncode, 0, self.res.describe())

@@ -37,22 +37,20 @@ def weakened_run(test_cls, name, argv, canary_parent=None):
     test_cls.res = u.run_sandprobe(
         ["run", "--suite", suite, "--sandbox", manifest, "--out", test_cls.out,
          "--canary-dir", canary_dir] + u.FAST_FLAGS, timeout=60)
-    test_cls.report = None
-    if os.path.exists(os.path.join(test_cls.out, "report.json")):
-        test_cls.report = u.load_report(test_cls.out)
+    test_cls.report = u.report_or_none(test_cls.out)
 
 
-class WeakenedCase(unittest.TestCase):
+class WeakenedCase(u.RunCase):
     changed = {}  # probe -> verdict that differs from BASELINE
 
     @classmethod
     def tearDownClass(cls):
-        cls.tmp.cleanup()
+        super().tearDownClass()
         if cls.canary_tmp is not None:
             cls.canary_tmp.cleanup()
 
     def setUp(self):
-        self.assertIsNotNone(self.report, "no report.json\n" + self.res.describe())
+        super().setUp()
         self.got = {p: v["verdict"] for p, v in u.verdicts(self.report, self.name).items()}
 
     def assert_verdicts(self, probes):
