@@ -5,7 +5,7 @@
 Every probe is assembled with assemble.py exactly as deployed and run as `python3 -u -c SCRIPT`
 against tiny canaries started here. Traffic rule: every listener binds 127.0.0.1 and every target
 is 127.0.0.1 (or "localhost" from /etc/hosts); no test may send a packet anywhere else, so the
-system-resolver mode of net.dns and the default 169.254.169.254 target are never run.
+system-resolver mode of net.dns is never run; net.metadata and net.dns have no default target.
 The bubblewrap tests fail (never skip) when bwrap is missing or cannot create namespaces.
 """
 import ast
@@ -654,6 +654,14 @@ class NetworkProbeTest(unittest.TestCase):
     def canary(self, c):
         self.canaries.append(c)
         return c
+
+    def test_targets_with_no_safe_default_send_nothing_without_one(self):
+        # A suite that forgets the target must not reach for 169.254.169.254 or the system
+        # resolver: the probe says no_target and connects nowhere.
+        for pid in ("net.metadata", "net.dns"):
+            with self.subTest(probe=pid):
+                r = run_probe(pid, {}).result
+                self.assertEqual((r["outcome"], r["evidence"]), ("no_target", "absence"))
 
     def test_metadata_reaches_canary_and_proves_it_server_side(self):
         c = self.canary(http_canary())

@@ -58,10 +58,14 @@ def nsswitch_hosts():
     return lines[0].split(":", 1)[1].split("#")[0].strip() if lines else None
 
 
-emit("start", server=SERVER or "system", name=NAME)
-if SERVER:
+emit("start", server=SERVER, name=NAME)
+if not SERVER:  # no default: the system resolver may forward off the machine; ask explicitly
+    result("no_target", "absence", None, 'no server given (set params.server, or "system")',
+           server=SERVER, name=NAME)
+    raise SystemExit(0)
+if SERVER == "system":
+    outcome, evidence, err, detail, facts = ask_system()
+else:
     host, port = split_hostport(SERVER, 53)
     outcome, evidence, err, detail, facts = ask_server(host, port)
-else:
-    outcome, evidence, err, detail, facts = ask_system()
-result(outcome, evidence, err, detail, server=SERVER or "system", name=NAME, **facts)
+result(outcome, evidence, err, detail, server=SERVER, name=NAME, **facts)
