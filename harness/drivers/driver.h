@@ -30,6 +30,7 @@ struct DriverContext {
   std::string nonce;        // the run's nonce: records without it are not evidence
   std::string reaper_path;  // sandprobe-reaper executable
   double kill_grace_s = 2;  // SIGTERM -> SIGKILL grace, seconds
+  std::string run_id;       // labels/names of what a driver creates, for cleanup
 };
 
 // A setup problem found before any probe ran (exit code 3); `hint` says how to fix it.

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "drivers/command/command_driver.h"
+#include "drivers/docker/docker_driver.h"
 #include "drivers/driver.h"
 
 namespace sandprobe::drivers {
@@ -31,10 +32,18 @@ std::expected<std::unique_ptr<Driver>, SetupError> MakeDriver(const core::Manife
     return std::make_unique<CommandDriver>("command", Argv(manifest.driver_config, {}), stdin_mode,
                                            context);
   }
+  if (manifest.driver == "docker") {
+    if (!manifest.driver_config.contains("image") || !manifest.driver_config["image"].is_string()) {
+      return std::unexpected(
+          SetupError{fmt::format("manifest {}: docker.image is required", manifest.source_path),
+                     "name a local image, e.g. sandprobe-probe:local (ci/images/probe-image)"});
+    }
+    return std::make_unique<DockerDriver>(manifest.driver_config, context);
+  }
   return std::unexpected(SetupError{
       fmt::format("driver '{}' (manifest {}) is not available in this build", manifest.driver,
                   manifest.source_path),
-      "use a local or command manifest; the docker, kubernetes and http drivers are coming"});
+      "use a local, command or docker manifest; the kubernetes and http drivers are coming"});
 }
 
 }  // namespace sandprobe::drivers

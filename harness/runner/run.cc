@@ -196,7 +196,8 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
                                      subs["canary.dns"]));
 
   // Drivers: one per arm, prepared and preflighted before any probe runs.
-  const drivers::DriverContext context{nonce, options.reaper_path, options.kill_grace_s};
+  const drivers::DriverContext context{nonce, options.reaper_path, options.kill_grace_s,
+                                       matrix.run_id};
   std::map<std::string, Arm> arms;
   auto cleanup = [&] {
     for (auto& [name, arm] : arms) arm.driver->Cleanup();

@@ -7,7 +7,7 @@
 namespace sandprobe::drivers {
 namespace {
 
-DriverContext Context() { return DriverContext{"00112233aabbccdd", SANDPROBE_REAPER, 1}; }
+DriverContext Context() { return DriverContext{"00112233aabbccdd", SANDPROBE_REAPER, 1, "sp-test"}; }
 
 TEST(CommandDriverTest, SubstitutesScriptAsOneArgumentAndPlantsEnv) {
   CommandDriver d("command", {"sh", "-c", "{script}"}, false, Context());
@@ -35,7 +35,7 @@ TEST(CommandDriverTest, MissingBinaryIsASetupErrorWithAHint) {
   EXPECT_FALSE(r.error().hint.empty());
 }
 
-TEST(CommandDriverTest, FactoryKnowsLocalAndCommandOnly) {
+TEST(CommandDriverTest, FactoryKnowsLocalCommandAndDocker) {
   core::Manifest m;
   m.driver = "kubernetes";
   m.source_path = "k.yaml";

@@ -1,0 +1,186 @@
+#include "drivers/docker/docker_driver.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <thread>
+
+#include "core/output.h"
+#include "drivers/docker/log_stream.h"
+
+namespace sandprobe::drivers {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Json = nlohmann::json;
+
+constexpr double kCallTimeout = 15;  // seconds, every API call but the log read
+
+std::string Path(std::string_view fmt_path, std::string_view id = "") {
+  return std::string(kDockerApi) + fmt::format(fmt::runtime(fmt_path), id);
+}
+
+}  // namespace
+
+DockerDriver::DockerDriver(Json config, DriverContext context)
+    : config_(std::move(config)),
+      context_(std::move(context)),
+      client_(config_.value("endpoint", DefaultDockerEndpoint())) {}
+
+std::expected<void, SetupError> DockerDriver::Prepare() {
+  const std::string image = config_.value("image", "");
+  if (image.empty()) return std::unexpected(SetupError{"docker.image is missing", "name an image"});
+  auto ping = client_.Call("GET", "/_ping", "", 5);
+  if (!ping || ping->status != 200) {
+    return std::unexpected(
+        SetupError{fmt::format("the Docker daemon at {} does not answer: {}", client_.endpoint(),
+                               ping ? fmt::format("HTTP {}", ping->status) : ping.error()),
+                   "start it: ci/services/dockerd (or set DOCKER_HOST / docker.endpoint)"});
+  }
+  auto inspect = client_.Call("GET", Path("/images/{}/json", image), "", kCallTimeout);
+  if (!inspect) return std::unexpected(SetupError{inspect.error(), "check the daemon"});
+  if (inspect->status == 404) {
+    return std::unexpected(
+        SetupError{fmt::format("image {} is not present and sandprobe never pulls", image),
+                   "build it offline: ci/images/probe-image"});
+  }
+  return {};
+}
+
+Json DockerDriver::CreateBody(const Invocation& inv) const {
+  Json cmd = config_.value("cmd", Json::array({"python3", "-u", "-c", "{script}"}));
+  for (auto& arg : cmd) {
+    if (arg.is_string() && arg.get<std::string>() == "{script}") arg = inv.script;
+  }
+  Json body = {{"Image", config_.value("image", "")},
+               {"Cmd", cmd},
+               {"Labels",
+                {{"sandprobe.run", context_.run_id},
+                 {"sandprobe.invocation", inv.invocation},
+                 {"sandprobe.probe", inv.probe}}},
+               {"HostConfig", config_.value("hostConfig", Json::object())}};
+  if (config_.contains("user")) body["User"] = config_["user"];
+  return body;
+}
+
+void DockerDriver::Remove(const std::string& id) {
+  auto r = client_.Call("DELETE", Path("/containers/{}?force=1", id), "", kCallTimeout);
+  if (r && (r->status == 204 || r->status == 404)) {
+    std::lock_guard lock(mu_);
+    live_.erase(id);
+  }
+}
+
+core::Observation DockerDriver::Execute(const Invocation& inv, const std::atomic<bool>& cancel) {
+  core::Observation obs;
+  obs.probe = inv.probe;
+  obs.invocation = inv.invocation;
+  obs.deadline_s = inv.deadline_s;
+  obs.driver_facts["driver"] = "docker";
+  const auto start = Clock::now();
+  auto fail = [&](std::string why) {
+    obs.ending = core::Ending::kHarnessError;
+    obs.harness_error = std::move(why);
+    obs.duration_s = std::chrono::duration<double>(Clock::now() - start).count();
+    return obs;
+  };
+  const std::string name = fmt::format("{}-{}", context_.run_id, inv.invocation);
+  auto created = client_.Call("POST", Path("/containers/create?name={}", name),
+                              CreateBody(inv).dump(), kCallTimeout);
+  if (!created) return fail(created.error());
+  if (created->status != 201) {
+    return fail(fmt::format("ContainerCreate: HTTP {}: {}", created->status,
+                            core::SanitizeUtf8(created->body.substr(0, 500))));
+  }
+  const std::string id = Json::parse(created->body, nullptr, false).value("Id", "");
+  if (id.empty()) return fail("ContainerCreate returned no Id");
+  {
+    std::lock_guard lock(mu_);
+    live_.insert(id);
+  }
+  obs.driver_facts["container"] = id.substr(0, 12);
+  auto started = client_.Call("POST", Path("/containers/{}/start", id), "", kCallTimeout);
+  if (!started || (started->status != 204 && started->status != 304)) {
+    Remove(id);
+    return fail(started ? fmt::format("ContainerStart: HTTP {}: {}", started->status,
+                                      core::SanitizeUtf8(started->body.substr(0, 500)))
+                        : started.error());
+  }
+  // Wait: inspect every 100 ms until the container stops, the deadline passes or Ctrl-C.
+  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(inv.deadline_s));
+  Json state;
+  bool stopped_by_harness = false;
+  while (true) {
+    auto r = client_.Call("GET", Path("/containers/{}/json", id), "", kCallTimeout);
+    if (!r || r->status != 200) {
+      Remove(id);
+      return fail(r ? fmt::format("ContainerInspect: HTTP {}", r->status) : r.error());
+    }
+    state = Json::parse(r->body, nullptr, false);
+    if (!state.is_object() || !state.contains("State")) {
+      Remove(id);
+      return fail("ContainerInspect: unreadable answer");
+    }
+    if (!state["State"].value("Running", false)) break;
+    if (!stopped_by_harness && (Clock::now() >= deadline || cancel.load())) {
+      obs.ending = cancel.load() ? core::Ending::kInterrupted : core::Ending::kDeadline;
+      client_.Call("POST", Path("/containers/{}/kill", id), "", kCallTimeout);
+      stopped_by_harness = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  obs.duration_s = std::chrono::duration<double>(Clock::now() - start).count();
+  const Json& st = state["State"];
+  obs.driver_facts["oom_killed"] =
+      st.value("OOMKilled", false);  // ContainerInspect State.OOMKilled
+  obs.driver_facts["exit_code"] = st.value("ExitCode", -1);
+  obs.driver_facts["runtime"] = state.value("/HostConfig/Runtime"_json_pointer, std::string());
+  obs.driver_facts["ended_by"] = stopped_by_harness ? "harness deadline" : "sandbox";
+  if (!stopped_by_harness) {
+    obs.ending = core::Ending::kExited;
+    obs.exit_code = st.value("ExitCode", -1);
+  }
+  // Logs after the end: records were flushed line by line, so a killed probe's last words are
+  // there. The demultiplexed stream goes through the same collector as a local process's pipes.
+  core::OutputCollector collector(context_.nonce);
+  LogDemuxer demux([&](int stream, std::string_view bytes) {
+    if (stream == 2) {
+      collector.FeedStderr(bytes);
+    } else {
+      collector.FeedStdout(bytes);
+    }
+  });
+  auto logs = client_.Call("GET", Path("/containers/{}/logs?stdout=1&stderr=1", id), "", 60,
+                           [&](std::string_view bytes) { demux.Feed(bytes); });
+  collector.Finish(obs);
+  Remove(id);
+  if (!logs) return fail("ContainerLogs: " + logs.error());
+  if (cancel.load() && obs.ending != core::Ending::kInterrupted) {
+    obs.ending = core::Ending::kInterrupted;
+  }
+  return obs;
+}
+
+void DockerDriver::Cleanup() {
+  const std::string filter =
+      UrlEncode(Json{{"label", {fmt::format("sandprobe.run={}", context_.run_id)}}}.dump());
+  auto list =
+      client_.Call("GET", Path("/containers/json?all=1&filters={}", filter), "", kCallTimeout);
+  std::set<std::string> ids;
+  {
+    std::lock_guard lock(mu_);
+    ids = live_;
+  }
+  if (list && list->status == 200) {
+    const Json arr = Json::parse(list->body, nullptr, false);
+    if (arr.is_array()) {
+      for (const Json& c : arr) ids.insert(c.value("Id", ""));
+    }
+  }
+  for (const std::string& id : ids) {
+    if (!id.empty()) Remove(id);
+  }
+}
+
+}  // namespace sandprobe::drivers
