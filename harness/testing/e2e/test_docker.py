@@ -1,0 +1,151 @@
+"""End-to-end: the docker driver on the real Docker daemon (started by ci/services/dockerd) with
+the offline probe image (ci/images/probe-image). Fails loudly, never skips, when the daemon or the
+image is missing. Probe traffic stays on loopback and on the --internal lab network."""
+import os
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+import urllib.parse
+import json
+
+import e2e_util as u
+
+SOCK = "/var/run/docker.sock"
+GATEWAY = os.environ.get("SANDPROBE_LAB_GATEWAY", "172.30.99.1")
+DOCKER = os.path.join(u.MANIFESTS, "docker")
+SUITE = os.path.join(u.HOME, "suites", "docker.yaml")
+ARMS = ["--sandbox", os.path.join(DOCKER, "hardened.yaml"),
+        "--sandbox", os.path.join(DOCKER, "gvisor.yaml"),
+        "--control", u.LOCAL_MANIFEST, "--control", os.path.join(DOCKER, "open.yaml"),
+        "--canary-bind", GATEWAY]
+
+
+def engine(path):
+    """GET on the Engine API through the unix socket (curl), parsed JSON."""
+    out = subprocess.run(["curl", "-sf", "--max-time", "10", "--unix-socket", SOCK,
+                          "http://localhost/v1.41" + path], capture_output=True, check=True)
+    return json.loads(out.stdout)
+
+
+def containers_of(run_id):
+    flt = json.dumps({"label": ["sandprobe.run=%s" % run_id]})
+    return engine("/containers/json?all=1&filters=" + urllib.parse.quote(flt))
+
+
+def require_docker():
+    try:
+        engine("/version")
+    except (subprocess.CalledProcessError, ValueError) as exc:
+        raise AssertionError("the Docker daemon does not answer on %s (run ci/services/dockerd): %s"
+                             % (SOCK, exc))
+    try:
+        engine("/images/sandprobe-probe:local/json")
+    except subprocess.CalledProcessError:
+        raise AssertionError("image sandprobe-probe:local is missing (run ci/images/probe-image)")
+
+
+class HardenedAndGvisor(u.RunCase):
+    @classmethod
+    def setUpClass(cls):
+        require_docker()
+        cls.tmp = tempfile.TemporaryDirectory(prefix="sandprobe-e2e-docker-")
+        cls.out = os.path.join(cls.tmp.name, "out")
+        cls.res = u.run_sandprobe(["run", "--suite", SUITE, "--out", cls.out, "--canary-dir",
+                                   os.path.join(cls.tmp.name, "canary")] + ARMS, timeout=150)
+        cls.report = u.report_or_none(cls.out)
+
+    def test_every_row_passes_and_exit_0(self):
+        self.assertEqual(self.res.returncode, 0, self.res.describe())
+        for cand in ("docker-hardened", "docker-gvisor"):
+            for probe, v in u.verdicts(self.report, cand).items():
+                want = "SKIP" if probe == "platform.runtime-class" else "PASS"
+                self.assertEqual(v["verdict"], want, "%s %s: %s" % (cand, probe, v["reason"]))
+
+    def test_open_control_is_exposed_on_the_network_rows(self):
+        obs = u.observations(self.report, "docker-open")
+        for probe in ("net.metadata", "net.dns", "net.http-by-name", "net.tcp-by-ip",
+                      "net.k8s-api", "net.interfaces", "res.memory-balloon", "res.cpu-loop"):
+            self.assertEqual(obs[probe]["exposure"], "exposed", probe)
+        for probe in ("net.dns", "net.tcp-by-ip", "net.http-by-name"):
+            self.assertTrue(obs[probe]["evidence"]["canary_hits"], probe)
+
+    def test_oom_row_names_the_daemon_fact_and_the_last_step(self):
+        for cand in ("docker-hardened", "docker-gvisor"):
+            ev = u.observations(self.report, cand)["res.memory-balloon"]["evidence"]
+            self.assertEqual(ev["exit_code"], 137, cand)
+            self.assertGreater(ev["last_progress"]["allocated_mib"], 0, cand)
+            self.assertLessEqual(ev["last_progress"]["allocated_mib"], 256, cand)
+            if cand == "docker-hardened":  # runc reports the kernel's OOM kill
+                self.assertIs(ev["driver_facts"]["oom_killed"], True)
+
+    def test_loop_row_says_who_ended_it(self):
+        for cand in ("docker-hardened", "docker-gvisor"):
+            ev = u.observations(self.report, cand)["res.cpu-loop"]["evidence"]
+            self.assertEqual(ev["driver_facts"]["ended_by"], "sandbox", cand)
+            self.assertEqual(ev["exit_code"], 124, cand)
+        ev = u.observations(self.report, "docker-open")["res.cpu-loop"]["evidence"]
+        self.assertEqual(ev["driver_facts"]["ended_by"], "harness deadline")
+
+    def test_runtime_fact_and_nothing_left(self):
+        obs = u.observations(self.report, "docker-gvisor")["net.interfaces"]
+        self.assertEqual(obs["evidence"]["driver_facts"]["runtime"], "runsc")
+        self.assertEqual(containers_of(self.report["run_id"]), [])
+
+
+class SetupErrors(unittest.TestCase):
+    def setUp(self):
+        require_docker()
+        self.tmp = tempfile.TemporaryDirectory(prefix="sandprobe-e2e-docker-bad-")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def manifest(self, text):
+        path = os.path.join(self.tmp.name, "m.yaml")
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def run_one(self, manifest):
+        return u.run_sandprobe(["run", "--suite", SUITE, "--sandbox", manifest, "--control",
+                                u.LOCAL_MANIFEST, "--out", os.path.join(self.tmp.name, "out"),
+                                "--canary-dir", os.path.join(self.tmp.name, "c")], timeout=60)
+
+    def test_missing_image_says_how_to_build_it(self):
+        res = self.run_one(self.manifest(
+            "name: d\ndriver: docker\ndocker: {image: 'sandprobe-no-such-image:local'}\n"))
+        self.assertEqual(res.returncode, 3, res.describe())
+        self.assertIn("never pulls", res.stderr)
+        self.assertIn("ci/images/probe-image", res.stderr)
+
+    def test_unreachable_daemon_is_a_setup_error(self):
+        res = self.run_one(self.manifest(
+            "name: d\ndriver: docker\ndocker: {image: 'sandprobe-probe:local', "
+            "endpoint: 'unix://%s/none.sock'}\n" % self.tmp.name))
+        self.assertEqual(res.returncode, 3, res.describe())
+        self.assertIn("does not answer", res.stderr)
+        self.assertIn("ci/services/dockerd", res.stderr)
+
+
+class Interrupt(unittest.TestCase):
+    def test_ctrl_c_removes_every_container(self):
+        require_docker()
+        with tempfile.TemporaryDirectory(prefix="sandprobe-e2e-docker-int-") as tmp:
+            out = os.path.join(tmp, "out")
+            p = subprocess.Popen([u.BIN, "run", "--suite", SUITE, "--out", out, "--canary-dir",
+                                  os.path.join(tmp, "c"), "--jobs", "8"] + ARMS,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 env=dict(os.environ, SANDPROBE_HOME=u.HOME))
+            time.sleep(6)  # the loop rows are running in containers by now
+            p.send_signal(signal.SIGINT)
+            _, err = p.communicate(timeout=60)
+            self.assertIn(p.returncode, (1, 2), err.decode(errors="replace")[-2000:])
+            report = u.load_report(out)
+            self.assertTrue(report["interrupted"])
+            self.assertEqual(containers_of(report["run_id"]), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
