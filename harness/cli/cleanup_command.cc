@@ -1,13 +1,16 @@
 // `sandprobe cleanup`: removes what earlier runs left behind when they could not clean up (the
-// harness was SIGKILLed): planted canary token folders (<canary dir>/sp-*) and fill-tmp files
-// (<dir>/.sandprobe-fill-*). Processes cannot be left behind: sandprobe-reaper dies with the
-// harness (PR_SET_PDEATHSIG) and kills its tree first.
+// harness was SIGKILLed): planted canary token folders (<canary dir>/sp-*), fill-tmp files
+// (<dir>/.sandprobe-fill-*) and Docker containers labelled sandprobe.run. What belongs to a run
+// that is still alive (its canary folder's .lock is held) is left alone. Processes cannot be left
+// behind: sandprobe-reaper dies with the harness (PR_SET_PDEATHSIG) and kills its tree first.
 #include <fmt/format.h>
 
 #include <chrono>
 #include <iostream>
 
 #include "cli/commands.h"
+#include "drivers/docker/docker_driver.h"
+#include "drivers/docker/engine_client.h"
 #include "runner/secrets.h"
 
 namespace sandprobe::cli {
@@ -51,6 +54,37 @@ int DoCleanup(const CleanupArgs& a) {
       }
       std::cout << (a.dry_run ? "would remove " : "removed ") << e.path().string() << "\n";
       if (!a.dry_run) fs::remove_all(e.path(), ec);
+      ++removed;
+    }
+  }
+  // Containers of earlier runs (label sandprobe.run), unless that run is still alive.
+  const drivers::EngineClient docker(drivers::DefaultDockerEndpoint());
+  auto ping = docker.Call("GET", "/_ping", "", 3);
+  if (!ping || ping->status != 200) {
+    std::cout << "docker: no daemon at " << docker.endpoint() << ", no containers to look at\n";
+  } else {
+    const std::string filter = drivers::UrlEncode(R"({"label":["sandprobe.run"]})");
+    auto list = docker.Call(
+        "GET", std::string(drivers::kDockerApi) + "/containers/json?all=1&filters=" + filter, "",
+        15);
+    const nlohmann::json arr = list && list->status == 200
+                                   ? nlohmann::json::parse(list->body, nullptr, false)
+                                   : nlohmann::json::array();
+    for (const auto& c : arr.is_array() ? arr : nlohmann::json::array()) {
+      const std::string id = c.value("Id", "");
+      const std::string run = c.value("/Labels/sandprobe.run"_json_pointer, std::string());
+      if (id.empty()) continue;
+      if (!run.empty() && runner::RunFolderInUse(canary_dir / run)) {
+        std::cout << "container of a running sandprobe, left alone: " << id.substr(0, 12) << "\n";
+        ++spared;
+        continue;
+      }
+      std::cout << (a.dry_run ? "would remove container " : "removed container ")
+                << id.substr(0, 12) << " (run " << run << ")\n";
+      if (!a.dry_run) {
+        docker.Call("DELETE", std::string(drivers::kDockerApi) + "/containers/" + id + "?force=1",
+                    "", 15);
+      }
       ++removed;
     }
   }

@@ -129,6 +129,36 @@ class SetupErrors(unittest.TestCase):
         self.assertIn("ci/services/dockerd", res.stderr)
 
 
+class Cleanup(unittest.TestCase):
+    def test_cleanup_removes_containers_of_dead_runs_only(self):
+        require_docker()
+        with tempfile.TemporaryDirectory(prefix="sandprobe-e2e-docker-clean-") as tmp:
+            ids = {}
+            for run in ("sp-dead-run", "sp-live-run"):
+                body = json.dumps({"Image": "sandprobe-probe:local", "Cmd": ["sleep", "60"],
+                                   "Labels": {"sandprobe.run": run}})
+                out = subprocess.run(["curl", "-sf", "--unix-socket", SOCK, "-X", "POST", "-H",
+                                      "Content-Type: application/json", "-d", body,
+                                      "http://localhost/v1.41/containers/create"],
+                                     capture_output=True, check=True)
+                ids[run] = json.loads(out.stdout)["Id"]
+            # A live run holds the flock on <canary dir>/<run id>/.lock.
+            os.makedirs(os.path.join(tmp, "sp-live-run"))
+            lock = open(os.path.join(tmp, "sp-live-run", ".lock"), "w")
+            import fcntl
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                res = u.run_sandprobe(["cleanup", "--canary-dir", tmp, "--tmp", tmp], timeout=60)
+                self.assertEqual(res.returncode, 0, res.describe())
+                self.assertEqual(containers_of("sp-dead-run"), [])
+                self.assertEqual(len(containers_of("sp-live-run")), 1, res.stdout)
+            finally:
+                lock.close()
+                subprocess.run(["curl", "-sf", "--unix-socket", SOCK, "-X", "DELETE",
+                                "http://localhost/v1.41/containers/%s?force=1" % ids["sp-live-run"]],
+                               capture_output=True)
+
+
 class Interrupt(unittest.TestCase):
     def test_ctrl_c_removes_every_container(self):
         require_docker()
