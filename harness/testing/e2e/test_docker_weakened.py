@@ -1,0 +1,93 @@
+"""End-to-end: docker-hardened with one weakness at a time, on the real daemon. Each variant must
+FAIL exactly the rows its weakness exposes and PASS the rest. Weaknesses whose rows need the
+wave-2 probes (no pids limit, Privileged, the Docker socket mounted, root user) come with those
+probes. Probe traffic stays on loopback and the --internal lab network."""
+import os
+import tempfile
+import unittest
+
+import e2e_util as u
+from test_docker import GATEWAY, SUITE, containers_of, require_docker
+
+HARDENED = os.path.join(u.MANIFESTS, "docker", "hardened.yaml")
+NET_ROWS = {"net.metadata", "net.dns", "net.http-by-name", "net.tcp-by-ip", "net.k8s-api",
+            "net.interfaces"}
+
+
+def hardened_with(name, host_config_changes, drop=()):
+    """hardened.yaml's text with HostConfig lines replaced/removed (kept as YAML text)."""
+    with open(HARDENED) as f:
+        lines = f.read().splitlines()
+    out = []
+    for line in lines:
+        key = line.strip().split(":")[0]
+        if line.startswith("name: "):
+            line = "name: " + name
+        elif line.startswith("control: "):
+            line = "control: " + os.path.join(u.MANIFESTS, "docker", "open.yaml")
+        elif line.startswith("    ") and key in drop:
+            continue
+        elif line.startswith("    ") and key in host_config_changes:
+            line = "    %s: %s" % (key, host_config_changes[key])
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+VARIANTS = {
+    # name: (HostConfig changes, keys dropped, rows that must FAIL)
+    "dk-default-network": ({"NetworkMode": "sandprobe-lab",
+                            "ExtraHosts": '["sandprobe-canary:%s"]' % GATEWAY}, (), NET_ROWS),
+    "dk-no-memory-limit": ({}, ("Memory", "MemorySwap"), {"res.memory-balloon"}),
+    "dk-tmp-without-size": ({"Tmpfs": '{/tmp: "noexec"}'}, (), {"fs.fill-tmp"}),
+    "dk-writable-root": ({"ReadonlyRootfs": "false"}, (), set()),  # uid 65534 still can't write /
+}
+
+
+class Weakened(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        require_docker()
+        cls.tmp = tempfile.TemporaryDirectory(prefix="sandprobe-e2e-docker-weak-")
+        args = ["run", "--suite", SUITE, "--out", os.path.join(cls.tmp.name, "out"),
+                "--canary-dir", os.path.join(cls.tmp.name, "canary"), "--jobs", "6",
+                "--control", u.LOCAL_MANIFEST,
+                "--control", os.path.join(u.MANIFESTS, "docker", "open.yaml"),
+                "--canary-bind", GATEWAY]
+        for name, (changes, drop, _) in VARIANTS.items():
+            path = os.path.join(cls.tmp.name, name + ".yaml")
+            text = hardened_with(name, changes, drop)
+            if "ExtraHosts" in changes and "ExtraHosts" not in text:
+                text = text.replace("    NetworkMode:", "    ExtraHosts: %s\n    NetworkMode:"
+                                    % changes["ExtraHosts"])
+            with open(path, "w") as f:
+                f.write(text)
+            args += ["--sandbox", path]
+        cls.res = u.run_sandprobe(args, timeout=200)
+        cls.report = u.report_or_none(os.path.join(cls.tmp.name, "out"))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_each_weakness_fails_exactly_its_rows(self):
+        self.assertIsNotNone(self.report, self.res.describe())
+        for name, (_, _, must_fail) in VARIANTS.items():
+            for probe, v in u.verdicts(self.report, name).items():
+                want = ("SKIP" if probe == "platform.runtime-class"
+                        else "FAIL" if probe in must_fail else "PASS")
+                with self.subTest(variant=name, probe=probe):
+                    self.assertEqual(v["verdict"], want, v["reason"])
+
+    def test_writable_root_weakens_the_evidence(self):
+        # EROFS (positive) becomes EACCES for uid 65534 (absence): still contained, said so.
+        obs = u.observations(self.report, "dk-writable-root")["fs.write-root"]
+        self.assertEqual(obs["evidence_kind"], "absence", obs["reason"])
+        hard = u.observations(self.report, "dk-default-network")["fs.write-root"]
+        self.assertEqual(hard["evidence_kind"], "positive", hard["reason"])
+
+    def test_nothing_left(self):
+        self.assertEqual(containers_of(self.report["run_id"]), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
