@@ -63,12 +63,15 @@ Json DockerDriver::CreateBody(const Invocation& inv) const {
   return body;
 }
 
-void DockerDriver::Remove(const std::string& id) {
+std::expected<void, std::string> DockerDriver::Remove(const std::string& id) {
   auto r = client_.Call("DELETE", Path("/containers/{}?force=1", id), "", kCallTimeout);
-  if (r && (r->status == 204 || r->status == 404)) {
-    std::lock_guard lock(mu_);
-    live_.erase(id);
+  if (!r) return std::unexpected(r.error());
+  if (r->status != 204 && r->status != 404) {
+    return std::unexpected(fmt::format("ContainerDelete: HTTP {}", r->status));
   }
+  std::lock_guard lock(mu_);
+  live_.erase(id);
+  return {};
 }
 
 core::Observation DockerDriver::Execute(const Invocation& inv, const std::atomic<bool>& cancel) {
@@ -143,19 +146,32 @@ core::Observation DockerDriver::Execute(const Invocation& inv, const std::atomic
   }
   // Logs after the end: records were flushed line by line, so a killed probe's last words are
   // there. The demultiplexed stream goes through the same collector as a local process's pipes.
-  core::OutputCollector collector(context_.nonce);
-  LogDemuxer demux([&](int stream, std::string_view bytes) {
-    if (stream == 2) {
-      collector.FeedStderr(bytes);
-    } else {
-      collector.FeedStdout(bytes);
+  // The daemon can answer 409 for a moment while it finishes the container's exit: retry with a
+  // fresh collector, so an error body never reaches the evidence.
+  std::expected<EngineResponse, std::string> logs;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    core::OutputCollector collector(context_.nonce);
+    LogDemuxer demux([&](int stream, std::string_view bytes) {
+      if (stream == 2) {
+        collector.FeedStderr(bytes);
+      } else {
+        collector.FeedStdout(bytes);
+      }
+    });
+    logs = client_.Call("GET", Path("/containers/{}/logs?stdout=1&stderr=1", id), "", 60,
+                        [&](std::string_view bytes) { demux.Feed(bytes); });
+    if (!logs || logs->status != 409) {
+      collector.Finish(obs);
+      break;
     }
-  });
-  auto logs = client_.Call("GET", Path("/containers/{}/logs?stdout=1&stderr=1", id), "", 60,
-                           [&](std::string_view bytes) { demux.Feed(bytes); });
-  collector.Finish(obs);
-  Remove(id);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  const auto removed = Remove(id);
   if (!logs) return fail("ContainerLogs: " + logs.error());
+  if (logs->status != 200) return fail(fmt::format("ContainerLogs: HTTP {}", logs->status));
+  // A daemon that cannot confirm the removal went away or is failing during this invocation:
+  // what it reported (a container it was itself stopping, partial logs) is not evidence.
+  if (!removed) return fail(removed.error() + " (the Docker daemon stopped answering?)");
   if (cancel.load() && obs.ending != core::Ending::kInterrupted) {
     obs.ending = core::Ending::kInterrupted;
   }

@@ -36,7 +36,8 @@ class DockerDriver : public Driver {
   nlohmann::json CreateBody(const Invocation& inv) const;
 
  private:
-  void Remove(const std::string& id);
+  // Force-removes a container; an error when the daemon did not confirm it (gone or failing).
+  std::expected<void, std::string> Remove(const std::string& id);
 
   nlohmann::json config_;
   DriverContext context_;
