@@ -19,7 +19,7 @@ namespace sandprobe::runner {
 inline constexpr std::string_view kPlaceholders[] = {
     "canary.http",       "canary.tcp",        "canary.dns",         "canary.host",
     "canary.http_port",  "canary.tcp_port",   "canary.dns_port",    "canary.env_name",
-    "canary.env_sha256", "canary.token_file", "canary.token_sha256"};
+    "canary.env_sha256", "canary.token_file", "canary.token_sha256", "host.kernel_release"};
 
 // One probe invocation to execute.
 struct Task {

@@ -3,6 +3,7 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <sys/statvfs.h>
+#include <sys/utsname.h>
 
 #include <algorithm>
 #include <chrono>
@@ -181,6 +182,9 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
   subs["canary.http_port"] = split((*canaries)->http_address()).second;
   subs["canary.tcp_port"] = split((*canaries)->tcp_address()).second;
   subs["canary.dns_port"] = split((*canaries)->dns_address()).second;
+  struct utsname host {};
+  uname(&host);
+  subs["host.kernel_release"] = host.release;  // kernel.boundary compares against it
 
   auto plan = PlanRun(options.suite, options.probes, options.candidates, options.controls, subs,
                       options.timing);

@@ -389,8 +389,9 @@ def function_source(probe_id, name):
 
 class DescriptorTest(unittest.TestCase):
     EXPECTED_IDS = ["cred.env-secrets", "cred.sa-token", "fs.fill-tmp", "fs.write-root",
-                    "net.dns", "net.http-by-name", "net.interfaces", "net.k8s-api",
-                    "net.metadata", "net.tcp-by-ip", "platform.runtime-class", "res.cpu-loop",
+                    "kernel.boundary", "net.dns", "net.http-by-name", "net.interfaces",
+                    "net.k8s-api", "net.metadata", "net.tcp-by-ip", "platform.runtime-class",
+                    "priv.capabilities", "priv.no-new-privs", "priv.uid", "res.cpu-loop",
                     "res.memory-balloon"]
     KEYS = ["id", "label", "category", "description", "requires_control", "drivers", "params",
             "classify"]
@@ -857,6 +858,34 @@ class FilesystemProbeTest(unittest.TestCase):
         self.assertEqual(r["attempts"][1]["errno"], "ENOENT")
 
 
+class PrivilegeProbeTest(unittest.TestCase):
+    """Run here as root (CI and this machine): each row must show what it looks for."""
+
+    def test_uid_capabilities_and_no_new_privs_of_this_process(self):
+        uid = run_probe("priv.uid", {}).result
+        self.assertEqual(uid["outcome"], "root" if os.geteuid() == 0 else "unprivileged")
+        caps = run_probe("priv.capabilities", {}).result
+        self.assertEqual(caps["outcome"], "capable" if os.geteuid() == 0 else "no_capabilities")
+        nnp = run_probe("priv.no-new-privs", {}).result
+        self.assertIn(nnp["outcome"], ("set", "not_set"))
+        self.assertIn(nnp["prctl"], (0, 1))
+
+    def test_no_new_privs_set_by_a_parent_is_seen(self):
+        # setpriv --no-new-privs (util-linux) sets the bit before exec; the probe must read 1.
+        script = assemble(probe_dir("priv.no-new-privs"), {}, "0123456789abcdef", "i1")
+        out = subprocess.run(["setpriv", "--no-new-privs", sys.executable, "-u", "-c", script],
+                             capture_output=True, text=True, timeout=30)
+        self.assertIn('"outcome":"set"', out.stdout, out.stderr)
+
+    def test_kernel_boundary_compares_with_the_host_release(self):
+        same = run_probe("kernel.boundary", {"host_release": os.uname().release}).result
+        self.assertEqual((same["outcome"], same["evidence"]), ("host_kernel", "positive"))
+        other = run_probe("kernel.boundary", {"host_release": "0.0.0-not-this-kernel"}).result
+        self.assertEqual(other["outcome"], "other_kernel")
+        none = run_probe("kernel.boundary", {}).result
+        self.assertEqual(none["outcome"], "error")
+
+
 class SandboxedTest(unittest.TestCase):
     """The same probes inside bubblewrap (own network namespace, read-only root)."""
 
@@ -919,7 +948,8 @@ class SandboxedTest(unittest.TestCase):
                   "net.http-by-name": {"url": "http://127.0.0.1:80/", "timeout_s": 1},
                   "res.memory-balloon": {"target_mib": 32},
                   "fs.fill-tmp": {"target_mib": 8},
-                  "cred.env-secrets": {"canary_name": "X", "canary_sha256": "00"}}
+                  "cred.env-secrets": {"canary_name": "X", "canary_sha256": "00"},
+                  "kernel.boundary": {"host_release": os.uname().release}}
         for pid in all_probe_ids():
             if pid == "res.cpu-loop":
                 continue

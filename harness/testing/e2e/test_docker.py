@@ -61,6 +61,8 @@ class HardenedAndGvisor(u.RunCase):
         for cand in ("docker-hardened", "docker-gvisor"):
             for probe, v in u.verdicts(self.report, cand).items():
                 want = "SKIP" if probe == "platform.runtime-class" else "PASS"
+                if probe == "kernel.boundary" and cand == "docker-hardened":
+                    want = "FAIL"  # runc shares the host's kernel: only gVisor passes (advisory)
                 self.assertEqual(v["verdict"], want, "%s %s: %s" % (cand, probe, v["reason"]))
 
     def test_open_control_is_exposed_on_the_network_rows(self):
@@ -87,6 +89,14 @@ class HardenedAndGvisor(u.RunCase):
             self.assertEqual(ev["exit_code"], 124, cand)
         ev = u.observations(self.report, "docker-open")["res.cpu-loop"]["evidence"]
         self.assertEqual(ev["driver_facts"]["ended_by"], "harness deadline")
+
+    def test_kernel_boundary_tells_gvisor_from_runc(self):
+        hard = u.observations(self.report, "docker-hardened")["kernel.boundary"]
+        gvisor = u.observations(self.report, "docker-gvisor")["kernel.boundary"]
+        self.assertEqual(hard["evidence"]["result"]["outcome"], "host_kernel")
+        self.assertEqual(gvisor["evidence"]["result"]["outcome"], "other_kernel")
+        self.assertEqual(u.verdicts(self.report, "docker-hardened")["kernel.boundary"]["level"],
+                         "advisory")
 
     def test_runtime_fact_and_nothing_left(self):
         obs = u.observations(self.report, "docker-gvisor")["net.interfaces"]

@@ -54,7 +54,8 @@ class DaemonStopsMidRun(unittest.TestCase):
             self.assertTrue(errors, verdicts)
             for probe, v in errors.items():
                 self.assertIn("Docker Engine API", v["reason"], probe)
-            self.assertNotIn("FAIL", {v["verdict"] for v in verdicts.values()})
+            required = {k: v for k, v in verdicts.items() if v["level"] == "required"}
+            self.assertNotIn("FAIL", {v["verdict"] for v in required.values()})
             # The daemon is back: leftovers of that run are found by label and removed.
             res = u.run_sandprobe(["cleanup", "--canary-dir", canary, "--tmp", tmp], timeout=60)
             self.assertEqual(res.returncode, 0, res.describe())
