@@ -15,8 +15,9 @@ NET_ROWS = {"net.metadata", "net.dns", "net.http-by-name", "net.tcp-by-ip", "net
 RUNC = {"kernel.boundary"}  # every variant runs on runc, the host's kernel (an advisory row)
 
 
-def hardened_with(name, host_config_changes, drop=()):
-    """hardened.yaml's text with HostConfig lines replaced/removed (kept as YAML text)."""
+def hardened_with(name, host_config_changes, drop=(), user=None):
+    """hardened.yaml's text with HostConfig lines replaced, added or removed, and optionally
+    another user (kept as YAML text)."""
     with open(HARDENED) as f:
         lines = f.read().splitlines()
     out = []
@@ -30,17 +31,27 @@ def hardened_with(name, host_config_changes, drop=()):
             continue
         elif line.startswith("    ") and key in host_config_changes:
             line = "    %s: %s" % (key, host_config_changes[key])
+        elif line.startswith("  user: ") and user is not None:
+            line = '  user: "%s"' % user
         out.append(line)
-    return "\n".join(out) + "\n"
+    text = "\n".join(out) + "\n"
+    for key, value in host_config_changes.items():  # keys hardened.yaml does not have yet
+        if "\n    %s:" % key not in text:
+            text = text.replace("    NetworkMode:", "    %s: %s\n    NetworkMode:" % (key, value))
+    return text
 
 
 VARIANTS = {
-    # name: (HostConfig changes, keys dropped, rows that must FAIL)
+    # name: (HostConfig changes, keys dropped, rows that must FAIL, user)
     "dk-default-network": ({"NetworkMode": "sandprobe-lab",
                             "ExtraHosts": '["sandprobe-canary:%s"]' % GATEWAY}, (), NET_ROWS | RUNC),
     "dk-no-memory-limit": ({}, ("Memory", "MemorySwap"), {"res.memory-balloon"} | RUNC),
     "dk-tmp-without-size": ({"Tmpfs": '{/tmp: "noexec"}'}, (), {"fs.fill-tmp"} | RUNC),
     "dk-writable-root": ({"ReadonlyRootfs": "false"}, (), RUNC),  # uid 65534 still can't write /
+    # Privileged gives every capability back, whatever CapDrop says.
+    "dk-privileged": ({"Privileged": "true"}, (), {"priv.capabilities"} | RUNC),
+    # Root in the container: the read-only root and the dropped capabilities still hold.
+    "dk-root-user": ({}, (), {"priv.uid"} | RUNC, "0:0"),
 }
 
 
@@ -54,12 +65,9 @@ class Weakened(unittest.TestCase):
                 "--control", u.LOCAL_MANIFEST,
                 "--control", os.path.join(u.MANIFESTS, "docker", "open.yaml"),
                 "--canary-bind", GATEWAY]
-        for name, (changes, drop, _) in VARIANTS.items():
+        for name, (changes, drop, _, *user) in VARIANTS.items():
             path = os.path.join(cls.tmp.name, name + ".yaml")
-            text = hardened_with(name, changes, drop)
-            if "ExtraHosts" in changes and "ExtraHosts" not in text:
-                text = text.replace("    NetworkMode:", "    ExtraHosts: %s\n    NetworkMode:"
-                                    % changes["ExtraHosts"])
+            text = hardened_with(name, changes, drop, user[0] if user else None)
             with open(path, "w") as f:
                 f.write(text)
             args += ["--sandbox", path]
@@ -72,7 +80,7 @@ class Weakened(unittest.TestCase):
 
     def test_each_weakness_fails_exactly_its_rows(self):
         self.assertIsNotNone(self.report, self.res.describe())
-        for name, (_, _, must_fail) in VARIANTS.items():
+        for name, (_, _, must_fail, *_) in VARIANTS.items():
             for probe, v in u.verdicts(self.report, name).items():
                 want = ("SKIP" if probe == "platform.runtime-class"
                         else "FAIL" if probe in must_fail else "PASS")

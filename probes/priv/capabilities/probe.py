@@ -1,5 +1,6 @@
 # priv.capabilities: which capabilities does the script hold? Effective capabilities are what a
-# process can use right now; the bounding set is what it could ever regain (reported, not judged).
+# process can use right now; the bounding set is what it could regain (a setuid or file-capability
+# binary): a non-root process in a --privileged container has none effective but all bounded.
 NAMES = ["CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID", "KILL", "SETGID",
          "SETUID", "SETPCAP", "LINUX_IMMUTABLE", "NET_BIND_SERVICE", "NET_BROADCAST", "NET_ADMIN",
          "NET_RAW", "IPC_LOCK", "IPC_OWNER", "SYS_MODULE", "SYS_RAWIO", "SYS_CHROOT", "SYS_PTRACE",
@@ -31,10 +32,16 @@ except (OSError, KeyError, ValueError) as exc:
     raise SystemExit(0)
 effective = caps(eff, last)
 dangerous = [c for c in effective if c[4:] in DANGEROUS]
+bounded_dangerous = [c for c in caps(bnd, last) if c[4:] in DANGEROUS]
 facts = dict(cap_eff="%016x" % eff, cap_bnd="%016x" % bnd, effective=effective,
-             dangerous=dangerous, bounding_count=len(caps(bnd, last)))
+             dangerous=dangerous, bounding_dangerous=bounded_dangerous,
+             bounding_count=len(caps(bnd, last)))
 if eff:
     result("capable", "positive", None, "%d effective capabilities, dangerous: %s" % (
         len(effective), ", ".join(dangerous) or "none"), **facts)
+elif bounded_dangerous:
+    result("can_regain", "positive", None, "none effective, but the bounding set keeps %s" %
+           ", ".join(bounded_dangerous), **facts)
 else:
-    result("no_capabilities", "positive", None, "CapEff is zero", **facts)
+    result("no_capabilities", "positive", None, "CapEff is zero and no dangerous capability "
+           "is left in the bounding set", **facts)
