@@ -388,7 +388,8 @@ def function_source(probe_id, name):
 # ============================================================================= tests
 
 class DescriptorTest(unittest.TestCase):
-    EXPECTED_IDS = ["cred.env-secrets", "cred.sa-token", "fs.fill-tmp", "fs.write-root",
+    EXPECTED_IDS = ["cred.env-secrets", "cred.sa-token", "fs.docker-socket", "fs.fill-tmp",
+                    "fs.write-root",
                     "kernel.boundary", "net.dns", "net.http-by-name", "net.interfaces",
                     "net.k8s-api", "net.metadata", "net.tcp-by-ip", "platform.runtime-class",
                     "priv.capabilities", "priv.no-new-privs", "priv.uid", "res.cpu-loop",
@@ -884,6 +885,34 @@ class PrivilegeProbeTest(unittest.TestCase):
         self.assertEqual(other["outcome"], "other_kernel")
         none = run_probe("kernel.boundary", {}).result
         self.assertEqual(none["outcome"], "error")
+
+
+class DaemonSocketProbeTest(unittest.TestCase):
+    def test_answering_present_and_absent_sockets(self):
+        with tempfile.TemporaryDirectory() as d:
+            docker = os.path.join(d, "docker.sock")
+            other = os.path.join(d, "containerd.sock")
+            srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            srv.bind(docker)
+            srv.listen(1)
+            mute = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            mute.bind(other)
+
+            def answer():
+                conn, _ = srv.accept()
+                conn.recv(512)
+                conn.sendall(b"HTTP/1.0 200 OK\r\n\r\nOK")
+                conn.close()
+            t = threading.Thread(target=answer, daemon=True)
+            t.start()
+            r = run_probe("fs.docker-socket", {"paths": [docker, other], "timeout_s": 2}).result
+            self.assertEqual(r["outcome"], "daemon_answers")
+            r = run_probe("fs.docker-socket", {"paths": [other]}).result
+            self.assertEqual(r["outcome"], "socket_present")
+            r = run_probe("fs.docker-socket", {"paths": [os.path.join(d, "none.sock")]}).result
+            self.assertEqual((r["outcome"], r["evidence"]), ("no_socket", "positive"))
+            srv.close()
+            mute.close()
 
 
 class SandboxedTest(unittest.TestCase):

@@ -171,12 +171,13 @@ class Cli(unittest.TestCase):
 
     # --- list / explain ----------------------------------------------------------------------
 
-    def test_list_shows_17_probes(self):
+    def test_list_shows_18_probes(self):
         r = u.run_sandprobe(["list"])
         self.assertEqual(r.returncode, 0, r.describe())
         lines = [l for l in r.stdout.splitlines() if l.strip()]
-        self.assertEqual(len(lines), 17, r.stdout)
-        wave2 = ["kernel.boundary", "priv.capabilities", "priv.no-new-privs", "priv.uid"]
+        self.assertEqual(len(lines), 18, r.stdout)
+        wave2 = ["fs.docker-socket", "kernel.boundary", "priv.capabilities", "priv.no-new-privs",
+                 "priv.uid"]
         self.assertEqual(sorted(l.split()[0] for l in lines), sorted(u.ALL_PROBES + wave2))
         self.assertIn("kubernetes only", [l for l in lines if l.startswith("platform.")][0])
 

@@ -52,6 +52,9 @@ VARIANTS = {
     "dk-privileged": ({"Privileged": "true"}, (), {"priv.capabilities"} | RUNC),
     # Root in the container: the read-only root and the dropped capabilities still hold.
     "dk-root-user": ({}, (), {"priv.uid"} | RUNC, "0:0"),
+    # The daemon's socket inside the sandbox (uid 65534 cannot open it: present is enough).
+    "dk-docker-socket": ({"Binds": '["/var/run/docker.sock:/var/run/docker.sock"]'}, (),
+                         {"fs.docker-socket"} | RUNC),
 }
 
 
