@@ -14,7 +14,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -68,18 +67,8 @@ int SweepOrphans() {
   std::lock_guard lock(g_reapers_mu);
   const pid_t self = getpid();
   std::vector<pid_t> orphans;
-  for (pid_t p : Descendants(self)) {
-    std::ifstream stat("/proc/" + std::to_string(p) + "/stat");
-    std::string line;
-    std::getline(stat, line);
-    const size_t close = line.rfind(')');
-    char state = 0;
-    long ppid = 0;
-    if (close == std::string::npos ||
-        std::sscanf(line.c_str() + close + 1, " %c %ld", &state, &ppid) != 2) {
-      continue;
-    }
-    if (ppid == self && !g_live_reapers.contains(p)) orphans.push_back(p);
+  for (pid_t p : Children(self)) {
+    if (!g_live_reapers.contains(p)) orphans.push_back(p);
   }
   const int killed = orphans.empty() ? 0 : KillTrees(orphans);
   for (pid_t p : orphans) {

@@ -61,6 +61,14 @@ std::vector<pid_t> Descendants(pid_t root) {
   return {tree.begin(), tree.end()};
 }
 
+std::vector<pid_t> Children(pid_t parent) {
+  std::vector<pid_t> out;
+  for (const auto& [pid, ppid] : ParentMap()) {
+    if (ppid == parent) out.push_back(pid);
+  }
+  return out;
+}
+
 int KillTrees(const std::vector<pid_t>& pids, int rounds) {
   std::set<pid_t> roots(pids.begin(), pids.end());
   int signalled = 0;

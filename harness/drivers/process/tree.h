@@ -11,6 +11,9 @@ namespace sandprobe::drivers {
 // Every live (non-zombie) process whose parent chain leads to `root`, excluding root.
 std::vector<pid_t> Descendants(pid_t root);
 
+// The live (non-zombie) processes whose parent is `parent`.
+std::vector<pid_t> Children(pid_t parent);
+
 // Freezes (SIGSTOP) then SIGKILLs `pids` and everything below them, repeating until none is left
 // or `rounds` sweeps are done, so nothing forks past the sweep. Returns how many were signalled.
 // Reaping is the caller's business (these may or may not be its children).
