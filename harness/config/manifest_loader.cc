@@ -103,7 +103,25 @@ std::expected<void, ConfigError> CheckDriverSection(const std::string& file, con
     }
     if (!section.IsMap())
       return std::unexpected(At(file, section, "command", "expected a mapping"));
-    if (auto r = internal::OnlyKeys(file, section, "command", {"argv", "stdin"}); !r) return r;
+    if (auto r = internal::OnlyKeys(file, section, "command",
+                                    {"argv", "stdin", "preflight", "after", "cleanup"});
+        !r) {
+      return r;
+    }
+    // Hook commands: lists of strings, never the script.
+    for (const char* hook : {"preflight", "after", "cleanup"}) {
+      const YAML::Node h = section[hook];
+      if (!h.IsDefined()) continue;
+      const std::string field = std::string("command.") + hook;
+      if (!h.IsSequence() || h.size() == 0)
+        return std::unexpected(At(file, h, field, "expected a non-empty list of strings"));
+      for (size_t i = 0; i < h.size(); ++i) {
+        if (!h[i].IsScalar() || h[i].Scalar().find("{script}") != std::string::npos) {
+          return std::unexpected(At(file, h[i], fmt::format("{}[{}]", field, i),
+                                    "expected a string without {script}"));
+        }
+      }
+    }
     bool stdin_mode = false;
     if (section["stdin"].IsDefined()) {
       const std::string s = section["stdin"].Scalar();

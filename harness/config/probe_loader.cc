@@ -68,7 +68,7 @@ std::expected<void, ConfigError> LoadClassify(const std::string& file, const YAM
     return std::unexpected(At(file, node, "classify", "required mapping is missing"));
   if (auto r = internal::OnlyKeys(
           file, node, "classify",
-          {"outcomes", "killed", "timed_out", "deadline", "canary_hit", "exceeds"});
+          {"outcomes", "killed", "timed_out", "deadline", "canary_hit", "exceeds", "fact"});
       !r) {
     return r;
   }
@@ -101,6 +101,23 @@ std::expected<void, ConfigError> LoadClassify(const std::string& file, const YAM
       return std::unexpected(
           At(file, ex["param"], "classify.exceeds.param", "names no parameter of this probe"));
     }
+  }
+  if (const YAML::Node f = node["fact"]; f.IsDefined()) {
+    if (!f.IsMap() || !f["name"].IsScalar()) {
+      return std::unexpected(At(file, f, "classify.fact",
+                                "expected {name: <driver fact>, above_zero: <exposure>, "
+                                "zero: <exposure>}"));
+    }
+    if (auto r = internal::OnlyKeys(file, f, "classify.fact", {"name", "above_zero", "zero"}); !r)
+      return r;
+    core::FactRule rule{.fact = f["name"].Scalar()};
+    for (auto [key, out] : {std::pair{"above_zero", &rule.above_zero}, {"zero", &rule.zero}}) {
+      if (!f[key].IsDefined()) continue;
+      auto e = ExposureAt(file, f[key], std::string("classify.fact.") + key);
+      if (!e) return std::unexpected(e.error());
+      *out = *e;
+    }
+    p.classify.fact = rule;
   }
   return {};
 }

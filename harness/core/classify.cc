@@ -77,6 +77,22 @@ std::optional<Classification> OverClaim(const ClassifyRules& rules, const Observ
                   rules.exceeds->field, most, claim, rules.exceeds->param)};
 }
 
+// rules.fact, when the driver measured it: driver_facts[fact] (a number) with an optional
+// driver_facts[fact + "_source"] naming where it came from.
+std::optional<Classification> FromFact(const ClassifyRules& rules, const Observation& obs) {
+  if (!rules.fact) return std::nullopt;
+  const auto it = obs.driver_facts.find(rules.fact->fact);
+  if (it == obs.driver_facts.end() || !it->is_number()) return std::nullopt;
+  const double n = it->get<double>();
+  const std::string source = StringField(obs.driver_facts, rules.fact->fact + "_source");
+  const Exposure e = n > 0 ? rules.fact->above_zero : rules.fact->zero;
+  std::string label = fmt::format("{} {:g}", rules.fact->fact, n);
+  if (e == Exposure::kExposed) label = Upper(label);
+  return Classification{e, e == Exposure::kUnknown ? Evidence::kNone : Evidence::kPositive, label,
+                        fmt::format("driver fact {} = {:g}{}", rules.fact->fact, n,
+                                    source.empty() ? "" : " (" + Bounded(source, 300) + ")")};
+}
+
 }  // namespace
 
 KillKind KillKindOf(const Observation& obs) {
@@ -116,11 +132,20 @@ Classification Classify(const ProbeDescriptor& probe, const Observation& obs) {
     return {rules.killed, Evidence::kPositive, "OOM killed",
             "driver fact: OOMKilled" + ProgressNote(obs)};
   }
+  const bool started = std::ranges::any_of(
+      obs.records, [](const nlohmann::json& r) { return StringField(r, "kind") == "start"; });
+  // Only an invocation that ended by itself says what outlived it: one stopped at the deadline
+  // was killed whole by the harness.
+  const bool ended_itself = obs.ending == Ending::kExited || obs.ending == Ending::kSignaled;
+  if (started && ended_itself && (!from_result || from_result->exposure == Exposure::kUnknown)) {
+    if (auto fact = FromFact(rules, obs)) {
+      if (from_result) fact->reason = from_result->reason + "; " + fact->reason;
+      return *fact;
+    }
+  }
   if (from_result) return *from_result;
   // Endings only say something about a probe that was seen running: a "sandbox" that is killed
   // or hangs before the probe's start record may never have run the probe at all.
-  const bool started = std::ranges::any_of(
-      obs.records, [](const nlohmann::json& r) { return StringField(r, "kind") == "start"; });
   if (!started && obs.ending != Ending::kExited) {
     return {Exposure::kUnknown, Evidence::kNone, "no start",
             fmt::format("{} after {:.1f}s with no start record: the probe may never have run",

@@ -14,8 +14,10 @@ namespace sandprobe::core {
 //  3. records went past the claim (rules.exceeds)     -> exposed (positive)
 //  4. a result record with a declared exposed outcome -> exposed
 //  5. driver fact oom_killed                          -> rules.killed (positive, "OOMKilled")
-//  6. a result record whose outcome is declared       -> that exposure; evidence from the record
-//  7. no result: deadline                             -> rules.deadline
+//  6. rules.fact: the driver measured the fact and the result (if any) is declared unknown
+//                                                     -> above_zero / zero (positive; source named)
+//  7. a result record whose outcome is declared       -> that exposure; evidence from the record
+//  8. no result: deadline                             -> rules.deadline
 //                timeout (exit 124/143, SIGTERM)      -> rules.timed_out
 //                killed (SIGKILL, exit 137, signals)  -> rules.killed
 //                anything else                        -> unknown ("no result record")

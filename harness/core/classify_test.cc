@@ -189,6 +189,77 @@ TEST(ClassifyTest, OomFactBeatsSilence) {
   EXPECT_NE(c.reason.find("240"), std::string::npos);
 }
 
+// proc.outlives-call: the probe detaches a process and defers to the driver's survivors count.
+TEST(ClassifyTest, FactRuleDecidesWhenTheProbeDefers) {
+  ProbeDescriptor p;
+  p.classify.outcomes = {{"detached", Exposure::kUnknown},
+                         {"fork_failed", Exposure::kContained},
+                         {"leaked", Exposure::kExposed}};
+  p.classify.fact = FactRule{.fact = "survivors"};
+  const nlohmann::json detached = {{"kind", "result"}, {"outcome", "detached"}};
+  struct Case {
+    std::string name;
+    nlohmann::json result;
+    nlohmann::json facts;
+    bool started;
+    Exposure want;
+    std::string label;
+  } cases[] = {
+      {"survivor",
+       detached,
+       {{"survivors", 1}, {"survivors_source", "reaper"}},
+       true,
+       Exposure::kExposed,
+       "SURVIVORS 1"},
+      {"none survived", detached, {{"survivors", 0}}, true, Exposure::kContained, "survivors 0"},
+      {"no fact: the probe's unknown stands", detached, nlohmann::json::object(), true,
+       Exposure::kUnknown, "detached"},
+      {"non-numeric fact is no fact",
+       detached,
+       {{"survivors", "0"}},
+       true,
+       Exposure::kUnknown,
+       "detached"},
+      {"a declared contained outcome wins",
+       {{"kind", "result"}, {"outcome", "fork_failed"}},
+       {{"survivors", 3}},
+       true,
+       Exposure::kContained,
+       "fork failed"},
+      {"a declared exposed outcome wins",
+       {{"kind", "result"}, {"outcome", "leaked"}},
+       {{"survivors", 0}},
+       true,
+       Exposure::kExposed,
+       "LEAKED"},
+      {"never started: no judgement",
+       nullptr,
+       {{"survivors", 0}},
+       false,
+       Exposure::kUnknown,
+       "no result"},
+  };
+  for (const Case& c : cases) {
+    Observation o =
+        Exited(0, c.result.is_null() ? std::nullopt : std::optional<nlohmann::json>(c.result));
+    if (c.started) o = Started(o);
+    o.driver_facts = c.facts;
+    const Classification got = Classify(p, o);
+    EXPECT_EQ(got.exposure, c.want) << c.name;
+    EXPECT_EQ(got.label, c.label) << c.name;
+  }
+  Observation killed_at_deadline = Started(Exited(0, detached));
+  killed_at_deadline.ending = Ending::kDeadline;
+  killed_at_deadline.driver_facts = {{"survivors", 0}};
+  EXPECT_EQ(Classify(p, killed_at_deadline).exposure, Exposure::kUnknown)
+      << "the harness killed the whole tree: nothing is known about what would have survived";
+  Observation o = Started(Exited(0, detached));
+  o.driver_facts = {{"survivors", 2}, {"survivors_source", "sandprobe-reaper"}};
+  const Classification got = Classify(p, o);
+  EXPECT_EQ(got.evidence, Evidence::kPositive);
+  EXPECT_NE(got.reason.find("sandprobe-reaper"), std::string::npos) << got.reason;
+}
+
 TEST(ClassifyTest, ExposedResultIsALeakEvenIfKilledLater) {
   ProbeDescriptor balloon;
   balloon.classify.outcomes = {{"target_reached", Exposure::kExposed}};

@@ -30,6 +30,16 @@ struct ExceedsRule {
   std::string param;  // resolved parameter holding the claim, e.g. "claimed_mib"; 0 = no claim
 };
 
+// A count the driver measures that decides the row when the probe's own result cannot, e.g.
+// `survivors`: processes of the invocation still alive when its main process ended (filled by
+// the process reaper, or derived from the container runtime). Applies when the result outcome is
+// declared unknown (the probe defers to the harness) or there is no result.
+struct FactRule {
+  std::string fact;                          // numeric driver_facts key, e.g. "survivors"
+  Exposure above_zero = Exposure::kExposed;  // fact > 0
+  Exposure zero = Exposure::kContained;      // fact == 0
+};
+
 // Declared per probe: which result outcomes, endings and facts mean exposed or contained.
 struct ClassifyRules {
   std::map<std::string, Exposure> outcomes;  // result record "outcome" -> exposure
@@ -42,6 +52,7 @@ struct ClassifyRules {
   Exposure deadline = Exposure::kUnknown;    // still running at the harness deadline
   Exposure canary_hit = Exposure::kExposed;  // the canary logged this invocation
   std::optional<ExceedsRule> exceeds;
+  std::optional<FactRule> fact;
 };
 
 struct ProbeDescriptor {

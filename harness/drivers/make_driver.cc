@@ -28,9 +28,19 @@ std::expected<std::unique_ptr<Driver>, SetupError> MakeDriver(const core::Manife
         "local", Argv(manifest.driver_config, {"python3", "-u", "-c", "{script}"}), false, context);
   }
   if (manifest.driver == "command") {
-    const bool stdin_mode = manifest.driver_config.value("stdin", false);
-    return std::make_unique<CommandDriver>("command", Argv(manifest.driver_config, {}), stdin_mode,
-                                           context);
+    const nlohmann::json& section = manifest.driver_config;
+    CommandConfig config;
+    config.argv = Argv(section, {});
+    config.stdin_mode = section.value("stdin", false);
+    for (auto [key, out] : {std::pair{"preflight", &config.preflight},
+                            {"after", &config.after},
+                            {"cleanup", &config.cleanup}}) {
+      if (section.contains(key) && section[key].is_array()) {
+        for (const auto& a : section[key])
+          out->push_back(a.is_string() ? a.get<std::string>() : a.dump());
+      }
+    }
+    return std::make_unique<CommandDriver>("command", std::move(config), context);
   }
   if (manifest.driver == "docker") {
     if (!manifest.driver_config.contains("image") || !manifest.driver_config["image"].is_string()) {

@@ -2,39 +2,102 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
+#include "core/text.h"
 #include "drivers/process/process.h"
 
 namespace sandprobe::drivers {
+namespace {
+
+constexpr double kHookDeadlineS = 30;
+
+void ReplaceAll(std::string& s, std::string_view from, std::string_view to) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
+}
+
+}  // namespace
+
+CommandDriver::CommandDriver(std::string kind, CommandConfig config, DriverContext context)
+    : kind_(std::move(kind)), config_(std::move(config)), context_(std::move(context)) {}
 
 CommandDriver::CommandDriver(std::string kind, std::vector<std::string> argv, bool stdin_mode,
                              DriverContext context)
-    : kind_(std::move(kind)),
-      argv_(std::move(argv)),
-      stdin_mode_(stdin_mode),
-      context_(std::move(context)) {}
+    : kind_(std::move(kind)), context_(std::move(context)) {
+  config_.argv = std::move(argv);
+  config_.stdin_mode = stdin_mode;
+}
+
+std::string CommandDriver::Expand(const std::string& arg, const std::string& invocation) const {
+  std::string out = arg;
+  ReplaceAll(out, "{run_id}", context_.run_id);
+  ReplaceAll(out, "{invocation}", invocation);
+  return out;
+}
+
+CommandDriver::HookResult CommandDriver::RunHook(const std::vector<std::string>& hook,
+                                                 const std::string& invocation) const {
+  ProcessSpec spec;
+  for (const std::string& a : hook) spec.argv.push_back(Expand(a, invocation));
+  spec.env = EnvironmentWith({});
+  spec.deadline_s = kHookDeadlineS;
+  spec.kill_grace_s = context_.kill_grace_s;
+  spec.reaper_path = context_.reaper_path;
+  core::OutputCollector collector(context_.nonce);
+  const std::atomic<bool> never{false};  // hooks run to the end even after Ctrl-C: they clean up
+  const ProcessResult r = RunProcess(spec, never, collector);
+  core::Observation out;
+  collector.Finish(out);
+  HookResult h;
+  h.stdout_text = out.stdout_head;
+  h.ok = r.ending == core::Ending::kExited && r.exit_code == 0;
+  if (!h.ok) {
+    const std::string how = r.ending == core::Ending::kExited ? fmt::format("exit {}", r.exit_code)
+                            : r.ending == core::Ending::kSignaled
+                                ? fmt::format("signal {}", r.signal)
+                            : r.ending == core::Ending::kDeadline
+                                ? fmt::format("still running after {:g}s", kHookDeadlineS)
+                                : r.error;
+    h.problem = fmt::format("`{}` failed ({}): {}", spec.argv.front(), how,
+                            core::Bounded(out.stderr_head, 400));
+  }
+  return h;
+}
 
 std::expected<void, SetupError> CommandDriver::Prepare() {
-  if (argv_.empty()) return std::unexpected(SetupError{"empty argv", "give command.argv"});
-  if (FindExecutable(argv_[0]).empty()) {
-    std::string hint = fmt::format("install {} or put it on PATH", argv_[0]);
-    if (argv_[0] == "bwrap") hint = "install bubblewrap: apt-get install -y bubblewrap";
-    if (argv_[0] == "python3") hint = "install Python 3: apt-get install -y python3";
-    if (argv_[0] == "docker")
+  const std::vector<std::string>& argv = config_.argv;
+  if (argv.empty()) return std::unexpected(SetupError{"empty argv", "give command.argv"});
+  if (FindExecutable(argv[0]).empty()) {
+    std::string hint = fmt::format("install {} or put it on PATH", argv[0]);
+    if (argv[0] == "bwrap") hint = "install bubblewrap: apt-get install -y bubblewrap";
+    if (argv[0] == "python3") hint = "install Python 3: apt-get install -y python3";
+    if (argv[0] == "docker")
       hint = "install Docker: apt-get install -y docker.io (ci/services/dockerd)";
-    return std::unexpected(SetupError{fmt::format("'{}' was not found on PATH", argv_[0]), hint});
+    return std::unexpected(SetupError{fmt::format("'{}' was not found on PATH", argv[0]), hint});
   }
   if (FindExecutable(context_.reaper_path).empty()) {
     return std::unexpected(
         SetupError{fmt::format("sandprobe-reaper not found at '{}'", context_.reaper_path),
                    "build it (ci/build) or set SANDPROBE_REAPER to its path"});
   }
+  if (!config_.preflight.empty()) {
+    const HookResult h = RunHook(config_.preflight, "preflight");
+    if (!h.ok) {
+      return std::unexpected(
+          SetupError{"preflight " + h.problem,
+                     "the manifest's command.preflight checks that the sandbox can run; fix what "
+                     "it reports (for docker: ci/services/dockerd, ci/images/probe-image)"});
+    }
+  }
   return {};
 }
 
 core::Observation CommandDriver::Execute(const Invocation& inv, const std::atomic<bool>& cancel) {
   ProcessSpec spec;
-  for (const std::string& a : argv_) spec.argv.push_back(a == "{script}" ? inv.script : a);
-  if (stdin_mode_) spec.stdin_data = inv.script;
+  for (const std::string& a : config_.argv)
+    spec.argv.push_back(a == "{script}" ? inv.script : Expand(a, inv.invocation));
+  if (config_.stdin_mode) spec.stdin_data = inv.script;
   spec.env = EnvironmentWith(inv.extra_env);
   spec.deadline_s = inv.deadline_s;
   spec.kill_grace_s = context_.kill_grace_s;
@@ -57,8 +120,30 @@ core::Observation CommandDriver::Execute(const Invocation& inv, const std::atomi
   if (r.ending == core::Ending::kDeadline) obs.driver_facts["ended_by"] = "harness deadline";
   if (r.ending == core::Ending::kExited || r.ending == core::Ending::kSignaled) {
     obs.driver_facts["ended_by"] = "sandbox";  // the process ended before the harness deadline
+    // What was still alive in the sandbox command's process tree when it ended by itself: a
+    // detached process that outlived the call (proc.outlives-call), until the reaper killed it.
+    obs.driver_facts["survivors"] = r.descendants_killed;
+    obs.driver_facts["survivors_source"] =
+        "sandprobe-reaper: processes of the sandbox command's tree still alive when it exited "
+        "(the harness then killed them)";
+  }
+  if (!config_.after.empty()) {
+    const HookResult h = RunHook(config_.after, inv.invocation);
+    const auto facts = nlohmann::json::parse(h.stdout_text, nullptr, false);
+    if (facts.is_object()) {
+      for (const auto& [k, v] : facts.items()) obs.driver_facts[k] = v;
+    }
+    if (!h.ok && obs.ending != core::Ending::kHarnessError) {
+      obs.ending = core::Ending::kHarnessError;
+      obs.harness_error = "after-invocation " + h.problem +
+                          ": what the sandbox created for this probe may still exist";
+    }
   }
   return obs;
+}
+
+void CommandDriver::Cleanup() {
+  if (!config_.cleanup.empty()) RunHook(config_.cleanup, "cleanup");
 }
 
 }  // namespace sandprobe::drivers

@@ -1,26 +1,54 @@
 // `command` driver: deploys a probe through any CLI sandbox (bubblewrap, `docker run`, nsjail,
 // firejail, `runsc do`) from an argv template with "{script}" as one argument, or the script on
 // stdin. The `local` driver is this driver with `python3 -u -c {script}` and no sandbox.
-// Evidence it adds: the exit status or signal of the sandbox command.
+// Evidence it adds: the exit status or signal of the sandbox command, and `survivors` (processes
+// of the command's tree still alive when it exited, counted by sandprobe-reaper).
+//
+// A sandbox whose work outlives its CLI (`docker run` killed at the deadline leaves the container
+// running) declares hook commands, run under the same reaper with a 30 s deadline:
+//   preflight: run once by Prepare(); a non-zero exit is a setup error quoting its stderr
+//              (e.g. [docker, image, inspect, IMAGE]: the image exists, nothing is pulled).
+//   after:     run after every invocation, whatever ended it (Ctrl-C included), e.g. inspect and
+//              force-remove the invocation's container. If its stdout is one JSON object, its
+//              members are added to the driver facts (e.g. {"oom_killed": true} read by
+//              `docker inspect`). A non-zero exit makes the cell a harness error: what the
+//              sandbox created may still exist.
+//   cleanup:   run once by Cleanup() (e.g. remove every container labelled with the run id).
+// In argv and hooks, "{run_id}" and "{invocation}" are replaced inside any argument.
 #pragma once
 
 #include "drivers/driver.h"
 
 namespace sandprobe::drivers {
 
+struct CommandConfig {
+  std::vector<std::string> argv;  // the template
+  bool stdin_mode = false;        // send the script on stdin instead of substituting it
+  std::vector<std::string> preflight, after, cleanup;  // hooks; empty = none
+};
+
 class CommandDriver : public Driver {
  public:
-  // argv: the template; stdin_mode: send the script on stdin instead of substituting it.
+  CommandDriver(std::string kind, CommandConfig config, DriverContext context);
+  // Shorthand without hooks.
   CommandDriver(std::string kind, std::vector<std::string> argv, bool stdin_mode,
                 DriverContext context);
   std::string_view kind() const override { return kind_; }
   std::expected<void, SetupError> Prepare() override;
   core::Observation Execute(const Invocation& inv, const std::atomic<bool>& cancel) override;
+  void Cleanup() override;
 
  private:
+  struct HookResult {
+    bool ok = false;
+    std::string stdout_text;
+    std::string problem;  // why it failed: exit status and bounded stderr
+  };
+  HookResult RunHook(const std::vector<std::string>& hook, const std::string& invocation) const;
+  std::string Expand(const std::string& arg, const std::string& invocation) const;
+
   std::string kind_;
-  std::vector<std::string> argv_;
-  bool stdin_mode_;
+  CommandConfig config_;
   DriverContext context_;
 };
 

@@ -2,12 +2,18 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 #include "drivers/driver.h"
 
 namespace sandprobe::drivers {
 namespace {
 
-DriverContext Context() { return DriverContext{"00112233aabbccdd", SANDPROBE_REAPER, 1, "sp-test"}; }
+DriverContext Context() {
+  return DriverContext{"00112233aabbccdd", SANDPROBE_REAPER, 1, "sp-test"};
+}
 
 TEST(CommandDriverTest, SubstitutesScriptAsOneArgumentAndPlantsEnv) {
   CommandDriver d("command", {"sh", "-c", "{script}"}, false, Context());
@@ -33,6 +39,58 @@ TEST(CommandDriverTest, MissingBinaryIsASetupErrorWithAHint) {
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("bwrap-not-installed"), std::string::npos);
   EXPECT_FALSE(r.error().hint.empty());
+}
+
+// Hooks: `after` runs on every exit path with {run_id}/{invocation} expanded, its JSON stdout
+// becomes facts, its failure an error; a failing preflight is a setup error quoting stderr.
+TEST(CommandDriverTest, HooksRunOnEveryPathAndReportFacts) {
+  const std::string dir = ::testing::TempDir() + "/cmd-hooks";
+  std::filesystem::create_directories(dir);
+  CommandConfig config;
+  config.argv = {"sh", "-c", "{script}"};
+  config.after = {"sh", "-c", "echo \"$1\" >> " + dir + "/after.log; echo '{\"oom_killed\":true}'",
+                  "sh", "{run_id}/{invocation}"};
+  CommandDriver d("command", config, Context());
+  ASSERT_TRUE(d.Prepare());
+  std::atomic<bool> never{false};
+  auto quick = d.Execute(Invocation{"x.y", "i1", "exit 3", 5, {}}, never);
+  EXPECT_EQ(quick.ending, core::Ending::kExited);
+  EXPECT_EQ(quick.driver_facts["oom_killed"], true);
+  auto slow = d.Execute(Invocation{"x.y", "i2", "sleep 30", 0.3, {}}, never);
+  EXPECT_EQ(slow.ending, core::Ending::kDeadline);
+  std::atomic<bool> cancelled{true};
+  auto interrupted = d.Execute(Invocation{"x.y", "i3", "sleep 30", 5, {}}, cancelled);
+  EXPECT_EQ(interrupted.ending, core::Ending::kInterrupted);
+  std::ifstream log(dir + "/after.log");
+  std::stringstream text;
+  text << log.rdbuf();
+  EXPECT_EQ(text.str(), "sp-test/i1\nsp-test/i2\nsp-test/i3\n");
+
+  config.after = {"sh", "-c", "echo gone wrong >&2; exit 4"};
+  CommandDriver failing("command", config, Context());
+  auto obs = failing.Execute(Invocation{"x.y", "i4", "exit 0", 5, {}}, never);
+  EXPECT_EQ(obs.ending, core::Ending::kHarnessError);
+  EXPECT_NE(obs.harness_error.find("exit 4"), std::string::npos) << obs.harness_error;
+  EXPECT_NE(obs.harness_error.find("gone wrong"), std::string::npos) << obs.harness_error;
+
+  config.preflight = {"sh", "-c", "echo no such image >&2; exit 1"};
+  CommandDriver unprepared("command", config, Context());
+  auto r = unprepared.Prepare();
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("no such image"), std::string::npos) << r.error().message;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CommandDriverTest, SurvivorsCountsWhatOutlivedTheCommand) {
+  CommandDriver d("command", {"sh", "-c", "{script}"}, false, Context());
+  ASSERT_TRUE(d.Prepare());
+  std::atomic<bool> never{false};
+  auto detached = d.Execute(
+      Invocation{"x.y", "i1", "setsid sleep 30 </dev/null >/dev/null 2>&1 & exit 0", 5, {}}, never);
+  EXPECT_EQ(detached.ending, core::Ending::kExited);
+  EXPECT_EQ(detached.driver_facts["survivors"], 1);
+  auto plain = d.Execute(Invocation{"x.y", "i2", "exit 0", 5, {}}, never);
+  EXPECT_EQ(plain.driver_facts["survivors"], 0);
 }
 
 TEST(CommandDriverTest, FactoryKnowsLocalCommandAndDocker) {

@@ -143,6 +143,16 @@ core::Observation DockerDriver::Execute(const Invocation& inv, const std::atomic
   if (!stopped_by_harness) {
     obs.ending = core::Ending::kExited;
     obs.exit_code = st.value("ExitCode", -1);
+    // Nothing outlives a container's init when the container has its own PID namespace: the
+    // kernel kills the namespace with it (proc.outlives-call). With PidMode host (or another
+    // container's) that proof does not hold, and no survivors fact is given.
+    const std::string pid_mode = state.value("/HostConfig/PidMode"_json_pointer, std::string());
+    if (pid_mode.empty() || pid_mode == "private") {
+      obs.driver_facts["survivors"] = 0;
+      obs.driver_facts["survivors_source"] =
+          "Engine API ContainerInspect: State.Running false, HostConfig.PidMode private: the "
+          "container's PID namespace ended with its init";
+    }
   }
   // Logs after the end: records were flushed line by line, so a killed probe's last words are
   // there. The demultiplexed stream goes through the same collector as a local process's pipes.

@@ -5,7 +5,8 @@
 // It becomes a child subreaper (prctl PR_SET_CHILD_SUBREAPER), so descendants that call setsid()
 // and double-fork are re-parented to it instead of init (PROBES.md trap 16: killpg is not a tree
 // kill). It starts ARGV in a new process group with stdin/stdout/stderr inherited. When ARGV's
-// main process exits, or on SIGTERM/SIGINT (the harness deadline or Ctrl-C), or when the harness
+// main process exits (after a 250 ms settle for what the sandbox tears down itself), or on
+// SIGTERM/SIGINT (the harness deadline or Ctrl-C), or when the harness
 // dies (PR_SET_PDEATHSIG), it stops the whole tree: SIGTERM, GRACE_MS to go, then SIGSTOP+SIGKILL
 // for every process whose parent chain leads to it (found in /proc), until none is left.
 // Finally it writes one line to STATUS_FD:  "exited <code> <killed>" or "signaled <sig> <killed>"
@@ -108,6 +109,17 @@ int main(int argc, char** argv) {
       ReapAvailable(child, main_status, main_done);
       if (main_done && Descendants(self).empty()) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  if (main_done && !g_stop_requested) {
+    // The main process ended by itself. What a sandbox tears down with it (bubblewrap's PID
+    // namespace: the kernel SIGKILLs the rest when its init exits) may take a few milliseconds
+    // to go; only what is still alive after this settle time outlived the call (the survivors
+    // that proc.outlives-call looks for).
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(250);
+    while (!Descendants(self).empty() && std::chrono::steady_clock::now() < until) {
+      ReapAvailable(child, main_status, main_done);
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
   for (int round = 0; round < 200; ++round) {

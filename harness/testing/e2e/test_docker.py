@@ -18,6 +18,7 @@ DOCKER = os.path.join(u.MANIFESTS, "docker")
 SUITE = os.path.join(u.HOME, "suites", "docker.yaml")
 ARMS = ["--sandbox", os.path.join(DOCKER, "hardened.yaml"),
         "--sandbox", os.path.join(DOCKER, "gvisor.yaml"),
+        "--sandbox", os.path.join(DOCKER, "cli-hardened.yaml"),
         "--control", u.LOCAL_MANIFEST, "--control", os.path.join(DOCKER, "open.yaml"),
         "--canary-bind", GATEWAY]
 
@@ -58,10 +59,10 @@ class HardenedAndGvisor(u.RunCase):
 
     def test_every_row_passes_and_exit_0(self):
         self.assertEqual(self.res.returncode, 0, self.res.describe())
-        for cand in ("docker-hardened", "docker-gvisor"):
+        for cand in ("docker-hardened", "docker-gvisor", "docker-cli-hardened"):
             for probe, v in u.verdicts(self.report, cand).items():
                 want = "SKIP" if probe == "platform.runtime-class" else "PASS"
-                if probe == "kernel.boundary" and cand == "docker-hardened":
+                if probe == "kernel.boundary" and cand != "docker-gvisor":
                     want = "FAIL"  # runc shares the host's kernel: only gVisor passes (advisory)
                 self.assertEqual(v["verdict"], want, "%s %s: %s" % (cand, probe, v["reason"]))
 
@@ -73,8 +74,35 @@ class HardenedAndGvisor(u.RunCase):
         for probe in ("net.dns", "net.tcp-by-ip", "net.http-by-name"):
             self.assertTrue(obs[probe]["evidence"]["canary_hits"], probe)
 
-    def test_oom_row_names_the_daemon_fact_and_the_last_step(self):
+    def test_engine_api_and_cli_paths_give_the_same_matrix(self):
+        api = u.verdicts(self.report, "docker-hardened")
+        cli = u.verdicts(self.report, "docker-cli-hardened")
+        api_obs = u.observations(self.report, "docker-hardened")
+        cli_obs = u.observations(self.report, "docker-cli-hardened")
+        self.assertEqual(sorted(api), sorted(cli))
+        for probe in api:
+            self.assertEqual(api[probe]["verdict"], cli[probe]["verdict"], probe)
+            if probe in api_obs or probe in cli_obs:  # a SKIP row has no observation
+                self.assertEqual(api_obs[probe]["exposure"], cli_obs[probe]["exposure"], probe)
+
+    def test_cli_path_reads_the_daemon_facts_and_names_its_containers(self):
+        obs = u.observations(self.report, "docker-cli-hardened")
+        balloon = obs["res.memory-balloon"]["evidence"]
+        self.assertEqual(balloon["exit_code"], 137)
+        self.assertIs(balloon["driver_facts"]["oom_killed"], True)  # docker inspect, via `after`
+        self.assertEqual(obs["proc.outlives-call"]["evidence"]["driver_facts"]["survivors"], 0)
+        self.assertIn("docker inspect",
+                      obs["proc.outlives-call"]["evidence"]["driver_facts"]["survivors_source"])
+
+    def test_outlives_call_is_validated_by_the_local_control(self):
+        local = u.observations(self.report, "local")["proc.outlives-call"]
+        self.assertEqual(local["exposure"], "exposed", local)
         for cand in ("docker-hardened", "docker-gvisor"):
+            o = u.observations(self.report, cand)["proc.outlives-call"]
+            self.assertEqual(o["exposure"], "contained", (cand, o["reason"]))
+
+    def test_oom_row_names_the_daemon_fact_and_the_last_step(self):
+        for cand in ("docker-hardened", "docker-gvisor", "docker-cli-hardened"):
             ev = u.observations(self.report, cand)["res.memory-balloon"]["evidence"]
             self.assertEqual(ev["exit_code"], 137, cand)
             self.assertGreater(ev["last_progress"]["allocated_mib"], 0, cand)
