@@ -54,7 +54,8 @@ struct Matrix {
   std::string started_at;   // RFC 3339 UTC
   std::string finished_at;  // RFC 3339 UTC
   bool interrupted = false;
-  std::vector<std::string> notes;  // run-level notes (warnings, banners)
+  std::vector<std::string> banners;  // one-line findings shown above the matrix (core/banners.h)
+  std::vector<std::string> notes;    // run-level notes and warnings
   std::vector<ArmInfo> arms;
   std::vector<Row> rows;
   std::vector<Cell> cells;

@@ -112,6 +112,7 @@ core::Matrix HostileMatrix() {
   m.finished_at = "2025-03-01T12:00:30Z";
   m.interrupted = true;
   m.notes = {kEvil, "\xff\xfe invalid \xc3 truncated"};
+  m.banners = {kEvil};
   m.arms.push_back({kControl,
                     core::ArmRole::kControl,
                     "local\x1b[2J",

@@ -133,6 +133,7 @@ std::string RenderJson(const core::Matrix& m) {
                     {"started_at", JsonText(m.started_at, kNameBytes)},
                     {"finished_at", JsonText(m.finished_at, kNameBytes)},
                     {"interrupted", m.interrupted},
+                    {"banners", Strings(m.banners, kTextBytes)},
                     {"notes", Strings(m.notes, kTextBytes)},
                     {"arms", std::move(arms)},
                     {"rows", std::move(rows)},

@@ -15,6 +15,8 @@ constexpr size_t kExcerptBytes = 2048;  // raw stdout/stderr excerpt per stream
 
 void WriteHeader(MarkdownWriter& w, const core::Matrix& m) {
   w.Markup("# sandprobe run ").Text(m.run_id, kCellBytes).Markup("\n\n");
+  for (const std::string& banner : m.banners)
+    w.Markup("> **").Text(banner, kFactBytes).Markup("**\n\n");
   w.Markup("- suite: ").Text(m.suite, kCellBytes).Markup("\n");
   w.Markup("- started: ").Text(m.started_at, kCellBytes);
   w.Markup(", finished: ").Text(m.finished_at, kCellBytes).Markup("\n");

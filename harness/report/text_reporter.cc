@@ -156,6 +156,12 @@ void TextReporter::RowDone(const core::Matrix& m, const std::string& probe) {
 }
 
 void TextReporter::End(const core::Matrix& m) {
+  for (const std::string& banner : m.banners) {
+    out_ << '\n'
+         << Paint("!! " + Wrap(TerminalText(banner, kReasonCols), options_.width, 3, 3),
+                  VerdictColor(core::VerdictKind::kFail))
+         << '\n';
+  }
   out_ << "\nverdicts\n";
   for (const core::ArmInfo* arm : CandidateArms(m)) {
     const VerdictCounts counts = CountVerdicts(m, arm->name);

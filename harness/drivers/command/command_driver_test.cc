@@ -11,6 +11,17 @@
 namespace sandprobe::drivers {
 namespace {
 
+Invocation Inv(std::string probe, std::string invocation, std::string script, double deadline_s,
+               std::vector<std::pair<std::string, std::string>> env = {}) {
+  Invocation inv;
+  inv.probe = std::move(probe);
+  inv.invocation = std::move(invocation);
+  inv.script = std::move(script);
+  inv.deadline_s = deadline_s;
+  inv.extra_env = std::move(env);
+  return inv;
+}
+
 DriverContext Context() {
   return DriverContext{"00112233aabbccdd", SANDPROBE_REAPER, 1, "sp-test"};
 }
@@ -19,12 +30,10 @@ TEST(CommandDriverTest, SubstitutesScriptAsOneArgumentAndPlantsEnv) {
   CommandDriver d("command", {"sh", "-c", "{script}"}, false, Context());
   ASSERT_TRUE(d.Prepare());
   std::atomic<bool> never{false};
-  Invocation inv{"x.y",
-                 "i1",
-                 "echo \"@@sandprobe 00112233aabbccdd {\\\"kind\\\":\\\"result\\\","
-                 "\\\"outcome\\\":\\\"$SANDPROBE_CANARY_X\\\"}\"",
-                 5,
-                 {{"SANDPROBE_CANARY_X", "planted"}}};
+  const Invocation inv = Inv("x.y", "i1",
+                             "echo \"@@sandprobe 00112233aabbccdd {\\\"kind\\\":\\\"result\\\","
+                             "\\\"outcome\\\":\\\"$SANDPROBE_CANARY_X\\\"}\"",
+                             5, {{"SANDPROBE_CANARY_X", "planted"}});
   auto obs = d.Execute(inv, never);
   EXPECT_EQ(obs.ending, core::Ending::kExited);
   ASSERT_TRUE(obs.result) << obs.stdout_head << obs.stderr_head;
@@ -53,13 +62,13 @@ TEST(CommandDriverTest, HooksRunOnEveryPathAndReportFacts) {
   CommandDriver d("command", config, Context());
   ASSERT_TRUE(d.Prepare());
   std::atomic<bool> never{false};
-  auto quick = d.Execute(Invocation{"x.y", "i1", "exit 3", 5, {}}, never);
+  auto quick = d.Execute(Inv("x.y", "i1", "exit 3", 5), never);
   EXPECT_EQ(quick.ending, core::Ending::kExited);
   EXPECT_EQ(quick.driver_facts["oom_killed"], true);
-  auto slow = d.Execute(Invocation{"x.y", "i2", "sleep 30", 0.3, {}}, never);
+  auto slow = d.Execute(Inv("x.y", "i2", "sleep 30", 0.3), never);
   EXPECT_EQ(slow.ending, core::Ending::kDeadline);
   std::atomic<bool> cancelled{true};
-  auto interrupted = d.Execute(Invocation{"x.y", "i3", "sleep 30", 5, {}}, cancelled);
+  auto interrupted = d.Execute(Inv("x.y", "i3", "sleep 30", 5), cancelled);
   EXPECT_EQ(interrupted.ending, core::Ending::kInterrupted);
   std::ifstream log(dir + "/after.log");
   std::stringstream text;
@@ -68,7 +77,7 @@ TEST(CommandDriverTest, HooksRunOnEveryPathAndReportFacts) {
 
   config.after = {"sh", "-c", "echo gone wrong >&2; exit 4"};
   CommandDriver failing("command", config, Context());
-  auto obs = failing.Execute(Invocation{"x.y", "i4", "exit 0", 5, {}}, never);
+  auto obs = failing.Execute(Inv("x.y", "i4", "exit 0", 5), never);
   EXPECT_EQ(obs.ending, core::Ending::kHarnessError);
   EXPECT_NE(obs.harness_error.find("exit 4"), std::string::npos) << obs.harness_error;
   EXPECT_NE(obs.harness_error.find("gone wrong"), std::string::npos) << obs.harness_error;
@@ -85,11 +94,11 @@ TEST(CommandDriverTest, SurvivorsCountsWhatOutlivedTheCommand) {
   CommandDriver d("command", {"sh", "-c", "{script}"}, false, Context());
   ASSERT_TRUE(d.Prepare());
   std::atomic<bool> never{false};
-  auto detached = d.Execute(
-      Invocation{"x.y", "i1", "setsid sleep 30 </dev/null >/dev/null 2>&1 & exit 0", 5, {}}, never);
+  auto detached =
+      d.Execute(Inv("x.y", "i1", "setsid sleep 30 </dev/null >/dev/null 2>&1 & exit 0", 5), never);
   EXPECT_EQ(detached.ending, core::Ending::kExited);
   EXPECT_EQ(detached.driver_facts["survivors"], 1);
-  auto plain = d.Execute(Invocation{"x.y", "i2", "exit 0", 5, {}}, never);
+  auto plain = d.Execute(Inv("x.y", "i2", "exit 0", 5), never);
   EXPECT_EQ(plain.driver_facts["survivors"], 0);
 }
 

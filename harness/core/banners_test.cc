@@ -1,0 +1,97 @@
+#include "core/banners.h"
+
+#include <gtest/gtest.h>
+
+namespace sandprobe::core {
+namespace {
+
+Cell MakeCell(std::string probe, std::string arm, Exposure e, nlohmann::json facts = {}) {
+  Cell c;
+  c.observation.probe = std::move(probe);
+  c.observation.arm = std::move(arm);
+  c.observation.driver_facts = facts.is_null() ? nlohmann::json::object() : std::move(facts);
+  c.classification.exposure = e;
+  return c;
+}
+
+ArmInfo Arm(std::string name, ArmRole role) {
+  ArmInfo a;
+  a.name = std::move(name);
+  a.role = role;
+  return a;
+}
+
+Matrix TwoArms() {
+  Matrix m;
+  m.arms.push_back(Arm("k8s-open", ArmRole::kControl));
+  m.arms.push_back(Arm("k8s-deny", ArmRole::kCandidate));
+  return m;
+}
+
+const nlohmann::json kPolicy = {{"network_policy", "sandprobe-r1-k8s-deny"}, {"policy_age_s", 3}};
+
+TEST(BannersTest, PolicyNotEnforcedTable) {
+  using E = Exposure;
+  struct Case {
+    std::string name;
+    std::vector<Cell> cells;
+    bool want;
+  } cases[] = {
+      {"blocked arm reached what the control reached",
+       {MakeCell("net.dns", "k8s-open", E::kExposed),
+        MakeCell("net.dns", "k8s-deny", E::kExposed, kPolicy)},
+       true},
+      {"policy held",
+       {MakeCell("net.dns", "k8s-open", E::kExposed),
+        MakeCell("net.dns", "k8s-deny", E::kContained, kPolicy)},
+       false},
+      {"no policy on the arm: not a policy finding",
+       {MakeCell("net.dns", "k8s-open", E::kExposed), MakeCell("net.dns", "k8s-deny", E::kExposed)},
+       false},
+      {"control not exposed: nothing to compare",
+       {MakeCell("net.dns", "k8s-open", E::kContained),
+        MakeCell("net.dns", "k8s-deny", E::kExposed, kPolicy)},
+       false},
+      {"not a network row",
+       {MakeCell("priv.uid", "k8s-open", E::kExposed),
+        MakeCell("priv.uid", "k8s-deny", E::kExposed, kPolicy)},
+       false},
+      {"unknown is not a leak",
+       {MakeCell("net.dns", "k8s-open", E::kExposed),
+        MakeCell("net.dns", "k8s-deny", E::kUnknown, kPolicy)},
+       false},
+  };
+  for (const Case& c : cases) {
+    Matrix m = TwoArms();
+    m.cells = c.cells;
+    const auto banners = PolicyNotEnforcedBanners(m);
+    EXPECT_EQ(!banners.empty(), c.want) << c.name;
+    if (c.want) {
+      ASSERT_EQ(banners.size(), 1u);
+      EXPECT_NE(banners[0].find("accepted but not enforced"), std::string::npos);
+      EXPECT_NE(banners[0].find("k8s-deny (policy 3s old) reached net.dns"), std::string::npos)
+          << banners[0];
+    }
+  }
+}
+
+TEST(BannersTest, OneLineForSeveralArmsAndRows) {
+  Matrix m = TwoArms();
+  m.arms.push_back(Arm("k8s-deny-aged", ArmRole::kCandidate));
+  nlohmann::json aged = {{"network_policy", "p2"}, {"policy_age_s", 61.4}};
+  m.cells = {MakeCell("net.dns", "k8s-open", Exposure::kExposed),
+             MakeCell("net.tcp-by-ip", "k8s-open", Exposure::kExposed),
+             MakeCell("net.dns", "k8s-deny", Exposure::kExposed, kPolicy),
+             MakeCell("net.tcp-by-ip", "k8s-deny", Exposure::kExposed, kPolicy),
+             MakeCell("net.dns", "k8s-deny-aged", Exposure::kExposed, aged)};
+  const auto banners = PolicyNotEnforcedBanners(m);
+  ASSERT_EQ(banners.size(), 1u);
+  EXPECT_NE(banners[0].find("k8s-deny (policy 3s old) reached net.dns, net.tcp-by-ip"),
+            std::string::npos)
+      << banners[0];
+  EXPECT_NE(banners[0].find("k8s-deny-aged (policy 61s old) reached net.dns"), std::string::npos)
+      << banners[0];
+}
+
+}  // namespace
+}  // namespace sandprobe::core
