@@ -1,0 +1,797 @@
+#!/usr/bin/env python3
+"""FAKE Kubernetes API server for sandprobe's tests. NOT a Kubernetes cluster.
+
+It is a real HTTPS server on 127.0.0.1 (kernel-chosen port) that answers the paths and JSON shapes
+of the real API (batch/v1 Job, core/v1 Pod/Event/Node/Namespace, networking.k8s.io/v1
+NetworkPolicy, meta/v1 Status and WatchEvent) so the C++ `kubernetes` driver can be tested where
+no cluster can run. It "runs" pods as local processes. The contract with the driver is
+CONTRACT.md beside this file.
+
+Real behaviours it models:
+  - bearer-token or client-certificate auth over TLS (CA made with the `openssl` CLI), 401 Status;
+  - object metadata (uid, one global resourceVersion, creationTimestamp, labels), XList responses,
+    Status errors 400/401/403/404/405/409/410/422/429 (+ Retry-After);
+  - labelSelector (=, ==, !=, exists, !exists, in, notin; comma = AND), fieldSelector
+    (metadata.name, involvedObject.name, ...), watch=1 as chunked newline-delimited WatchEvents
+    from a resourceVersion (none or "0": synthetic ADDED for what exists), timeoutSeconds,
+    BOOKMARK only with allowWatchBookmarks, 410 Expired as an ERROR event for a compacted rv;
+  - DELETE with propagationPolicy (Background/Foreground delete a Job's pods; Orphan, and the
+    batch/v1 REST default when none is given, leave them), deletecollection by labelSelector;
+  - the job controller, scheduler, kubelet and NetworkPolicy rules in kube_cluster.py /
+    kube_procs.py (their docstrings list what is and is not modelled), logs with limitBytes
+    (400 while the container is waiting, 404 once the pod is gone), dryRun=All;
+  - admission for bare pods (--admission): admit, warn (201 + `Warning: 299 - "..."`), webhook-403,
+    psa-403, vap-422, each with the message text the real component uses. Admission applies to
+    pods created through POST .../pods (dry run or not; a non-dry-run bare pod is stored and run);
+    pods made by the job controller are admitted unless a fault or an unknown runtimeClassName
+    makes the Job's pod creation fail (FailedCreate event).
+Key simplifications (details in kube_cluster.py / kube_procs.py): one pod per Job
+(backoffLimit > 0 is ignored: the first pod's end ends the Job); a memory limit is enforced by
+sampling the pod's process-tree RSS every 50 ms and SIGKILLing it (how the fake models the
+kubelet's cgroup OOM kill: reason OOMKilled, exit code 137); denied egress is a fresh network
+namespace with a down loopback; NetworkPolicy egress rules are all-or-nothing (none = deny all,
+any = allow all); pod processes run the host's binaries (the image is ignored).
+NOT modelled: pagination (limit/continue are ignored, everything comes in one page), PATCH/PUT,
+RBAC, ResourceQuota objects (quota is the `quota-jobs` / `quota-pods` faults), most defaulting,
+server-side apply, any resource not listed above, HTTP/2.
+
+Faults (--fault, repeatable; POST /fake/script {"faults": [...]} replaces them at runtime):
+  watch-break-after=N      every watch stream is cut (socket closed mid-stream) after N events
+  watch-gone               the next watch answers one ERROR event with a 410 Expired Status
+  429=PATH_REGEX:COUNT     the first COUNT requests whose path?query matches answer 429 +
+                           Retry-After: 1
+  quota-jobs=N / quota-pods=N   403 "exceeded quota" once N jobs / pods exist in the namespace
+  hang-after=N             after N API requests, accept requests and never answer
+  oom=PROBE / evict=PROBE  pods of that probe end OOMKilled (137) / Evicted ~0.3 s after start
+  pod-fails-create=PROBE   the Job gets a FailedCreate event and never a pod
+A PROBE matches a label or annotation value of the Job or its pod template (e.g.
+sandprobe.io/probe: net.dns), or a substring of the container command/args.
+Control endpoints (no auth, never faulted): GET /fake/state (every stored object, pod network
+decisions, settings), GET /fake/processes (pids of running pod processes), GET /fake/requests
+(method, path, status of each API request), POST /fake/script (JSON: "network-policy",
+"policy-delay", "admission", "faults", "add-faults", "compact": true drops the watch history).
+
+Usage: fake_kube.py --kubeconfig-out DIR/kubeconfig --state-dir DIR [--network-policy
+enforce|ignore|enforce-on=n1,n2] [--policy-delay S] [--nodes n1,n2:unschedulable,n3:tainted]
+[--admission MODE] [--runtime-classes gvisor,kata] [--auth token|client-cert] [--fault F]...
+Prints `READY https://127.0.0.1:<port>` when it listens; SIGTERM/SIGINT: stop accepting, kill every
+pod process tree, exit 0. If killed with SIGKILL its pod processes are NOT cleaned up.
+"""
+import argparse
+import base64
+import copy
+import json
+import os
+import re
+import secrets
+import signal
+import ssl
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kube_cluster import Cluster  # noqa: E402
+from kube_procs import become_subreaper, netns_wrapper  # noqa: E402
+from kube_store import (RESOURCES, ApiError, check_field_selector, not_found,  # noqa: E402
+                        parse_field_selector, parse_label_selector, status)
+
+GROUPS = {"pods": "v1", "events": "v1", "namespaces": "v1", "nodes": "v1", "jobs": "batch/v1",
+          "networkpolicies": "networking.k8s.io/v1"}
+ADMISSION_MODES = ("admit", "warn", "webhook-403", "psa-403", "vap-422")
+VERSION = {"major": "1", "minor": "31", "gitVersion": "v1.31.4+fake", "gitCommit": "fake",
+           "gitTreeState": "clean", "buildDate": "2024-12-10T00:00:00Z", "goVersion": "go1.22.9",
+           "compiler": "gc", "platform": "linux/amd64"}
+
+
+# ---------------------------------------------------------------------------- settings
+def parse_faults(items):
+    """['watch-break-after=3', '429=jobs:2', ...] -> fault dict; ValueError on unknown faults."""
+    f = {"watch-break-after": None, "watch-gone": 0, "429": [], "quota-jobs": None,
+         "quota-pods": None, "hang-after": None, "oom": set(), "evict": set(),
+         "pod-fails-create": set()}
+    for item in items:
+        key, _, value = item.partition("=")
+        if key in ("watch-break-after", "quota-jobs", "quota-pods", "hang-after"):
+            f[key] = int(value)
+        elif key == "watch-gone":
+            f[key] = int(value) if value else 1
+        elif key == "429":
+            regex, _, count = value.rpartition(":")
+            re.compile(regex)
+            f["429"].append([regex, int(count)])
+        elif key in ("oom", "evict", "pod-fails-create"):
+            if not value:
+                raise ValueError(f"fault {key} needs a probe id")
+            f[key].add(value)
+        else:
+            raise ValueError(f"unknown fault {item!r}")
+    return f
+
+
+def apply_network_policy(settings, text):
+    if text in ("enforce", "ignore"):
+        settings["network-policy"], settings["enforce-on"] = text, None
+    elif text.startswith("enforce-on="):
+        settings["network-policy"] = "enforce"
+        settings["enforce-on"] = {n for n in text.split("=", 1)[1].split(",") if n}
+    else:
+        raise ValueError(f"bad --network-policy {text!r}")
+
+
+def settings_json(settings):
+    def conv(v):
+        if isinstance(v, set):
+            return sorted(v)
+        if isinstance(v, dict):
+            return {k: conv(x) for k, x in v.items()}
+        return v
+    return conv(settings)
+
+
+def parse_nodes(text):
+    nodes = []
+    for entry in text.split(","):
+        name, *flags = entry.split(":")
+        spec, taints = {}, []
+        if "unschedulable" in flags:
+            spec["unschedulable"] = True
+            taints.append({"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"})
+        if "tainted" in flags:
+            taints.append({"key": "sandprobe.io/tainted", "value": "true", "effect": "NoSchedule"})
+        if taints:
+            spec["taints"] = taints
+        nodes.append({"metadata": {"name": name, "labels": {
+            "kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+            "kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "linux"}},
+            "spec": spec,
+            "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                                       "message": "kubelet is posting ready status"}],
+                       "addresses": [{"type": "InternalIP", "address": "127.0.0.1"},
+                                     {"type": "Hostname", "address": name}],
+                       "nodeInfo": {"kubeletVersion": VERSION["gitVersion"],
+                                    "containerRuntimeVersion": "fake://1.0",
+                                    "operatingSystem": "linux", "architecture": "amd64"}}})
+    return nodes
+
+
+# ---------------------------------------------------------------------------- TLS
+def openssl(*args):
+    subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=60)
+
+
+def make_pki(d):
+    """CA, server cert (SAN 127.0.0.1, localhost), client cert (CN=sandprobe) in d, by openssl."""
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    openssl("req", "-x509", *ec, "-keyout", f"{d}/ca.key", "-out", f"{d}/ca.crt", "-days", "7",
+            "-subj", "/CN=fake-kube-ca", "-addext", "basicConstraints=critical,CA:TRUE",
+            "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    for name, cn, ext in (
+            ("server", "/CN=fake-kube-apiserver",
+             "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc\n"
+             "extendedKeyUsage=serverAuth\n"),
+            ("client", "/O=sandprobe-ci/CN=sandprobe", "extendedKeyUsage=clientAuth\n")):
+        with open(f"{d}/{name}.ext", "w") as f:
+            f.write("basicConstraints=CA:FALSE\n"
+                    "keyUsage=critical,digitalSignature,keyEncipherment\n"
+                    "subjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n" + ext)
+        openssl("req", *ec, "-keyout", f"{d}/{name}.key", "-out", f"{d}/{name}.csr", "-subj", cn)
+        openssl("x509", "-req", "-in", f"{d}/{name}.csr", "-CA", f"{d}/ca.crt", "-CAkey",
+                f"{d}/ca.key", "-CAcreateserial", "-out", f"{d}/{name}.crt", "-days", "7",
+                "-extfile", f"{d}/{name}.ext")
+    for name in ("ca.key", "server.key", "client.key"):
+        os.chmod(f"{d}/{name}", 0o600)
+
+
+def write_kubeconfig(path, server, d, token, auth, paths, namespace):
+    def b64(name):
+        with open(f"{d}/{name}", "rb") as f:
+            return base64.b64encode(f.read()).decode()
+    ca = f"certificate-authority: {d}/ca.crt" if paths else \
+        f"certificate-authority-data: {b64('ca.crt')}"
+    if auth == "client-cert":
+        user = (f"client-certificate: {d}/client.crt\n    client-key: {d}/client.key" if paths else
+                f"client-certificate-data: {b64('client.crt')}\n"
+                f"    client-key-data: {b64('client.key')}")
+    else:
+        user = f"token: {token}"
+    text = (f"apiVersion: v1\nkind: Config\nclusters:\n- name: fake-kube\n  cluster:\n"
+            f"    server: {server}\n    {ca}\ncontexts:\n- name: fake-kube\n  context:\n"
+            f"    cluster: fake-kube\n    user: fake-kube-user\n    namespace: {namespace}\n"
+            f"current-context: fake-kube\npreferences: {{}}\nusers:\n- name: fake-kube-user\n"
+            f"  user:\n    {user}\n")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+
+
+# ---------------------------------------------------------------------------- HTTP
+class FakeServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = False
+
+    def __init__(self, cluster, ssl_ctx, token):
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.cluster = cluster
+        self.ssl_ctx = ssl_ctx
+        self.token = token
+        self.hang = threading.Event()  # set at shutdown: hung handlers return
+        self.api_requests = 0
+        self.request_log = []
+        self.counter_lock = threading.Lock()
+        self.watch_count = 0
+
+    def get_request(self):
+        sock, addr = self.socket.accept()
+        return self.ssl_ctx.wrap_socket(sock, server_side=True,
+                                        do_handshake_on_connect=False), addr
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "fake-kube"
+    sys_version = ""
+
+    def setup(self):
+        self.request.settimeout(10)
+        try:
+            self.request.do_handshake()
+        except (ssl.SSLError, OSError):
+            self.handshake_ok = False
+        else:
+            self.handshake_ok = True
+        self.request.settimeout(600)
+        super().setup()
+
+    def handle(self):
+        if self.handshake_ok:
+            try:
+                super().handle()
+            except (ConnectionError, ssl.SSLError, TimeoutError):
+                pass
+
+    def log_message(self, fmt, *args):  # quiet; /fake/requests has the log
+        pass
+
+    # -- responses
+    def send_json(self, code, obj, headers=None):
+        body = (json.dumps(obj) + "\n").encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+        self.status_sent = code
+
+    def send_text(self, code, data):
+        self.send_response(code)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+        self.status_sent = code
+
+    def send_error_status(self, err):
+        self.send_json(err.code, err.body, err.headers)
+
+    # -- dispatch
+    def do_GET(self):
+        self.dispatch("GET")
+
+    def do_POST(self):
+        self.dispatch("POST")
+
+    def do_DELETE(self):
+        self.dispatch("DELETE")
+
+    def do_PUT(self):
+        self.dispatch("PUT")
+
+    def do_PATCH(self):
+        self.dispatch("PATCH")
+
+    def read_body(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        data = self.rfile.read(n) if n else b""
+        if not data:
+            return None
+        try:
+            return json.loads(data)
+        except json.JSONDecodeError as e:
+            raise ApiError(400, "BadRequest", f"the body of the request was in an unknown "
+                           f"format - accepted media types include: application/json ({e})")
+
+    def authorized(self):
+        auth = self.headers.get("Authorization", "")
+        if auth.startswith("Bearer ") and secrets.compare_digest(auth[7:].strip(),
+                                                                 self.server.token):
+            return True
+        try:
+            return bool(self.request.getpeercert())
+        except (ValueError, ssl.SSLError):
+            return False
+
+    def dispatch(self, method):
+        self.status_sent = None
+        url = urllib.parse.urlsplit(self.path)
+        path = url.path.rstrip("/") or "/"
+        query = {k: v[-1] for k, v in urllib.parse.parse_qs(url.query,
+                                                            keep_blank_values=True).items()}
+        srv = self.server
+        try:
+            if path.startswith("/fake/"):
+                self.body = self.read_body()
+                return self.control(method, path)
+            with srv.counter_lock:
+                srv.api_requests += 1
+                n = srv.api_requests
+            faults = srv.cluster.settings["faults"]
+            if faults["hang-after"] is not None and n > faults["hang-after"]:
+                self.status_sent = "hang"
+                self.log_request_entry(method)
+                srv.hang.wait()
+                self.close_connection = True
+                return
+            self.body = self.read_body()
+            if not self.authorized():
+                raise ApiError(401, "Unauthorized", "Unauthorized")
+            with srv.counter_lock:
+                for entry in faults["429"]:
+                    if entry[1] > 0 and re.search(entry[0], self.path):
+                        entry[1] -= 1
+                        raise ApiError(429, "TooManyRequests",
+                                       "Too many requests, please try again later.",
+                                       {"causes": [{"message": "scripted by --fault 429"}],
+                                        "retryAfterSeconds": 1}, {"Retry-After": "1"})
+            self.route(method, path, query)
+        except ApiError as e:
+            self.send_error_status(e)
+        except (ConnectionError, ssl.SSLError, TimeoutError):
+            self.close_connection = True
+        except Exception as e:  # a bug in the fake: a 500 Status, never a hung client
+            import traceback
+            traceback.print_exc()
+            try:
+                self.send_json(500, status(500, "InternalError",
+                                           f"fake-kube internal error: {e!r}"))
+            except OSError:
+                pass
+        finally:
+            if not path.startswith("/fake/") and self.status_sent != "hang":
+                self.log_request_entry(method)
+
+    def log_request_entry(self, method):
+        with self.server.counter_lock:
+            log = self.server.request_log
+            log.append({"method": method, "path": self.path, "status": self.status_sent,
+                        "time": time.time()})
+            if len(log) > 20000:
+                del log[:1000]
+
+    def route(self, method, path, query):
+        parts = path.strip("/").split("/")
+        if path == "/version":
+            return self.send_json(200, VERSION)
+        if path == "/api":
+            return self.send_json(200, {"kind": "APIVersions", "versions": ["v1"],
+                                        "serverAddressByClientCIDRs": [
+                                            {"clientCIDR": "0.0.0.0/0",
+                                             "serverAddress": "127.0.0.1"}]})
+        if path == "/apis":
+            return self.send_json(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
+                {"name": g, "versions": [{"groupVersion": f"{g}/v1", "version": "v1"}],
+                 "preferredVersion": {"groupVersion": f"{g}/v1", "version": "v1"}}
+                for g in ("batch", "networking.k8s.io")]})
+        # /api/v1/... or /apis/<group>/<version>/...
+        if parts[0] == "api" and len(parts) >= 3 and parts[1] == "v1":
+            gv, rest = "v1", parts[2:]
+        elif parts[0] == "apis" and len(parts) >= 4:
+            gv, rest = f"{parts[1]}/{parts[2]}", parts[3:]
+        else:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        ns = None
+        if rest[0] == "namespaces" and len(rest) >= 3:
+            ns, rest = rest[1], rest[2:]
+        resource = rest[0]
+        name = rest[1] if len(rest) > 1 else None
+        sub = rest[2] if len(rest) > 2 else None
+        if (GROUPS.get(resource) != gv or len(rest) > 3 or
+                (ns is None and RESOURCES[resource][2] and name is not None) or
+                (ns is not None and not RESOURCES[resource][2])):
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        if sub is not None and not (resource == "pods" and sub in ("log", "status")) \
+                and not (resource == "jobs" and sub == "status"):
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        if method == "GET" and sub == "log":
+            return self.pod_log(ns, name, query)
+        if method == "GET" and name is None:
+            return self.list_or_watch(resource, ns, query)
+        if method == "GET":
+            return self.get_one(resource, ns, name)
+        if method == "POST" and name is None:
+            return self.create(resource, ns, query)
+        if method == "DELETE":
+            return self.delete(resource, ns, name, query)
+        raise ApiError(405, "MethodNotAllowed",
+                       f"the server does not allow this method on the requested resource "
+                       f"(fake-kube supports GET, POST, DELETE)")
+
+    # -- verbs
+    def selectors(self, resource, query):
+        lreqs = parse_label_selector(query.get("labelSelector", ""))
+        freqs = parse_field_selector(query.get("fieldSelector", ""))
+        check_field_selector(resource, freqs)
+        return lreqs, freqs
+
+    def get_one(self, resource, ns, name):
+        store = self.server.cluster.store
+        with store.cond:
+            if ns is not None:
+                self.server.cluster.require_namespace_locked(ns)
+            obj = store.get_locked(resource, ns, name)
+            if obj is None:
+                group = GROUPS[resource].split("/")[0] if "/" in GROUPS[resource] else ""
+                raise not_found(resource, name, group)
+            return self.send_json(200, copy.deepcopy(obj))
+
+    def list_or_watch(self, resource, ns, query):
+        lreqs, freqs = self.selectors(resource, query)
+        if query.get("watch") in ("1", "true", "True"):
+            return self.watch(resource, ns, lreqs, freqs, query)
+        store = self.server.cluster.store
+        with store.cond:
+            if ns is not None:
+                self.server.cluster.require_namespace_locked(ns)
+            items = store.list_locked(resource, ns, lreqs, freqs)
+            body = store.list_response_locked(resource, items)
+        self.send_json(200, body)
+
+    def watch(self, resource, ns, lreqs, freqs, query):
+        cluster = self.server.cluster
+        store = cluster.store
+        faults = cluster.settings["faults"]
+        try:
+            timeout = float(query.get("timeoutSeconds") or 1800)
+        except ValueError:
+            raise ApiError(400, "BadRequest", "invalid timeoutSeconds")
+        bookmarks = query.get("allowWatchBookmarks") in ("1", "true", "True")
+        rv_text = query.get("resourceVersion", "")
+        if rv_text not in ("", "0") and not rv_text.isdigit():
+            raise ApiError(400, "BadRequest", f'invalid resource version "{rv_text}"')
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.status_sent = 200
+        self.close_connection = True
+        kind = RESOURCES[resource][0]
+
+        def chunk(obj):
+            data = (json.dumps(obj) + "\n").encode()
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+
+        def gone(err):
+            chunk({"type": "ERROR", "object": err.body})
+            self.wfile.write(b"0\r\n\r\n")
+
+        with self.server.counter_lock:
+            self.server.watch_count += 1
+            if faults["watch-gone"] > 0:
+                faults["watch-gone"] -= 1
+                scripted_gone = True
+            else:
+                scripted_gone = False
+        if scripted_gone:
+            with store.cond:
+                return gone(ApiError(410, "Expired", f"too old resource version: {rv_text or 0} "
+                                     f"({store.rv}) (scripted by --fault watch-gone)"))
+        sent = 0
+        limit = faults["watch-break-after"]
+        deadline = time.monotonic() + timeout
+        last_bookmark = time.monotonic()
+        pending = []
+        with store.cond:
+            if rv_text in ("", "0"):
+                pending = [{"type": "ADDED", "object": o}
+                           for o in store.list_locked(resource, ns, lreqs, freqs)]
+                from_rv = store.rv
+            else:
+                from_rv = int(rv_text)
+        while True:
+            if not pending:
+                with store.cond:
+                    while True:
+                        if cluster.stopping.is_set():
+                            break
+                        try:
+                            events = store.events_since_locked(from_rv, resource, ns, lreqs, freqs)
+                        except ApiError as e:
+                            return gone(e)
+                        from_rv = store.rv
+                        if events:
+                            pending = [e for _, e in events]
+                            break
+                        left = deadline - time.monotonic()
+                        if left <= 0:
+                            break
+                        if bookmarks and time.monotonic() - last_bookmark >= 1.0:
+                            break
+                        store.cond.wait(min(left, 0.5))
+                    current = str(store.rv)
+            if cluster.stopping.is_set() or (not pending and time.monotonic() >= deadline):
+                self.wfile.write(b"0\r\n\r\n")
+                return
+            if not pending:
+                last_bookmark = time.monotonic()
+                chunk({"type": "BOOKMARK", "object": {
+                    "kind": kind, "apiVersion": GROUPS[resource],
+                    "metadata": {"resourceVersion": current,
+                                 "annotations": {"k8s.io/initial-events-end": "true"}}}})
+                continue
+            for event in pending:
+                chunk(event)
+                sent += 1
+                if limit is not None and sent >= limit:
+                    # Cut mid-stream: no terminating chunk, as a dropped connection would.
+                    try:
+                        self.request.shutdown(2)
+                    except OSError:
+                        pass
+                    return
+            pending = []
+
+    def create(self, resource, ns, query):
+        cluster = self.server.cluster
+        body = self.body
+        if not isinstance(body, dict):
+            raise ApiError(400, "BadRequest", "the body of the request was empty or not an object")
+        dry_run = query.get("dryRun") == "All"
+        if "dryRun" in query and not dry_run:
+            raise ApiError(400, "BadRequest", f'Invalid dry run value: "{query["dryRun"]}"; '
+                           'supported values: "All"')
+        want_kind = RESOURCES[resource][0]
+        if body.get("kind") not in (None, want_kind):
+            raise ApiError(400, "BadRequest",
+                           f"the API version in the data ({body.get('apiVersion')}) does not "
+                           f"match the expected API version ({GROUPS[resource]}) or kind "
+                           f"{body.get('kind')} is not {want_kind}")
+        if resource == "jobs":
+            return self.send_json(201, cluster.create_job(ns, body, dry_run))
+        if resource == "pods":
+            pod, warning = cluster.create_pod(ns, body, dry_run)
+            headers = {"Warning": f'299 - "{warning}"'} if warning else None
+            return self.send_json(201, pod, headers)
+        if resource == "networkpolicies":
+            if dry_run:
+                raise ApiError(400, "BadRequest", "fake-kube: dryRun only for pods and jobs")
+            return self.send_json(201, cluster.create_policy(ns, body))
+        if resource == "namespaces":
+            with cluster.store.cond:
+                obj = copy.deepcopy(body)
+                obj.setdefault("status", {"phase": "Active"})
+                return self.send_json(201, cluster.store.create_locked("namespaces", obj))
+        raise ApiError(405, "MethodNotAllowed", f"fake-kube does not create {resource}")
+
+    def delete(self, resource, ns, name, query):
+        cluster = self.server.cluster
+        opts = self.body if isinstance(self.body, dict) else {}
+        propagation = query.get("propagationPolicy") or opts.get("propagationPolicy") or "Orphan"
+        if propagation not in ("Orphan", "Background", "Foreground"):
+            raise ApiError(400, "BadRequest", f'Unsupported value: "{propagation}": supported '
+                           'values: "Foreground", "Background", "Orphan"')
+        if ns is not None:
+            with cluster.store.cond:
+                cluster.require_namespace_locked(ns)
+        if name is None:
+            return self.delete_collection(resource, ns, query, propagation)
+        obj = self.delete_named(resource, ns, name, propagation)
+        if resource == "pods" or (resource == "jobs" and propagation == "Foreground"):
+            return self.send_json(200, obj)
+        group = GROUPS[resource].split("/")[0] if "/" in GROUPS[resource] else ""
+        self.send_json(200, {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                             "status": "Success", "details": {
+                                 "name": name, "group": group, "kind": resource,
+                                 "uid": obj["metadata"]["uid"]}})
+
+    def delete_named(self, resource, ns, name, propagation):
+        cluster = self.server.cluster
+        if resource == "jobs":
+            return cluster.delete_job(ns, name, propagation)
+        if resource == "pods":
+            return cluster.delete_pod(ns, name)
+        if resource == "networkpolicies":
+            with cluster.store.cond:
+                obj = cluster.store.delete_locked(resource, ns, name)
+                if obj is None:
+                        raise not_found(resource, name, "networking.k8s.io")
+                return obj
+        raise ApiError(405, "MethodNotAllowed", f"fake-kube does not delete {resource}")
+
+    def delete_collection(self, resource, ns, query, propagation):
+        if resource not in ("jobs", "pods", "networkpolicies"):
+            raise ApiError(405, "MethodNotAllowed", f"fake-kube: no deletecollection of {resource}")
+        lreqs, freqs = self.selectors(resource, query)
+        store = self.server.cluster.store
+        with store.cond:
+            names = [o["metadata"]["name"] for o in store.list_locked(resource, ns, lreqs, freqs)]
+        deleted = []
+        for name in names:
+            try:
+                deleted.append(self.delete_named(resource, ns, name, propagation))
+            except ApiError as e:
+                if e.code != 404:
+                    raise
+        with store.cond:
+            body = store.list_response_locked(resource, deleted)
+        self.send_json(200, body)
+
+    def pod_log(self, ns, name, query):
+        cluster = self.server.cluster
+        with cluster.store.cond:
+            cluster.require_namespace_locked(ns)
+            pod = cluster.store.get_locked("pods", ns, name)
+            if pod is None:
+                raise not_found("pods", name)
+            names = [c["name"] for c in pod["spec"]["containers"]]
+            container = query.get("container") or names[0]
+            if container not in names:
+                raise ApiError(400, "BadRequest",
+                               f"container {container} is not valid for pod {name}")
+            path = cluster.log_path_locked(pod)
+            if path is None:
+                cs = (pod.get("status", {}).get("containerStatuses") or [{}])[0]
+                reason = cs.get("state", {}).get("waiting", {}).get("reason", "ContainerCreating")
+                raise ApiError(400, "BadRequest", f'container "{container}" in pod "{name}" is '
+                               f"waiting to start: {reason}")
+        try:
+            limit = int(query["limitBytes"]) if "limitBytes" in query else None
+        except ValueError:
+            raise ApiError(400, "BadRequest", "invalid limitBytes")
+        if limit is not None and limit <= 0:
+            raise ApiError(422, "Invalid", "PodLogOptions \"\" is invalid: limitBytes: Invalid "
+                           "value: must be greater than 0")
+        try:
+            with open(path, "rb") as f:
+                data = f.read(limit if limit is not None else -1)
+        except FileNotFoundError:
+            raise ApiError(404, "NotFound", f'pods "{name}" not found')
+        if "tailLines" in query:
+            lines = data.splitlines(keepends=True)
+            data = b"".join(lines[-int(query["tailLines"]):]) if int(query["tailLines"]) else b""
+        self.send_text(200, data)
+
+    # -- control endpoints
+    def control(self, method, path):
+        cluster = self.server.cluster
+        if method == "GET" and path == "/fake/state":
+            with cluster.store.cond:
+                objects = {r: cluster.store.list_locked(r) for r in RESOURCES}
+                body = {"resourceVersion": str(cluster.store.rv), "objects": objects,
+                        "podNetwork": copy.deepcopy(cluster.pod_network),
+                        "settings": settings_json(cluster.settings),
+                        "apiRequests": self.server.api_requests,
+                        "watches": self.server.watch_count}
+            return self.send_json(200, body)
+        if method == "GET" and path == "/fake/processes":
+            return self.send_json(200, {"processes": cluster.running_processes()})
+        if method == "GET" and path == "/fake/requests":
+            with self.server.counter_lock:
+                return self.send_json(200, {"requests": list(self.server.request_log)})
+        if method == "POST" and path == "/fake/script":
+            body = self.body or {}
+            try:
+                with cluster.store.cond:
+                    new = dict(cluster.settings)
+                    if "network-policy" in body:
+                        apply_network_policy(new, body["network-policy"])
+                        if new["network-policy"] == "enforce" and cluster.netns_prefix is None:
+                            raise ValueError("enforce needs a network namespace tool; none works")
+                    if "policy-delay" in body:
+                        new["policy-delay"] = float(body["policy-delay"])
+                    if "admission" in body:
+                        if body["admission"] not in ADMISSION_MODES:
+                            raise ValueError(f"unknown admission {body['admission']}")
+                        new["admission"] = body["admission"]
+                    if "faults" in body:
+                        new["faults"] = parse_faults(body["faults"])
+                    if "add-faults" in body:
+                        merged = parse_faults(body["add-faults"])
+                        base = copy.deepcopy(new["faults"])
+                        for k, v in merged.items():
+                            if isinstance(v, set):
+                                base[k] |= v
+                            elif isinstance(v, list):
+                                base[k] += v
+                            elif v:
+                                base[k] = v
+                        new["faults"] = base
+                    cluster.settings.clear()
+                    cluster.settings.update(new)
+            except (ValueError, TypeError) as e:
+                return self.send_json(400, status(400, "BadRequest", str(e)))
+            if body.get("compact"):
+                cluster.store.compact()
+            return self.send_json(200, {"settings": settings_json(cluster.settings)})
+        self.send_json(404, status(404, "NotFound", f"no control endpoint {method} {path}"))
+
+
+# ---------------------------------------------------------------------------- main
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="FAKE Kubernetes API server for sandprobe tests")
+    ap.add_argument("--kubeconfig-out", required=True)
+    ap.add_argument("--state-dir", required=True)
+    ap.add_argument("--network-policy", default="enforce")
+    ap.add_argument("--policy-delay", type=float, default=0.0)
+    ap.add_argument("--nodes", default="fake-node-1")
+    ap.add_argument("--admission", default="admit", choices=ADMISSION_MODES)
+    ap.add_argument("--runtime-classes", default="gvisor")
+    ap.add_argument("--namespaces", default="default,kube-system,sandprobe")
+    ap.add_argument("--context-namespace", default="sandprobe")
+    ap.add_argument("--auth", default="token", choices=("token", "client-cert"))
+    ap.add_argument("--kubeconfig-paths", action="store_true",
+                    help="reference CA/cert files by path instead of inline *-data")
+    ap.add_argument("--fault", action="append", default=[])
+    args = ap.parse_args(argv)
+
+    settings = {"network-policy": "enforce", "enforce-on": None, "policy-delay": args.policy_delay,
+                "admission": args.admission}
+    try:
+        apply_network_policy(settings, args.network_policy)
+        settings["faults"] = parse_faults(args.fault)
+    except ValueError as e:
+        print(f"fake_kube: {e}", file=sys.stderr)
+        return 2
+    state_dir = os.path.abspath(args.state_dir)
+    os.makedirs(os.path.join(state_dir, "logs"), exist_ok=True)
+    as_root = os.geteuid() == 0
+    try:
+        netns_prefix = netns_wrapper(as_root)
+    except RuntimeError as e:
+        netns_prefix = None
+        if settings["network-policy"] == "enforce":
+            print(f"fake_kube: --network-policy enforce impossible: {e}", file=sys.stderr)
+            return 2
+    become_subreaper()
+    make_pki(state_dir)
+    token = secrets.token_urlsafe(32)
+    cluster = Cluster(settings, parse_nodes(args.nodes),
+                      [n for n in args.namespaces.split(",") if n],
+                      [r for r in args.runtime_classes.split(",") if r], as_root, netns_prefix,
+                      secrets.token_hex(8), state_dir)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(f"{state_dir}/server.crt", f"{state_dir}/server.key")
+    ctx.load_verify_locations(f"{state_dir}/ca.crt")
+    ctx.verify_mode = ssl.CERT_OPTIONAL
+    server = FakeServer(cluster, ctx, token)
+    port = server.server_address[1]
+    cluster.service_port = port
+    url = f"https://127.0.0.1:{port}"
+    write_kubeconfig(args.kubeconfig_out, url, state_dir, token, args.auth, args.kubeconfig_paths,
+                     args.context_namespace)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
+                     daemon=True).start()
+    print(f"READY {url}", flush=True)
+    while not stop.wait(0.5):
+        pass
+    server.shutdown()
+    server.server_close()
+    server.hang.set()
+    with cluster.store.cond:
+        cluster.stopping.set()
+        cluster.store.cond.notify_all()
+    cluster.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
