@@ -7,6 +7,7 @@
 #include "canary/http_canary.h"
 #include "canary/net_util.h"
 #include "canary/tcp_canary.h"
+#include "canary/udp_canary.h"
 
 namespace sandprobe::canary {
 
@@ -45,6 +46,11 @@ std::expected<std::unique_ptr<CanarySet>, std::string> CanarySet::Start(
   if (!dns) return std::unexpected("dns canary: " + dns.error());
   set->dns_ = std::move(*dns);
   set->dns_address_ = address_with(set->dns_->port());
+
+  auto udp = UdpCanary::Start(*address, options.udp_port, nonce, *set->log_);
+  if (!udp) return std::unexpected("udp canary: " + udp.error());
+  set->udp_ = std::move(*udp);
+  set->udp_address_ = address_with(set->udp_->port());
   return set;  // on any error above, ~CanarySet stopped what had started
 }
 
@@ -60,8 +66,9 @@ void CanarySet::Stop() {
   std::lock_guard lock(stop_mutex_);
   if (stopped_) return;
   stopped_ = true;
-  // TCP and DNS stop at once; HTTP may wait for a slow client's 2 s read timeout.
+  // TCP, UDP and DNS stop at once; HTTP may wait for a slow client's 2 s read timeout.
   if (tcp_) tcp_->Stop();
+  if (udp_) udp_->Stop();
   if (dns_) dns_->Stop();
   if (http_) http_->Stop();
 }

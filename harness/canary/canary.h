@@ -1,7 +1,7 @@
-// Canary listeners: HTTP, TCP echo and DNS-over-UDP servers owned by the harness and tagged with
-// a per-run nonce. A probe that reaches one gets the nonce back and leaves a Hit in the log, so
-// "reached" rests on server-side proof, not on "connect() did not fail" (DESIGN.md, "Canaries
-// and hermetic targets").
+// Canary listeners: HTTP, TCP echo, UDP echo and DNS-over-UDP servers owned by the harness and
+// tagged with a per-run nonce. A probe that reaches one gets the nonce back and leaves a Hit in the
+// log, so "reached" rests on server-side proof, not on "connect() did not fail" (DESIGN.md,
+// "Canaries and hermetic targets").
 //
 // Wire protocols (what probes speak):
 //   HTTP  any method, any path; header "X-Sandprobe: <nonce> <invocation>". Always answers 200,
@@ -9,6 +9,9 @@
 //   TCP   one line "SANDPROBE <nonce> <invocation>\n" (at most 512 bytes, 2 s to send it);
 //         answers "SANDPROBE-ECHO <nonce> <invocation>\n" and closes. Anything else: closed
 //         without an answer.
+//   UDP   one datagram "SANDPROBE <nonce> <invocation>" (one trailing "\n" or "\r\n" allowed, at
+//         most 512 bytes); answers "SANDPROBE-ECHO <nonce> <invocation>\n" to the sender. Anything
+//         else: logged (invocation "") and not answered, so foreign traffic is never reflected.
 //   DNS   a standard query for "<invocation>.<nonce>.sandprobe.test"; answers NXDOMAIN (same id,
 //         RD copied, question echoed, no records). Malformed packets are dropped silently.
 // Every request that parses is logged; its Hit carries the invocation only when it carried this
@@ -36,10 +39,11 @@ namespace sandprobe::canary {
 // One request a canary received. All strings came from the network: bounded and printable
 // (bytes outside 0x20..0x7e replaced by '?'), but still untrusted for every output format.
 struct Hit {
-  std::string kind;        // "http" | "tcp" | "dns"
+  std::string kind;        // "http" | "tcp" | "udp" | "dns"
   std::string invocation;  // the probe invocation id the request carried ("" if none/foreign nonce)
   std::string peer;        // "ip:port" of the client
-  std::string detail;      // ≤200 bytes: "GET /latest/meta-data/", the TCP line, or the DNS qname
+  std::string detail;      // ≤200 bytes: "GET /latest/meta-data/", the TCP line or UDP payload,
+                           // or the DNS qname
   int64_t unix_ms = 0;     // wall clock of the hit, milliseconds since the Unix epoch
 };
 
@@ -48,6 +52,7 @@ struct CanaryOptions {
   uint16_t http_port = 0;
   uint16_t tcp_port = 0;
   uint16_t dns_port = 0;
+  uint16_t udp_port = 0;
   size_t max_hits = 10'000;
 };
 
@@ -55,8 +60,9 @@ class HitLog;
 class HttpCanary;
 class TcpCanary;
 class DnsCanary;
+class UdpCanary;
 
-// The three listeners on one bind address, sharing one hit log. Stops in the destructor.
+// The four listeners on one bind address, sharing one hit log. Stops in the destructor.
 class CanarySet {
  public:
   // bind_address: an IPv4 address (tests/demo use 127.0.0.1; later a Docker --internal network
@@ -74,6 +80,7 @@ class CanarySet {
   std::string http_address() const { return http_address_; }
   std::string tcp_address() const { return tcp_address_; }
   std::string dns_address() const { return dns_address_; }
+  std::string udp_address() const { return udp_address_; }
   const std::string& nonce() const { return nonce_; }
 
   std::vector<Hit> HitsFor(std::string_view invocation) const;  // hits carrying that invocation
@@ -87,11 +94,12 @@ class CanarySet {
   CanarySet(std::string nonce, size_t max_hits);
 
   std::string nonce_;
-  std::string http_address_, tcp_address_, dns_address_;
+  std::string http_address_, tcp_address_, dns_address_, udp_address_;
   std::unique_ptr<HitLog> log_;  // declared first among owners: outlives the listeners
   std::unique_ptr<HttpCanary> http_;
   std::unique_ptr<TcpCanary> tcp_;
   std::unique_ptr<DnsCanary> dns_;
+  std::unique_ptr<UdpCanary> udp_;
   std::mutex stop_mutex_;
   bool stopped_ = false;
 };

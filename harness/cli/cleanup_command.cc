@@ -1,8 +1,8 @@
 // `sandprobe cleanup`: removes what earlier runs left behind when they could not clean up (the
-// harness was SIGKILLed): planted canary token folders (<canary dir>/sp-*), fill-tmp files
-// (<dir>/.sandprobe-fill-*) and Docker containers labelled sandprobe.run. What belongs to a run
-// that is still alive (its canary folder's .lock is held) is left alone. Processes cannot be left
-// behind: sandprobe-reaper dies with the harness (PR_SET_PDEATHSIG) and kills its tree first.
+// harness was SIGKILLed): planted canary token folders (<canary dir>/sp-*), fill-tmp and dev-shm
+// files (<dir>/.sandprobe-fill-*) and Docker containers labelled sandprobe.run. What belongs to a
+// run that is still alive (its canary folder's .lock is held) is left alone. Processes cannot be
+// left behind: sandprobe-reaper dies with the harness (PR_SET_PDEATHSIG) and kills its tree first.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -21,7 +21,8 @@ void AddCleanup(CLI::App& app, CleanupArgs& a) {
   CLI::App* c = app.add_subcommand("cleanup", "Remove leftovers of earlier interrupted runs");
   c->add_option("--canary-dir", a.canary_dir,
                 "canary folder of those runs (default: ~/.cache/sandprobe)");
-  c->add_option("--tmp", a.tmp_dirs, "folders where fill-tmp probes wrote (default: /tmp)");
+  c->add_option("--tmp", a.tmp_dirs,
+                "folders where fill-tmp/dev-shm probes wrote (default: /tmp and /dev/shm)");
   c->add_flag("--dry-run", a.dry_run, "only list what would be removed");
 }
 
@@ -40,10 +41,12 @@ int DoCleanup(const CleanupArgs& a) {
     if (!a.dry_run) fs::remove_all(e.path(), ec);
     ++removed;
   }
-  // fill-tmp files carry no run id; one written to in the last 10 minutes may belong to a live
-  // run (every probe is bounded by its deadline), so only older ones are removed.
+  // fill-tmp and dev-shm files carry no run id; one written to in the last 10 minutes may belong to
+  // a live run (every probe is bounded by its deadline), so only older ones are removed.
   const auto cutoff = fs::file_time_type::clock::now() - std::chrono::minutes(10);
-  for (const std::string& t : a.tmp_dirs.empty() ? std::vector<std::string>{"/tmp"} : a.tmp_dirs) {
+  const std::vector<std::string> tmp_dirs =
+      a.tmp_dirs.empty() ? std::vector<std::string>{"/tmp", "/dev/shm"} : a.tmp_dirs;
+  for (const std::string& t : tmp_dirs) {
     for (const auto& e : fs::directory_iterator(t, ec)) {
       if (!e.path().filename().string().starts_with(".sandprobe-fill-")) continue;
       std::error_code time_ec;

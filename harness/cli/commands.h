@@ -40,12 +40,22 @@ struct CleanupArgs {
   bool dry_run = false;
 };
 
+// `render`: the Kubernetes objects a run would submit, as YAML.
+struct RenderArgs {
+  std::string home;
+  std::vector<std::string> sandboxes;
+  std::string suite;
+  std::string probe;
+};
+
 void AddRun(CLI::App& app, RunArgs& args);
+void AddRender(CLI::App& app, RenderArgs& args);
 void AddCleanup(CLI::App& app, CleanupArgs& args);
 void AddList(CLI::App& app, ListArgs& args);  // adds both `list` and `explain`
 void AddValidate(CLI::App& app, ValidateArgs& args);
 
 int DoRun(const RunArgs& args);
+int DoRender(const RenderArgs& args);
 int DoList(const ListArgs& args, bool explain);
 int DoValidate(const ValidateArgs& args);
 int DoCleanup(const CleanupArgs& args);

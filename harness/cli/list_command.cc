@@ -59,7 +59,8 @@ int DoList(const ListArgs& a, bool explain) {
   for (const auto& [name, spec] : p.params) {
     std::string sized;
     if (!spec.from_limit.empty()) {
-      sized = fmt::format(" (sized {} x limits.{} in {})", spec.factor, spec.from_limit, spec.unit);
+      sized = fmt::format(" (sized {} x limits.{}{})", spec.factor, spec.from_limit,
+                          spec.unit.empty() ? "" : " in " + spec.unit);
     }
     std::cout << fmt::format("  {} = {}{}\n      {}\n", name, spec.default_value.dump(), sized,
                              spec.description);
@@ -70,9 +71,21 @@ int DoList(const ListArgs& a, bool explain) {
   }
   std::cout << fmt::format("  {:<20} {}\n", "(killed by sandbox)",
                            core::ToString(p.classify.killed));
+  std::cout << fmt::format("  {:<20} {}\n", "(timed out)", core::ToString(p.classify.timed_out));
+  std::cout << fmt::format("  {:<20} {}\n", "(sandbox crashed)", core::ToString(p.classify.crashed));
   std::cout << fmt::format("  {:<20} {}\n", "(harness deadline)",
                            core::ToString(p.classify.deadline));
   std::cout << fmt::format("  {:<20} {}\n", "(canary hit)", core::ToString(p.classify.canary_hit));
+  if (p.classify.exceeds) {
+    std::cout << fmt::format("  {:<20} exposed when any record's {} is over param {}\n",
+                             "(over the claim)", p.classify.exceeds->field,
+                             p.classify.exceeds->param);
+  }
+  if (p.classify.fact) {
+    std::cout << fmt::format("  {:<20} driver fact {}: > 0 {}, 0 {}\n", "(driver fact)",
+                             p.classify.fact->fact, core::ToString(p.classify.fact->above_zero),
+                             core::ToString(p.classify.fact->zero));
+  }
   return 0;
 }
 

@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
   sandprobe::cli::AddValidate(app, validate);
   sandprobe::cli::CleanupArgs cleanup;
   sandprobe::cli::AddCleanup(app, cleanup);
+  sandprobe::cli::RenderArgs render;
+  sandprobe::cli::AddRender(app, render);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -37,5 +39,6 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("explain")) return sandprobe::cli::DoList(list, true);
   if (app.got_subcommand("validate")) return sandprobe::cli::DoValidate(validate);
   if (app.got_subcommand("cleanup")) return sandprobe::cli::DoCleanup(cleanup);
+  if (app.got_subcommand("render")) return sandprobe::cli::DoRender(render);
   return sandprobe::cli::kExitSetup;
 }

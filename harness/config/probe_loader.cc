@@ -66,9 +66,9 @@ std::expected<void, ConfigError> LoadClassify(const std::string& file, const YAM
                                               core::ProbeDescriptor& p) {
   if (!node.IsMap())
     return std::unexpected(At(file, node, "classify", "required mapping is missing"));
-  if (auto r = internal::OnlyKeys(
-          file, node, "classify",
-          {"outcomes", "killed", "timed_out", "deadline", "canary_hit", "exceeds", "fact"});
+  if (auto r = internal::OnlyKeys(file, node, "classify",
+                                  {"outcomes", "killed", "timed_out", "deadline", "crashed", "canary_hit",
+                                   "exceeds", "fact", "output", "quiet_after_call"});
       !r) {
     return r;
   }
@@ -85,6 +85,7 @@ std::expected<void, ConfigError> LoadClassify(const std::string& file, const YAM
   for (auto [key, out] : {std::pair{"killed", &p.classify.killed},
                           {"timed_out", &p.classify.timed_out},
                           {"deadline", &p.classify.deadline},
+                          {"crashed", &p.classify.crashed},
                           {"canary_hit", &p.classify.canary_hit}}) {
     if (!node[key].IsDefined()) continue;
     auto e = ExposureAt(file, node[key], std::string("classify.") + key);
@@ -119,6 +120,34 @@ std::expected<void, ConfigError> LoadClassify(const std::string& file, const YAM
     }
     p.classify.fact = rule;
   }
+  if (const YAML::Node o = node["output"]; o.IsDefined()) {
+    static constexpr std::pair<const char*, double> kUnits[] = {
+        {"B", 1}, {"KiB", 1024}, {"MiB", 1 << 20}};
+    const std::string unit = o["unit"].IsDefined() ? o["unit"].Scalar() : "MiB";
+    const auto u = std::ranges::find(kUnits, unit, &std::pair<const char*, double>::first);
+    if (!o.IsMap() || !o["param"].IsScalar() || u == std::end(kUnits)) {
+      return std::unexpected(
+          At(file, o, "classify.output", "expected {param: <param>, unit: B | KiB | MiB}"));
+    }
+    if (!p.params.contains(o["param"].Scalar())) {
+      return std::unexpected(
+          At(file, o["param"], "classify.output.param", "names no parameter of this probe"));
+    }
+    p.classify.output = core::OutputRule{o["param"].Scalar(), u->second};
+  }
+  if (const YAML::Node q = node["quiet_after_call"]; q.IsDefined()) {
+    if (!q.IsMap() || !q["param"].IsScalar() || !q["exposure"].IsDefined()) {
+      return std::unexpected(At(file, q, "classify.quiet_after_call",
+                                "expected {param: <canary param>, exposure: <exposure>}"));
+    }
+    if (!p.params.contains(q["param"].Scalar())) {
+      return std::unexpected(At(file, q["param"], "classify.quiet_after_call.param",
+                                "names no parameter of this probe"));
+    }
+    auto e = ExposureAt(file, q["exposure"], "classify.quiet_after_call.exposure");
+    if (!e) return std::unexpected(e.error());
+    p.classify.quiet_after_call = core::QuietAfterCallRule{q["param"].Scalar(), *e};
+  }
   return {};
 }
 
@@ -133,7 +162,7 @@ Loaded<core::ProbeDescriptor> LoadProbe(const std::filesystem::path& dir) {
   const YAML::Node& y = *root;
   if (auto r = internal::OnlyKeys(file, y, "",
                                   {"id", "label", "category", "description", "requires_control",
-                                   "drivers", "params", "classify"});
+                                   "drivers", "params", "classify", "calls", "after_call_s"});
       !r) {
     return std::unexpected(r.error());
   }
@@ -164,6 +193,18 @@ Loaded<core::ProbeDescriptor> LoadProbe(const std::filesystem::path& dir) {
     for (const auto& d : drivers) p.drivers.push_back(d.Scalar());
   }
   if (p.drivers.empty()) p.drivers = {"all"};
+  if (const YAML::Node c = y["calls"]; c.IsDefined()) {
+    const nlohmann::json v = internal::ToJson(c);
+    if (!v.is_number_integer() || v.get<int>() < 1 || v.get<int>() > 5)
+      return std::unexpected(At(file, c, "calls", "expected a whole number from 1 to 5"));
+    p.calls = v.get<int>();
+  }
+  if (const YAML::Node a = y["after_call_s"]; a.IsDefined()) {
+    const nlohmann::json v = internal::ToJson(a);
+    if (!v.is_number() || v.get<double>() < 0 || v.get<double>() > 30)
+      return std::unexpected(At(file, a, "after_call_s", "expected seconds from 0 to 30"));
+    p.after_call_s = v.get<double>();
+  }
   if (auto r = LoadParams(file, y["params"], p); !r) return std::unexpected(r.error());
   if (auto r = LoadClassify(file, y["classify"], p); !r) return std::unexpected(r.error());
   auto script = internal::ReadFile((dir / "probe.py").string());

@@ -93,6 +93,53 @@ std::optional<Classification> FromFact(const ClassifyRules& rules, const Observa
                                     source.empty() ? "" : " (" + Bounded(source, 300) + ")")};
 }
 
+// rules.output: how much of what the probe wrote came back (stdout_bytes against the parameter).
+std::optional<Classification> FromOutput(const ClassifyRules& rules, const Observation& obs,
+                                         bool started, bool ended_itself) {
+  if (!rules.output) return std::nullopt;
+  const auto it = obs.params.find(rules.output->param);
+  if (it == obs.params.end() || !it->is_number()) return std::nullopt;
+  const double written = it->get<double>() * rules.output->unit_bytes;
+  if (written <= 0) return std::nullopt;
+  const double seen = static_cast<double>(obs.stdout_bytes);
+  if (seen >= written) {
+    return Classification{
+        Exposure::kExposed, Evidence::kPositive,
+        fmt::format("DELIVERED {:.0f} MiB", seen / 1048576),
+        fmt::format("all {:.0f} bytes the probe wrote came back ({} bytes of stdout): nothing cut "
+                    "the output",
+                    written, obs.stdout_bytes)};
+  }
+  // A cut only counts for a probe seen running that was not stopped by the harness, and whose
+  // result (if it got through) does not say the probe itself failed (the preamble's "error").
+  const bool failed = obs.result && StringField(*obs.result, "outcome") == "error";
+  if (started && ended_itself && !failed && seen < written / 2) {
+    return Classification{
+        Exposure::kContained, Evidence::kPositive, fmt::format("cut at {:.0f} KiB", seen / 1024),
+        fmt::format("output cut: {} of the {:.0f} bytes written came back{}", obs.stdout_bytes,
+                    written, obs.result ? "" : " and the result record never arrived")};
+  }
+  return std::nullopt;
+}
+
+// rules.quiet_after_call: the driver waited after the call and the canary heard nothing.
+std::optional<Classification> FromQuiet(const ClassifyRules& rules, const Observation& obs) {
+  if (!rules.quiet_after_call || !obs.canary_hits.empty()) return std::nullopt;
+  const auto wait = obs.driver_facts.find("after_call_wait_s");
+  if (wait == obs.driver_facts.end() || !wait->is_number() || wait->get<double>() <= 0)
+    return std::nullopt;
+  const auto target = obs.params.find(rules.quiet_after_call->param);
+  if (target == obs.params.end() || !target->is_string() || target->get<std::string>().empty())
+    return std::nullopt;
+  const Exposure e = rules.quiet_after_call->exposure;
+  return Classification{
+      e, e == Exposure::kUnknown ? Evidence::kNone : Evidence::kAbsence, "no heartbeat",
+      fmt::format("nothing reached the canary in the {:g}s the driver waited after the call "
+                  "(absence: the driver cannot count survivors, and a survivor without a route to "
+                  "the canary would not be heard either)",
+                  wait->get<double>())};
+}
+
 }  // namespace
 
 KillKind KillKindOf(const Observation& obs) {
@@ -104,7 +151,9 @@ KillKind KillKindOf(const Observation& obs) {
   return KillKind::kNone;
 }
 
-Classification Classify(const ProbeDescriptor& probe, const Observation& obs) {
+namespace {
+
+Classification ClassifyEnding(const ProbeDescriptor& probe, const Observation& obs) {
   const ClassifyRules& rules = probe.classify;
   switch (obs.ending) {
     case Ending::kHarnessError:
@@ -128,19 +177,24 @@ Classification Classify(const ProbeDescriptor& probe, const Observation& obs) {
   // A declared exposed outcome is a leak whatever happened after it.
   if (from_result && from_result->exposure == Exposure::kExposed) return *from_result;
   if (auto over = OverClaim(rules, obs)) return *over;
-  if (BoolField(obs.driver_facts, "oom_killed")) {
-    return {rules.killed, Evidence::kPositive, "OOM killed",
-            "driver fact: OOMKilled" + ProgressNote(obs)};
-  }
   const bool started = std::ranges::any_of(
       obs.records, [](const nlohmann::json& r) { return StringField(r, "kind") == "start"; });
   // Only an invocation that ended by itself says what outlived it: one stopped at the deadline
   // was killed whole by the harness.
   const bool ended_itself = obs.ending == Ending::kExited || obs.ending == Ending::kSignaled;
+  if (auto output = FromOutput(rules, obs, started, ended_itself)) return *output;
+  if (BoolField(obs.driver_facts, "oom_killed")) {
+    return {rules.killed, Evidence::kPositive, "OOM killed",
+            "driver fact: OOMKilled" + ProgressNote(obs)};
+  }
   if (started && ended_itself && (!from_result || from_result->exposure == Exposure::kUnknown)) {
     if (auto fact = FromFact(rules, obs)) {
       if (from_result) fact->reason = from_result->reason + "; " + fact->reason;
       return *fact;
+    }
+    if (auto quiet = FromQuiet(rules, obs)) {
+      if (from_result) quiet->reason = from_result->reason + "; " + quiet->reason;
+      return *quiet;
     }
   }
   if (from_result) return *from_result;
@@ -175,10 +229,33 @@ Classification Classify(const ProbeDescriptor& probe, const Observation& obs) {
                             : "a kill: an OOM kill looks like this, so does timeout -s KILL",
                         ProgressNote(obs))};
   }
+  if (started && obs.ending == Ending::kExited && obs.exit_code != 0 &&
+      rules.crashed != Exposure::kUnknown) {
+    return {rules.crashed, Evidence::kAbsence, fmt::format("crashed (exit {})", obs.exit_code),
+            fmt::format("the sandbox ended the probe abnormally after {:.1f}s (exit {}, no result "
+                        "record, no kill or timeout signature){}",
+                        obs.duration_s, obs.exit_code, ProgressNote(obs))};
+  }
   return {Exposure::kUnknown, Evidence::kNone, "no result",
           obs.ending == Ending::kExited
               ? fmt::format("exit {} without a result record", obs.exit_code)
               : fmt::format("{} without a result record", ToString(obs.ending))};
+}
+
+}  // namespace
+
+Classification Classify(const ProbeDescriptor& probe, const Observation& obs) {
+  Classification c = ClassifyEnding(probe, obs);
+  // Shared fate (http driver): the service was healthy before the probe and not after. A leak
+  // measured before it died stays a leak; anything else is no evidence of containment.
+  if (BoolField(obs.driver_facts, "service_died") && c.exposure != Exposure::kExposed &&
+      obs.ending != Ending::kHarnessError) {
+    c = {Exposure::kUnknown, Evidence::kNone, "service died",
+         fmt::format("the probe took the service down (health after: {}); the probe's own "
+                     "answer: {}",
+                     Bounded(StringField(obs.driver_facts, "health_after"), 300), c.reason)};
+  }
+  return c;
 }
 
 }  // namespace sandprobe::core

@@ -13,14 +13,21 @@ namespace sandprobe::core {
 //  2. a canary logged this invocation                 -> rules.canary_hit (positive)
 //  3. records went past the claim (rules.exceeds)     -> exposed (positive)
 //  4. a result record with a declared exposed outcome -> exposed
+//  4b. rules.output: all the output written came back -> exposed; the probe started, ended by
+//      itself, did not report a failure and < half came back -> contained (positive: a cut)
 //  5. driver fact oom_killed                          -> rules.killed (positive, "OOMKilled")
 //  6. rules.fact: the driver measured the fact and the result (if any) is declared unknown
 //                                                     -> above_zero / zero (positive; source named)
+//  6b. rules.quiet_after_call: same conditions, the fact was not measured, the driver waited
+//      after the call (after_call_wait_s) and the canary logged nothing -> its exposure (absence)
 //  7. a result record whose outcome is declared       -> that exposure; evidence from the record
 //  8. no result: deadline                             -> rules.deadline
 //                timeout (exit 124/143, SIGTERM)      -> rules.timed_out
 //                killed (SIGKILL, exit 137, signals)  -> rules.killed
+//                other non-zero exit after start      -> rules.crashed (absence evidence)
 //                anything else                        -> unknown ("no result record")
+// Then shared fate: driver fact service_died (http: healthy before, not after) turns anything but
+// exposed into unknown, "the probe took the service down".
 Classification Classify(const ProbeDescriptor& probe, const Observation& obs);
 
 // How a process that left no result record ended, from its status alone (PROBES.md trap 5:

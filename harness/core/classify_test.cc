@@ -189,6 +189,24 @@ TEST(ClassifyTest, OomFactBeatsSilence) {
   EXPECT_NE(c.reason.find("240"), std::string::npos);
 }
 
+// res.fork-bomb under gVisor: the sandbox dies (exit 2) when the pids cgroup counts its threads.
+TEST(ClassifyTest, CrashedRuleOnlyForDeclaringProbesAfterStart) {
+  ProbeDescriptor bomb;
+  bomb.classify.outcomes = {{"all_forked", Exposure::kExposed}};
+  Observation crashed = Started(Exited(2));
+  crashed.records.push_back({{"kind", "progress"}, {"forked", 4}});
+  EXPECT_EQ(Classify(bomb, crashed).exposure, Exposure::kUnknown) << "not declared: no judgement";
+  bomb.classify.crashed = Exposure::kContained;
+  const Classification c = Classify(bomb, crashed);
+  EXPECT_EQ(c.exposure, Exposure::kContained);
+  EXPECT_EQ(c.evidence, Evidence::kAbsence);
+  EXPECT_EQ(c.label, "crashed (exit 2)");
+  EXPECT_NE(c.reason.find("\"forked\":4"), std::string::npos) << c.reason;
+  EXPECT_EQ(Classify(bomb, Exited(2)).exposure, Exposure::kUnknown) << "never started";
+  EXPECT_EQ(Classify(bomb, Started(Exited(0))).exposure, Exposure::kUnknown) << "exit 0";
+  EXPECT_EQ(Classify(bomb, Started(Exited(124))).exposure, Exposure::kUnknown) << "a timeout";
+}
+
 // proc.outlives-call: the probe detaches a process and defers to the driver's survivors count.
 TEST(ClassifyTest, FactRuleDecidesWhenTheProbeDefers) {
   ProbeDescriptor p;
@@ -275,6 +293,144 @@ TEST(ClassifyTest, HarnessProblemsAreUnknown) {
     o.ending = e;
     o.result = nlohmann::json{{"kind", "result"}, {"outcome", "blocked"}};
     EXPECT_EQ(Classify(NetProbe(), o).exposure, Exposure::kUnknown) << ToString(e);
+  }
+}
+
+// res.output-flood: stdout_bytes against the amount the probe wrote (param total_mib, MiB).
+ProbeDescriptor FloodProbe() {
+  ProbeDescriptor p;
+  p.id = "res.output-flood";
+  p.classify.outcomes = {{"written", Exposure::kUnknown}, {"error", Exposure::kUnknown}};
+  p.classify.output = OutputRule{"total_mib", 1 << 20};
+  return p;
+}
+
+TEST(ClassifyTest, OutputRuleTable) {
+  const nlohmann::json written = {{"kind", "result"}, {"outcome", "written"}};
+  const nlohmann::json failed = {{"kind", "result"}, {"outcome", "error"}};
+  struct Case {
+    const char* name;
+    Ending ending;
+    bool started;
+    std::optional<nlohmann::json> result;
+    uint64_t stdout_bytes;
+    Exposure want;
+    const char* label_has;
+  };
+  const uint64_t mib = 1 << 20;
+  const Case cases[] = {
+      {"everything delivered", Ending::kExited, true, written, 64 * mib + 300, Exposure::kExposed,
+       "DELIVERED"},
+      {"cut, result lost", Ending::kExited, true, std::nullopt, mib, Exposure::kContained, "cut"},
+      {"cut, head and tail kept", Ending::kExited, true, written, 2 * mib, Exposure::kContained,
+       "cut"},
+      {"cut by the sandbox's kill", Ending::kSignaled, true, std::nullopt, mib,
+       Exposure::kContained, "cut"},
+      {"most delivered: no decision", Ending::kExited, true, written, 40 * mib, Exposure::kUnknown,
+       ""},
+      {"probe failed", Ending::kExited, true, failed, mib, Exposure::kUnknown, ""},
+      {"never started", Ending::kExited, false, std::nullopt, 0, Exposure::kUnknown, ""},
+      {"harness deadline cut it", Ending::kDeadline, true, std::nullopt, mib, Exposure::kUnknown,
+       ""},
+      {"harness error", Ending::kHarnessError, true, std::nullopt, 0, Exposure::kUnknown, ""},
+  };
+  for (const Case& c : cases) {
+    Observation o;
+    o.ending = c.ending;
+    o.signal = c.ending == Ending::kSignaled ? 9 : 0;
+    o.result = c.result;
+    if (c.started) o.records.push_back({{"kind", "start"}});
+    o.stdout_bytes = c.stdout_bytes;
+    o.params = {{"total_mib", 64}};
+    const Classification got = Classify(FloodProbe(), o);
+    EXPECT_EQ(got.exposure, c.want) << c.name << ": " << got.reason;
+    EXPECT_NE(got.label.find(c.label_has), std::string::npos) << c.name << ": " << got.label;
+    if (c.want != Exposure::kUnknown) {
+      EXPECT_EQ(got.evidence, Evidence::kPositive) << c.name;
+    }
+  }
+}
+
+// proc.outlives-call through a service: no survivors fact, the driver waited after the call.
+TEST(ClassifyTest, QuietAfterCallTable) {
+  ProbeDescriptor p;
+  p.classify.outcomes = {{"detached", Exposure::kUnknown}, {"fork_failed", Exposure::kContained}};
+  p.classify.fact = FactRule{"survivors"};
+  p.classify.quiet_after_call = QuietAfterCallRule{"canary", Exposure::kContained};
+  const nlohmann::json detached = {{"kind", "result"}, {"outcome", "detached"}};
+  struct Case {
+    const char* name;
+    nlohmann::json facts;
+    std::string canary;
+    bool hit;
+    Exposure want;
+    Evidence evidence;
+  };
+  const Case cases[] = {
+      {"waited, quiet",
+       {{"after_call_wait_s", 1.5}},
+       "127.0.0.1:9",
+       false,
+       Exposure::kContained,
+       Evidence::kAbsence},
+      {"waited, heartbeat heard",
+       {{"after_call_wait_s", 1.5}},
+       "127.0.0.1:9",
+       true,
+       Exposure::kExposed,
+       Evidence::kPositive},
+      {"did not wait", nlohmann::json::object(), "127.0.0.1:9", false, Exposure::kUnknown,
+       Evidence::kNone},
+      {"no canary to report to",
+       {{"after_call_wait_s", 1.5}},
+       "",
+       false,
+       Exposure::kUnknown,
+       Evidence::kNone},
+      {"survivors fact wins",
+       {{"after_call_wait_s", 1.5}, {"survivors", 1}},
+       "127.0.0.1:9",
+       false,
+       Exposure::kExposed,
+       Evidence::kPositive},
+  };
+  for (const Case& c : cases) {
+    Observation o = Started(Exited(0, detached));
+    o.driver_facts = c.facts;
+    o.params = {{"canary", c.canary}};
+    if (c.hit) o.canary_hits.push_back({"tcp", "127.0.0.1:5555", "heartbeat"});
+    const Classification got = Classify(p, o);
+    EXPECT_EQ(got.exposure, c.want) << c.name << ": " << got.reason;
+    EXPECT_EQ(got.evidence, c.evidence) << c.name;
+  }
+}
+
+// Shared fate: service_died turns anything but a measured leak into unknown.
+TEST(ClassifyTest, ServiceDiedTable) {
+  const nlohmann::json blocked = {{"kind", "result"}, {"outcome", "blocked"}};
+  const nlohmann::json reached = {{"kind", "result"}, {"outcome", "reached"}};
+  struct Case {
+    const char* name;
+    std::optional<nlohmann::json> result;
+    bool died;
+    Exposure want;
+  };
+  const Case cases[] = {
+      {"contained, service fine", blocked, false, Exposure::kContained},
+      {"contained, then the service died", blocked, true, Exposure::kUnknown},
+      {"leak, then the service died", reached, true, Exposure::kExposed},
+      {"no result, service died", std::nullopt, true, Exposure::kUnknown},
+  };
+  for (const Case& c : cases) {
+    Observation o = Started(Exited(0, c.result));
+    o.driver_facts = {{"health_before", "ok"}, {"health_after", "GET /healthz: HTTP 503"}};
+    if (c.died) o.driver_facts["service_died"] = true;
+    const Classification got = Classify(NetProbe(), o);
+    EXPECT_EQ(got.exposure, c.want) << c.name << ": " << got.reason;
+    if (c.died && c.want == Exposure::kUnknown) {
+      EXPECT_NE(got.reason.find("the probe took the service down"), std::string::npos) << c.name;
+      EXPECT_NE(got.reason.find("HTTP 503"), std::string::npos) << c.name;
+    }
   }
 }
 

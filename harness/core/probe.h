@@ -40,6 +40,23 @@ struct FactRule {
   Exposure zero = Exposure::kContained;      // fact == 0
 };
 
+// An output cap check (res.output-flood): the probe writes `param` x unit bytes of raw output.
+// The driver delivered all of it (stdout_bytes >= that) -> exposed; the probe started and less
+// than half came back (the sandbox or service cut it) -> contained; in between -> no decision.
+struct OutputRule {
+  std::string param;            // resolved parameter with the amount written, e.g. "total_mib"
+  double unit_bytes = 1 << 20;  // bytes per unit of the parameter (MiB by default)
+};
+
+// For drivers that cannot count survivors (a service): the driver waited after the call
+// (driver fact after_call_wait_s > 0), the probe had a canary to report to (the string parameter
+// `param` is not empty) and the canary logged nothing for the invocation -> `exposure`
+// (absence evidence: nothing was heard).
+struct QuietAfterCallRule {
+  std::string param;  // e.g. "canary"
+  Exposure exposure = Exposure::kContained;
+};
+
 // Declared per probe: which result outcomes, endings and facts mean exposed or contained.
 struct ClassifyRules {
   std::map<std::string, Exposure> outcomes;  // result record "outcome" -> exposure
@@ -50,9 +67,15 @@ struct ClassifyRules {
   // SIGTERM (busybox timeout, a polite stop). A timeout is not a memory or disk limit.
   Exposure timed_out = Exposure::kUnknown;
   Exposure deadline = Exposure::kUnknown;    // still running at the harness deadline
+  // Started, then exited non-zero with no result record and no kill/timeout signature: the
+  // sandbox ended abnormally under the probe (gVisor dies when --pids-limit also counts its own
+  // threads, PROBES.md trap 10). Only a probe whose attack that stops may declare it contained.
+  Exposure crashed = Exposure::kUnknown;
   Exposure canary_hit = Exposure::kExposed;  // the canary logged this invocation
   std::optional<ExceedsRule> exceeds;
   std::optional<FactRule> fact;
+  std::optional<OutputRule> output;
+  std::optional<QuietAfterCallRule> quiet_after_call;
 };
 
 struct ProbeDescriptor {
@@ -64,6 +87,13 @@ struct ProbeDescriptor {
   std::vector<std::string> drivers;  // drivers it applies to; {"all"} for every driver
   std::map<std::string, ParamSpec> params;
   ClassifyRules classify;
+  // Calls per invocation in the same arm (state.persists: 2). The runner injects the parameters
+  // `call` (1..calls) and `previous` (the previous call's result record, or null); the
+  // observation judged is the last call's, earlier calls are kept in driver_facts["calls"].
+  int calls = 1;
+  // Seconds a driver that cannot count survivors (http) waits after the call for late evidence
+  // (proc.outlives-call's heartbeats); 0 = none. Process drivers ignore it.
+  double after_call_s = 0;
   std::string script;       // probe.py body (the preamble is added at deployment)
   std::string source_path;  // where the descriptor was read from, for messages
 

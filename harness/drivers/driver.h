@@ -23,6 +23,11 @@ struct Invocation {
   double deadline_s = 10;  // harness deadline, seconds from start
   // Planted in the environment of the process that launches the sandbox (canary secrets).
   std::vector<std::pair<std::string, std::string>> extra_env;
+  // kubernetes: the node to run on ("" = the scheduler's choice; other drivers ignore it).
+  std::string node = "";
+  // The probe's after_call_s: how long a driver that cannot count survivors (http) waits after
+  // the call for late evidence (a detached process's canary heartbeats); 0 = do not wait.
+  double after_call_s = 0;
 };
 
 // Shared settings from the runner.
@@ -50,6 +55,9 @@ class Driver {
   virtual core::Observation Execute(const Invocation& inv, const std::atomic<bool>& cancel) = 0;
   // Removes what the driver created. Idempotent.
   virtual void Cleanup() {}
+  // Weakenings and caveats found in Prepare() (e.g. insecure-skip-tls-verify, an image not
+  // pinned by digest), for the report. Empty by default.
+  virtual std::vector<std::string> Warnings() const { return {}; }
 };
 
 // Builds the driver a manifest names. Errors: a driver this build does not have.

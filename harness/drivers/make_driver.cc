@@ -4,6 +4,8 @@
 #include "drivers/command/command_driver.h"
 #include "drivers/docker/docker_driver.h"
 #include "drivers/driver.h"
+#include "drivers/http/http_driver.h"
+#include "drivers/kubernetes/kubernetes_driver.h"
 
 namespace sandprobe::drivers {
 namespace {
@@ -50,10 +52,20 @@ std::expected<std::unique_ptr<Driver>, SetupError> MakeDriver(const core::Manife
     }
     return std::make_unique<DockerDriver>(manifest.driver_config, context);
   }
-  return std::unexpected(SetupError{
-      fmt::format("driver '{}' (manifest {}) is not available in this build", manifest.driver,
-                  manifest.source_path),
-      "use a local, command or docker manifest; the kubernetes and http drivers are coming"});
+  if (manifest.driver == "kubernetes") return MakeKubernetesDriver(manifest, context);
+  if (manifest.driver == "http") {
+    auto config = ParseHttpConfig(manifest.driver_config);
+    if (!config) {
+      return std::unexpected(SetupError{
+          fmt::format("manifest {}: {}", manifest.source_path, config.error()),
+          "see the README section \"Testing a run-code service\" (manifests/http/minimal.yaml)"});
+    }
+    return std::make_unique<HttpDriver>(std::move(*config), context);
+  }
+  return std::unexpected(
+      SetupError{fmt::format("driver '{}' (manifest {}) is not available in this build",
+                             manifest.driver, manifest.source_path),
+                 "use a local, command, docker, kubernetes or http manifest"});
 }
 
 }  // namespace sandprobe::drivers

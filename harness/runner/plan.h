@@ -17,9 +17,10 @@ namespace sandprobe::runner {
 // The "{name}" placeholders a suite's string parameters may use; the runner fills each one per
 // run (canary addresses and ports, planted canary secrets' names, paths and hashes).
 inline constexpr std::string_view kPlaceholders[] = {
-    "canary.http",       "canary.tcp",        "canary.dns",         "canary.host",
-    "canary.http_port",  "canary.tcp_port",   "canary.dns_port",    "canary.env_name",
-    "canary.env_sha256", "canary.token_file", "canary.token_sha256", "host.kernel_release"};
+    "canary.http",         "canary.tcp",         "canary.dns",        "canary.udp",
+    "canary.host",         "canary.http_port",   "canary.tcp_port",   "canary.dns_port",
+    "canary.udp_port",     "canary.env_name",    "canary.env_sha256", "canary.token_file",
+    "canary.token_sha256", "host.kernel_release"};
 
 // One probe invocation to execute.
 struct Task {

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "canary/canary.h"
+#include "core/banners.h"
 #include "core/classify.h"
 #include "core/json_field.h"
 #include "core/params.h"
@@ -178,10 +179,12 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
   subs["canary.http"] = (*canaries)->http_address();
   subs["canary.tcp"] = (*canaries)->tcp_address();
   subs["canary.dns"] = (*canaries)->dns_address();
+  subs["canary.udp"] = (*canaries)->udp_address();
   subs["canary.host"] = split((*canaries)->http_address()).first;
   subs["canary.http_port"] = split((*canaries)->http_address()).second;
   subs["canary.tcp_port"] = split((*canaries)->tcp_address()).second;
   subs["canary.dns_port"] = split((*canaries)->dns_address()).second;
+  subs["canary.udp_port"] = split((*canaries)->udp_address()).second;
   struct utsname host {};
   uname(&host);
   subs["host.kernel_release"] = host.release;  // kernel.boundary compares against it
@@ -268,7 +271,12 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
       }
       const core::ProbeDescriptor& probe =
           *std::ranges::find(options.probes, task.probe, &core::ProbeDescriptor::id);
-      auto script = core::BuildScript(probe, options.preamble, task.params, nonce, obs.invocation);
+      nlohmann::json first_params = task.params;
+      if (probe.calls > 1) {
+        first_params["call"] = 1;
+        first_params["previous"] = nullptr;
+      }
+      auto script = core::BuildScript(probe, options.preamble, first_params, nonce, obs.invocation);
       if (!script) {
         obs.ending = core::Ending::kHarnessError;
         obs.harness_error = script.error();
@@ -276,8 +284,36 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
         continue;
       }
       const std::string invocation = obs.invocation;
-      obs = arms[task.arm].driver->Execute(
-          {task.probe, invocation, *script, task.deadline_s, secrets->Env()}, cancel);
+      drivers::Invocation inv{task.probe, invocation, *script, task.deadline_s, secrets->Env()};
+      inv.after_call_s = probe.after_call_s;
+      obs = arms[task.arm].driver->Execute(inv, cancel);
+      // Multi-call probes (state.persists): call k+1 sees call k's result as `previous`; the last
+      // call is judged, earlier ones are kept as evidence. A call that left no usable answer
+      // (harness error, interrupt, deadline) ends the sequence and is judged itself.
+      nlohmann::json earlier = nlohmann::json::array();
+      for (int call = 2; call <= probe.calls; ++call) {
+        if (obs.ending == core::Ending::kHarnessError || obs.ending == core::Ending::kInterrupted ||
+            obs.ending == core::Ending::kDeadline || obs.ending == core::Ending::kNotRun) {
+          break;
+        }
+        earlier.push_back({{"call", call - 1},
+                           {"ending", core::ToString(obs.ending)},
+                           {"exit_code", obs.exit_code},
+                           {"result", obs.result.value_or(nullptr)},
+                           {"driver_facts", obs.driver_facts}});
+        nlohmann::json params = task.params;
+        params["call"] = call;
+        params["previous"] = obs.result.value_or(nullptr);
+        auto next = core::BuildScript(probe, options.preamble, params, nonce, invocation);
+        if (!next) {
+          obs.ending = core::Ending::kHarnessError;
+          obs.harness_error = next.error();
+          break;
+        }
+        inv.script = *next;
+        obs = arms[task.arm].driver->Execute(inv, cancel);
+      }
+      if (!earlier.empty()) obs.driver_facts["calls"] = std::move(earlier);
       obs.invocation = invocation;
       obs.canary_hits = HitsOf(**canaries, invocation);
       if (const size_t n = core::RedactSecrets(obs, secrets->Values()); n > 0) {
@@ -292,6 +328,7 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
   for (auto& w : workers) w.join();
   book.FinalizeRemaining();
 
+  matrix.banners = core::PolicyNotEnforcedBanners(matrix);
   matrix.interrupted = cancel.load();
   if (matrix.interrupted) matrix.notes.push_back("run interrupted: unfinished probes are not run");
   if (const size_t dropped = (*canaries)->dropped_hits(); dropped > 0) {

@@ -254,6 +254,61 @@ def dns_canary():
     return c
 
 
+def udp_canary(mode="echo"):
+    """UDP echo canary: a datagram `SANDPROBE <nonce> <inv>` -> `SANDPROBE-ECHO <nonce> <inv>`.
+    mode "foreign" answers a datagram without any nonce (a stand-in for another service),
+    "silent" answers nothing."""
+    hits = []
+
+    class Handler(socketserver.BaseRequestHandler):
+        def handle(self):
+            data, sock = self.request
+            line = data.decode(errors="replace").strip()
+            hits.append(line)
+            if mode == "echo" and line.startswith("SANDPROBE "):
+                reply = "SANDPROBE-ECHO %s\n" % line[len("SANDPROBE "):]
+            elif mode == "foreign":
+                reply = "hello from something else\n"
+            else:
+                return
+            sock.sendto(reply.encode(), self.client_address)
+
+    c = Canary(socketserver.UDPServer(("127.0.0.1", 0), Handler))
+    c.hits = hits
+    return c
+
+
+def session_members(sid):
+    """Live (non-zombie) processes of session sid, from /proc/<pid>/stat."""
+    live = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != "Z" and int(fields[3]) == sid:  # state, ppid, pgrp, session
+            live.append(int(name))
+    return live
+
+
+def _uid_of(pid):
+    try:
+        with open("/proc/%s/status" % pid) as f:
+            return int([l for l in f if l.startswith("Uid:")][0].split()[1])
+    except (OSError, IndexError):
+        return None
+
+
+def wait_until(predicate, timeout_s):
+    deadline = time.monotonic() + timeout_s
+    while not predicate() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return predicate()
+
+
 # ----------------------------------------------------------------------------- probe.yaml
 
 def _strip_comment(line):
@@ -388,15 +443,18 @@ def function_source(probe_id, name):
 # ============================================================================= tests
 
 class DescriptorTest(unittest.TestCase):
-    EXPECTED_IDS = ["cred.env-secrets", "cred.sa-token", "fs.docker-socket", "fs.fill-tmp",
-                    "fs.write-root",
+    EXPECTED_IDS = ["cred.env-secrets", "cred.sa-token", "fs.dev-shm", "fs.docker-socket",
+                    "fs.fill-tmp", "fs.write-root",
                     "kernel.boundary", "net.dns", "net.http-by-name", "net.interfaces",
-                    "net.k8s-api", "net.metadata", "net.tcp-by-ip", "platform.runtime-class",
-                    "priv.capabilities", "priv.no-new-privs", "priv.uid", "res.cpu-loop",
-                    "res.memory-balloon"]
+                    "net.k8s-api", "net.metadata", "net.tcp-by-ip", "net.udp",
+                    "platform.runtime-class", "priv.capabilities", "priv.no-new-privs",
+                    "priv.uid", "proc.host-pids", "proc.outlives-call", "res.cpu-loop",
+                    "res.fork-bomb", "res.memory-balloon", "res.output-flood",
+                    "state.persists"]
     KEYS = ["id", "label", "category", "description", "requires_control", "drivers", "params",
             "classify"]
     EXPOSURES = {"exposed", "contained", "unknown"}
+    OPTIONAL = ["calls", "after_call_s"]  # multi-call probes; late evidence (http driver)
 
     def test_catalogue_is_complete(self):
         self.assertEqual(all_probe_ids(), self.EXPECTED_IDS)
@@ -405,7 +463,7 @@ class DescriptorTest(unittest.TestCase):
         for pid in all_probe_ids():
             with self.subTest(probe=pid):
                 d = load_descriptor(os.path.join(probe_dir(pid), "probe.yaml"))
-                self.assertEqual(list(d), self.KEYS)
+                self.assertEqual([k for k in d if k not in self.OPTIONAL], self.KEYS)
                 self.assertEqual(d["id"], pid)
                 self.assertEqual(d["category"], pid.split(".")[0])
                 self.assertTrue(0 < len(d["label"]) <= 32 and d["description"])
@@ -420,7 +478,12 @@ class DescriptorTest(unittest.TestCase):
                 c = d["classify"]
                 self.assertEqual(list(c)[:2], ["outcomes", "killed"])
                 self.assertLessEqual(set(c), {"outcomes", "killed", "timed_out", "deadline",
-                                              "exceeds"})
+                                              "exceeds", "fact", "output", "quiet_after_call",
+                                              "crashed"})
+                if "fact" in c:  # a driver fact decides when the probe defers (outcome unknown)
+                    self.assertLessEqual(set(c["fact"]), {"name", "above_zero", "zero"})
+                    self.assertLessEqual({c["fact"].get("above_zero", "exposed"),
+                                          c["fact"].get("zero", "contained")}, self.EXPOSURES)
                 endings = {c[k] for k in ("killed", "timed_out", "deadline") if k in c}
                 self.assertLessEqual(set(c["outcomes"].values()) | endings, self.EXPOSURES)
                 if "exceeds" in c:  # the claim check names a parameter sized from a limit
@@ -434,6 +497,11 @@ class DescriptorTest(unittest.TestCase):
             spec = d["params"]["target_mib"]
             self.assertEqual((spec["from_limit"], spec["factor"], spec["unit"]), (limit, 2, "MiB"))
             self.assertEqual(d["classify"]["killed"], "contained")
+        fork = load_descriptor(os.path.join(probe_dir("res.fork-bomb"), "probe.yaml"))
+        target, claimed = fork["params"]["target"], fork["params"]["claimed_pids"]
+        self.assertEqual((target["from_limit"], target["factor"], claimed["from_limit"],
+                          claimed["factor"]), ("pids", 2, "pids", 1))
+        self.assertEqual(fork["classify"]["exceeds"], {"field": "forked", "param": "claimed_pids"})
         loop = load_descriptor(os.path.join(probe_dir("res.cpu-loop"), "probe.yaml"))
         self.assertEqual((loop["classify"]["killed"], loop["classify"]["deadline"]),
                          ("contained", "exposed"))
@@ -660,7 +728,7 @@ class NetworkProbeTest(unittest.TestCase):
     def test_targets_with_no_safe_default_send_nothing_without_one(self):
         # A suite that forgets the target must not reach for 169.254.169.254 or the system
         # resolver: the probe says no_target and connects nowhere.
-        for pid in ("net.metadata", "net.dns"):
+        for pid in ("net.metadata", "net.dns", "net.udp"):
             with self.subTest(probe=pid):
                 r = run_probe(pid, {}).result
                 self.assertEqual((r["outcome"], r["evidence"]), ("no_target", "absence"))
@@ -687,7 +755,8 @@ class NetworkProbeTest(unittest.TestCase):
                             ("net.tcp-by-ip", {"target": "127.0.0.1:%d" % port}),
                             ("net.k8s-api", {"target": "127.0.0.1:%d" % port, "scheme": "http"}),
                             ("net.http-by-name", {"url": "http://localhost:%d/" % port}),
-                            ("net.dns", {"server": "127.0.0.1:%d" % free_port(socket.SOCK_DGRAM)})):
+                            ("net.dns", {"server": "127.0.0.1:%d" % free_port(socket.SOCK_DGRAM)}),
+                            ("net.udp", {"target": "127.0.0.1:%d" % free_port(socket.SOCK_DGRAM)})):
             with self.subTest(probe=pid):
                 r = run_probe(pid, dict(params, timeout_s=2)).result
                 self.assertEqual((r["outcome"], r["evidence"]), ("blocked", "positive"))
@@ -709,6 +778,38 @@ class NetworkProbeTest(unittest.TestCase):
         r = run_probe("net.tcp-by-ip", {"target": c.target, "timeout_s": 2}).result
         self.assertEqual((r["outcome"], r["evidence"], r["connected"], r["reply_bytes"]),
                          ("no_echo", "absence", True, 0))
+
+    def test_udp_echo_reached(self):
+        c = self.canary(udp_canary())
+        run = run_probe("net.udp", {"target": c.target, "timeout_s": 2})
+        r = run.result
+        self.assertEqual((r["outcome"], r["evidence"], r["canary_echo"], r["replies"]),
+                         ("reached", "positive", True, 1))
+        self.assertEqual(c.hits, ["SANDPROBE %s %s" % (run.nonce, run.invocation)])
+        self.assertEqual(run.records[0]["kind"], "start")
+
+    def test_udp_reply_without_the_nonce_is_unknown(self):
+        c = self.canary(udp_canary("foreign"))
+        run = run_probe("net.udp", {"target": c.target, "timeout_s": 1})
+        r = run.result
+        self.assertEqual((r["outcome"], r["evidence"], r["replies"], r["foreign_replies"]),
+                         ("no_echo", "absence", 1, 1))
+        self.assertEqual(len(c.hits), 1)
+
+    def test_udp_silence_is_blocked_by_absence(self):
+        c = self.canary(udp_canary("silent"))
+        started = time.monotonic()
+        r = run_probe("net.udp", {"target": c.target, "timeout_s": 1}).result
+        self.assertEqual((r["outcome"], r["evidence"], r["errno"], r["replies"]),
+                         ("blocked", "absence", "TimeoutError", 0))
+        self.assertGreaterEqual(time.monotonic() - started, 1)
+        self.assertEqual(len(c.hits), 1)
+
+    def test_udp_needs_an_ip_target(self):
+        # No name lookup: a name is an error, and nothing is sent (the resolver is never asked).
+        r = run_probe("net.udp", {"target": "sandprobe-missing.invalid:7", "timeout_s": 1}).result
+        self.assertEqual((r["outcome"], r["evidence"], r["errno"]),
+                         ("error", "absence", "EAI_NONAME"))
 
     def test_dns_nxdomain_from_the_canary_is_reached(self):
         c = self.canary(dns_canary())
@@ -777,6 +878,72 @@ class ResourceProbeTest(unittest.TestCase):
                          ("memory_error", "positive", "MemoryError"))
         self.assertLess(r["allocated_mib"], 200)
         self.assertEqual(run.kinds("progress")[-1]["allocated_mib"], r["allocated_mib"])
+
+    def test_fork_bomb_small_target_all_forked_and_all_reaped(self):
+        run = run_probe("res.fork-bomb", {"target": 40, "hold_s": 0.2},
+                        preexec_fn=os.setsid)
+        self.assertEqual([p["forked"] for p in run.kinds("progress")], [16, 32])
+        r = run.result
+        self.assertEqual((r["outcome"], r["evidence"], r["forked"], r["left_behind"],
+                          r["killed_children"]), ("all_forked", "positive", 40, 0, 0))
+        self.assertEqual((run.other_lines, run.stderr), ([], ""))  # children write nothing
+        self.assertEqual(run.records[0]["kind"], "start")
+
+    def test_fork_bomb_capped_by_rlimit_nproc_as_an_unused_uid(self):
+        # RLIMIT_NPROC is ignored for root (CI runs as root), so drop to a uid that no process
+        # uses (nobody may be busy: the limit counts the uid's processes machine-wide).
+        if os.geteuid() != 0:
+            raise AssertionError("this test switches to an unused uid and needs root")
+        used = {_uid_of(n) for n in os.listdir("/proc") if n.isdigit()}
+        uid = next(u for u in range(61000 + secrets.randbelow(1000), 70000) if u not in used)
+        prefix = ["setpriv", "--reuid", str(uid), "--regid", str(uid), "--clear-groups",
+                  "prlimit", "--nproc=11"]
+        run = run_probe("res.fork-bomb", {"target": 64, "hold_s": 0.2}, prefix=prefix,
+                        python=DEBIAN_PYTHON, preexec_fn=os.setsid)
+        r = run.result
+        self.assertEqual((r["outcome"], r["evidence"], r["errno"], r["left_behind"]),
+                         ("capped", "positive", "EAGAIN", 0), run.stderr)
+        self.assertTrue(0 < r["forked"] <= 10, r["forked"])  # python itself counts too
+
+    def test_fork_bomb_sigterm_kills_and_reaps_every_child(self):
+        proc, nonce, invocation = start_probe("res.fork-bomb", {"target": 256, "hold_s": 30},
+                                              preexec_fn=os.setsid)
+        try:
+            for line in proc.stdout:
+                if '"kind":"progress"' in line:
+                    proc.send_signal(signal.SIGTERM)
+                    break
+            rest, err = proc.communicate(timeout=15)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        self.assertEqual(proc.returncode, 143, err)
+        self.assertNotIn('"kind":"result"', rest)
+        self.assertEqual(session_members(proc.pid), [])  # the parent reaped them all
+
+    def test_fork_bomb_children_end_when_the_parent_is_killed(self):
+        proc, nonce, invocation = start_probe("res.fork-bomb", {"target": 64, "hold_s": 30},
+                                              preexec_fn=os.setsid)
+        try:
+            for line in proc.stdout:
+                if '"forked":64' in line:
+                    break
+            self.assertGreaterEqual(len(session_members(proc.pid)), 64)
+            proc.kill()  # SIGKILL: no finally runs; the children see EOF on the release pipe
+            proc.wait()
+            self.assertTrue(wait_until(lambda: session_members(proc.pid) == [], 5),
+                            session_members(proc.pid))
+        finally:
+            for pid in session_members(proc.pid):
+                os.kill(pid, signal.SIGKILL)
+            proc.stdout.close()
+            proc.stderr.close()
+
+    def test_fork_bomb_over_the_safety_cap_forks_nothing(self):
+        r = run_probe("res.fork-bomb", {"target": 5000}).result
+        self.assertEqual((r["outcome"], r["evidence"], r["forked"]),
+                         ("over_safety_cap", "absence", 0))
 
     def test_cpu_loop_runs_until_killed_and_leaves_progress(self):
         proc, nonce, invocation = start_probe("res.cpu-loop", {"heartbeat_s": 0.5, "max_s": 30})
@@ -850,6 +1017,38 @@ class FilesystemProbeTest(unittest.TestCase):
                              ("low_space_guard", 0.0, True))
             self.assertEqual(os.listdir(tmp), [])
 
+    def test_dev_shm_small_target_written_and_deleted(self):
+        if not os.path.isdir("/dev/shm"):
+            raise AssertionError("this host has no /dev/shm")
+        run = run_probe("fs.dev-shm", {"target_mib": 16, "step_mib": 4})
+        self.assertEqual([p["written_mib"] for p in run.kinds("progress")], [4, 8, 12, 16])
+        r = run.result
+        self.assertEqual((r["outcome"], r["evidence"], r["written_mib"], r["cleaned_up"]),
+                         ("target_written", "positive", 16.0, True))
+        self.assertGreater(r["size_mib"], 0)
+        self.assertEqual([n for n in os.listdir("/dev/shm") if run.nonce in n], [])
+
+    def test_dev_shm_missing_guarded_and_sigterm(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            r = run_probe("fs.dev-shm", {"dir": os.path.join(tmp, "none"),
+                                         "target_mib": 8}).result
+            self.assertEqual((r["outcome"], r["evidence"], r["errno"]),
+                             ("not_writable", "absence", "ENOENT"))
+            r = run_probe("fs.dev-shm", {"dir": tmp, "target_mib": 1,
+                                         "reserve_mib": 1 << 40}).result
+            self.assertEqual((r["outcome"], r["written_mib"], r["cleaned_up"]),
+                             ("low_space_guard", 0.0, True))
+            proc, nonce, _ = start_probe("fs.dev-shm", {"dir": tmp, "target_mib": 1024,
+                                                       "step_mib": 1})
+            for line in proc.stdout:
+                if '"kind":"progress"' in line:
+                    proc.send_signal(signal.SIGTERM)
+                    break
+            rest, _ = proc.communicate(timeout=10)
+            self.assertEqual(os.listdir(tmp), [])
+        self.assertEqual(proc.returncode, 143)
+        self.assertNotIn('"kind":"result"', rest)
+
     def test_write_root_creates_and_removes(self):
         with tempfile.TemporaryDirectory() as tmp:
             r = run_probe("fs.write-root", {"paths": [tmp, os.path.join(tmp, "no")]}).result
@@ -885,6 +1084,30 @@ class PrivilegeProbeTest(unittest.TestCase):
         self.assertEqual(other["outcome"], "other_kernel")
         none = run_probe("kernel.boundary", {}).result
         self.assertEqual(none["outcome"], "error")
+
+
+class ProcessProbeTest(unittest.TestCase):
+    def test_host_pids_sees_a_sibling_but_never_its_command_line(self):
+        secret = "sandprobe-argv-secret-" + secrets.token_hex(8)
+        sibling = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", secret])
+        try:
+            run = run_probe("proc.host-pids", {})
+        finally:
+            sibling.kill()
+            sibling.wait()
+        r = run.result
+        self.assertEqual((r["outcome"], r["evidence"], r["own_pid_visible"]),
+                         ("foreign_visible", "positive", True))
+        self.assertGreaterEqual(r["foreign"], 1)  # the sibling at least
+        self.assertEqual(r["visible"], r["own_tree"] + r["foreign"])
+        self.assertGreaterEqual(r["own_tree"], 2)  # the probe and this test runner, its ancestor
+        self.assertTrue(0 < len(r["foreign_comm"]) <= 5, r["foreign_comm"])
+        self.assertNotIn(secret, run.stdout + run.stderr)
+
+    def test_host_pids_without_proc_is_unknown(self):
+        r = run_probe("proc.host-pids", {"proc": "/nonexistent-proc"}).result
+        self.assertEqual((r["outcome"], r["evidence"], r["errno"]),
+                         ("no_proc", "absence", "ENOENT"))
 
 
 class DaemonSocketProbeTest(unittest.TestCase):
@@ -968,6 +1191,57 @@ class SandboxedTest(unittest.TestCase):
                          ("write_failed", "positive", "ENOSPC", True))
         self.assertLessEqual(r["written_mib"], 4)
 
+    def test_dev_shm_hits_a_small_shm_tmpfs(self):
+        r = run_in_bwrap("fs.dev-shm", {"target_mib": 8, "step_mib": 1},
+                         extra=["--size", str(4 * MIB), "--tmpfs", "/dev/shm"])
+        progress = [p["written_mib"] for p in r.kinds("progress")]
+        r = r.result
+        self.assertEqual((r["outcome"], r["evidence"], r["errno"], r["cleaned_up"], r["size_mib"]),
+                         ("shm_full", "positive", "ENOSPC", True, 4))
+        self.assertLessEqual(r["written_mib"], 4)
+        self.assertEqual(progress, list(range(1, len(progress) + 1)))  # one record per MiB
+        self.assertEqual(progress[-1], r["written_mib"])
+        self.assertIn("ENOSPC after", r["detail"])
+
+    def test_dev_shm_read_only_is_erofs(self):
+        r = run_in_bwrap("fs.dev-shm", {"target_mib": 8},
+                         extra=["--tmpfs", "/dev/shm", "--remount-ro", "/dev/shm"]).result
+        self.assertEqual((r["outcome"], r["evidence"], r["errno"]),
+                         ("not_writable", "positive", "EROFS"))
+
+    def test_fork_bomb_inside_the_sandbox(self):
+        r = run_in_bwrap("res.fork-bomb", {"target": 32, "hold_s": 0.1}).result
+        self.assertEqual((r["outcome"], r["forked"], r["left_behind"]), ("all_forked", 32, 0))
+
+    def test_host_pids_own_namespace_and_a_sibling_inside_it(self):
+        # --unshare-pid (in --unshare-all) and a fresh --proc: bwrap's init and the probe only.
+        r = run_in_bwrap("proc.host-pids", {}).result
+        self.assertEqual((r["outcome"], r["evidence"], r["foreign"], r["foreign_comm"]),
+                         ("own_only", "positive", 0, []))
+        self.assertEqual(r["visible"], r["own_tree"])
+        # A sibling in the same namespace (sh's background sleep) is foreign; sh is an ancestor.
+        nonce, invocation = secrets.token_hex(8), "i" + secrets.token_hex(3)
+        script = assemble(probe_dir("proc.host-pids"), {}, nonce, invocation)
+        shell = 'sleep 30 & python3 -u -c "$1"; st=$?; kill $!; exit $st'
+        out = subprocess.run(BWRAP + ["sh", "-c", shell, "sh", script], capture_output=True,
+                             text=True, timeout=30)
+        r = Run(nonce, invocation, out.stdout, out.stderr, out.returncode).result
+        self.assertEqual((r["outcome"], r["foreign"], r["foreign_comm"], r["visible"]),
+                         ("foreign_visible", 1, ["sleep"], 4))
+
+    def test_udp_blocked_in_own_network_namespace(self):
+        c = udp_canary()
+        try:
+            self.assertEqual(run_probe("net.udp", {"target": c.target}).result["outcome"],
+                             "reached")  # control: the same target, unsandboxed
+            r = run_in_bwrap("net.udp", {"target": c.target, "timeout_s": 2}).result
+        finally:
+            c.close()
+        # bwrap's own loopback has no listener: ICMP port unreachable -> ECONNREFUSED on loopback.
+        self.assertEqual((r["outcome"], r["evidence"], r["errno"]),
+                         ("blocked", "positive", "ECONNREFUSED"))
+        self.assertEqual(len(c.hits), 1)  # the control's datagram only
+
     def test_every_probe_runs_on_debian_python(self):
         """Each probe once under /usr/bin/python3 in the sandbox: one result, never a crash."""
         params = {"net.metadata": {"target": "127.0.0.1:80", "timeout_s": 1},
@@ -977,8 +1251,12 @@ class SandboxedTest(unittest.TestCase):
                   "net.http-by-name": {"url": "http://127.0.0.1:80/", "timeout_s": 1},
                   "res.memory-balloon": {"target_mib": 32},
                   "fs.fill-tmp": {"target_mib": 8},
+                  "fs.dev-shm": {"target_mib": 8},
+                  "res.fork-bomb": {"target": 16, "hold_s": 0.1},
+                  "net.udp": {"target": "127.0.0.1:7", "timeout_s": 1},
                   "cred.env-secrets": {"canary_name": "X", "canary_sha256": "00"},
-                  "kernel.boundary": {"host_release": os.uname().release}}
+                  "kernel.boundary": {"host_release": os.uname().release},
+                  "res.output-flood": {"total_mib": 0}}
         for pid in all_probe_ids():
             if pid == "res.cpu-loop":
                 continue
@@ -989,6 +1267,72 @@ class SandboxedTest(unittest.TestCase):
                 self.assertEqual([r["seq"] for r in run.records],
                                  list(range(1, len(run.records) + 1)))
                 self.assertEqual((run.other_lines, run.stderr), ([], ""))
+
+
+class StatePersistsProbeTest(unittest.TestCase):
+    """state.persists as the runner deploys it: two calls with the same nonce and invocation, the
+    second given the first's result as `previous` (plain processes sharing /tmp and a cwd)."""
+
+    def call(self, params, nonce, invocation, cwd):
+        script = assemble(probe_dir("state.persists"), params, nonce, invocation)
+        out = subprocess.run([PYTHON, "-u", "-c", script], capture_output=True, text=True,
+                             cwd=cwd, timeout=30)
+        return Run(nonce, invocation, out.stdout, out.stderr, out.returncode)
+
+    def test_plain_processes_keep_files_and_the_process_but_not_the_env(self):
+        nonce, inv = secrets.token_hex(8), "i" + secrets.token_hex(3)
+        with tempfile.TemporaryDirectory() as cwd:
+            one = self.call({"call": 1, "previous": None, "hold_s": 5}, nonce, inv, cwd).result
+            self.assertEqual(one["outcome"], "planted")
+            self.assertEqual(sorted(one["made"]), ["cwd", "env", "process", "tmp"])
+            pid = one["planted"]["process"]["pid"]
+            self.assertTrue(os.path.exists("/proc/%d" % pid), "the background process lives on")
+            two = self.call({"call": 2, "previous": one, "hold_s": 5}, nonce, inv, cwd).result
+            self.assertEqual((two["outcome"], two["evidence"]), ("persisted", "positive"))
+            self.assertEqual(sorted(two["found"]), ["cwd file", "process", "tmp file"])
+            # call 2 cleaned up: files removed, process killed (then reaped by init)
+            self.assertFalse(os.path.exists(one["planted"]["tmp"]["path"]))
+            self.assertFalse(os.path.exists(one["planted"]["cwd"]["path"]))
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:
+                try:
+                    with open("/proc/%d/stat" % pid, "rb") as f:
+                        if f.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                            break
+                except OSError:
+                    break
+                time.sleep(0.05)
+            else:
+                self.fail("call 2 did not kill the background process %d" % pid)
+
+    def test_nothing_found_is_fresh_and_nothing_planted_is_unknown(self):
+        nonce, inv = secrets.token_hex(8), "i" + secrets.token_hex(3)
+        previous = {"outcome": "planted", "token": "0" * 16, "made": ["tmp", "process"],
+                    "planted": {"tmp": {"path": "/tmp/.sandprobe-state-absent-" + inv},
+                                "process": {"pid": 2 ** 22 + 1, "start": 1}}}
+        with tempfile.TemporaryDirectory() as cwd:
+            fresh = self.call({"call": 2, "previous": previous}, nonce, inv, cwd).result
+            self.assertEqual((fresh["outcome"], fresh["evidence"], fresh["found"]),
+                             ("fresh", "absence", []))
+            none = self.call({"call": 2, "previous": None}, nonce, inv, cwd).result
+            self.assertEqual(none["outcome"], "not_planted")
+
+
+class OutputFloodProbeTest(unittest.TestCase):
+    def test_writes_whole_lines_then_a_result(self):
+        run = run_probe("res.output-flood", {"total_mib": 2})
+        r = run.result
+        self.assertEqual((r["outcome"], r["written_bytes"]), ("written", 2 * MIB))
+        self.assertEqual(len(run.other_lines), 2 * MIB // 1024)
+        self.assertEqual(set(run.other_lines), {"f" * 1023})
+        self.assertGreaterEqual(len(run.stdout.encode()), 2 * MIB)
+        self.assertEqual(run.records[0]["kind"], "start")
+
+    def test_progress_every_8_mib_and_zero_writes_nothing(self):
+        run = run_probe("res.output-flood", {"total_mib": 17})
+        self.assertEqual([p["written_mib"] for p in run.kinds("progress")], [8, 16])
+        zero = run_probe("res.output-flood", {"total_mib": 0})
+        self.assertEqual((zero.result["written_bytes"], zero.other_lines), (0, []))
 
 
 if __name__ == "__main__":

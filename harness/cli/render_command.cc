@@ -1,0 +1,100 @@
+// `sandprobe render`: prints the exact objects a run would submit to a Kubernetes API server —
+// each arm's NetworkPolicy, then one Job per probe (the dry-run Pod for the admission probe) —
+// as multi-document YAML, with the placeholder run id and nonce `render`, for review before a
+// run. Suite parameters that the run fills (canary addresses, planted secrets) stay as
+// {placeholders}. Nothing is contacted.
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "cli/paths.h"
+#include "config/config.h"
+#include "core/params.h"
+#include "drivers/kubernetes/kubernetes_driver.h"
+#include "report/escape.h"
+#include "runner/plan.h"
+
+namespace sandprobe::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+int Fail(const std::string& message, const std::string& hint = "") {
+  std::cerr << "sandprobe: error: " << report::TerminalText(message, 2000) << "\n";
+  if (!hint.empty()) std::cerr << "  hint: " << hint << "\n";
+  return kExitSetup;
+}
+
+}  // namespace
+
+void AddRender(CLI::App& app, RenderArgs& a) {
+  CLI::App* render = app.add_subcommand(
+      "render",
+      "Print the Kubernetes objects a run would submit (YAML), without contacting a cluster");
+  render->add_option("--home", a.home, "sandprobe tree with probes/, suites/, manifests/");
+  render->add_option("--sandbox", a.sandboxes, "kubernetes manifest, repeatable")->required();
+  render->add_option("--suite", a.suite, "suite YAML (default: <home>/suites/default.yaml)");
+  render->add_option("--probe", a.probe, "only this probe id");
+}
+
+int DoRender(const RenderArgs& a) {
+  const fs::path home = ResolveHome(a.home);
+  auto probes = config::LoadProbeTree(home / "probes");
+  if (!probes) return Fail(probes.error().ToString(), "pass --home");
+  std::ifstream pre_in(home / "probes/lib/preamble.py");
+  std::stringstream pre;
+  pre << pre_in.rdbuf();
+  if (pre.str().empty()) return Fail((home / "probes/lib/preamble.py").string() + " is missing");
+  auto suite =
+      config::LoadSuite(a.suite.empty() ? home / "suites/default.yaml" : fs::path(a.suite));
+  if (!suite) return Fail(suite.error().ToString());
+  std::map<std::string, std::string> placeholders;
+  for (std::string_view p : runner::kPlaceholders) {
+    placeholders[std::string(p)] = fmt::format("{{{}}}", p);
+  }
+  const std::string run_id = "render";
+  bool any = false;
+  for (const std::string& path : a.sandboxes) {
+    auto m = config::LoadManifest(path);
+    if (!m) return Fail(m.error().ToString());
+    if (m->driver != "kubernetes") {
+      return Fail(fmt::format("{}: render prints Kubernetes objects; this manifest's driver is {}",
+                              path, m->driver));
+    }
+    const runner::Timing timing;
+    const double deadline = m->limits.timeout_s.value_or(timing.default_timeout_s) + timing.grace_s;
+    std::vector<drivers::Invocation> invocations;
+    size_t index = 0;
+    for (const core::SuiteEntry& entry : suite->entries) {
+      if (!a.probe.empty() && entry.probe != a.probe) continue;
+      auto probe = std::ranges::find(*probes, entry.probe, &core::ProbeDescriptor::id);
+      if (probe == probes->end())
+        return Fail(fmt::format("suite names unknown probe {}", entry.probe));
+      if (!probe->AppliesTo("kubernetes")) continue;
+      auto params = core::ResolveParams(*probe, entry.params, m->limits, placeholders);
+      if (!params) return Fail(params.error());
+      const std::string inv = fmt::format("i{:03d}", index++);
+      auto script = core::BuildScript(*probe, pre.str(), *params, run_id, inv);
+      if (!script) return Fail(script.error());
+      invocations.push_back({probe->id, inv, *script, deadline, {}});
+    }
+    if (!a.probe.empty() && invocations.empty()) {
+      return Fail(
+          fmt::format("probe {} is not in the suite (or does not apply to kubernetes)", a.probe));
+    }
+    auto objects = drivers::RenderArm(*m, run_id, invocations);
+    if (!objects) return Fail(objects.error());
+    std::cout << fmt::format("# arm {} ({}): {} object(s), run id '{}'\n", m->name, path,
+                             objects->size(), run_id);
+    for (const nlohmann::json& o : *objects) {
+      std::cout << "---\n" << drivers::kube::JsonToYaml(o);
+      any = true;
+    }
+  }
+  return any ? 0 : Fail("nothing to render");
+}
+
+}  // namespace sandprobe::cli

@@ -1,0 +1,478 @@
+#include "drivers/http/http_driver.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <thread>
+
+#include "core/limits.h"
+#include "core/output.h"
+#include "core/text.h"
+
+namespace sandprobe::drivers {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Json = nlohmann::json;
+
+// "http://host:port/path?q" -> {"http://host:port", "/path?q"}; nullopt for another scheme.
+std::optional<std::pair<std::string, std::string>> SplitUrl(const std::string& url) {
+  const size_t scheme_end = url.find("://");
+  if (scheme_end == std::string::npos) return std::nullopt;
+  const std::string scheme = url.substr(0, scheme_end);
+  if (scheme != "http" && scheme != "https") return std::nullopt;
+  const size_t path_at = url.find('/', scheme_end + 3);
+  if (path_at == std::string::npos) return std::pair{url, std::string("/")};
+  if (path_at == scheme_end + 3) return std::nullopt;  // no host
+  return std::pair{url.substr(0, path_at), url.substr(path_at)};
+}
+
+// One line of untrusted text for a reason: valid UTF-8, no control characters, bounded.
+std::string OneLine(std::string_view text, size_t max_bytes = 200) {
+  std::string s = core::SanitizeUtf8(text.substr(0, max_bytes + 8));
+  for (char& c : s) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  }
+  return core::Bounded(s, max_bytes);
+}
+
+// The value at an RFC 6901 pointer, or nullptr when absent ("" = not configured).
+const Json* At(const Json& doc, const std::string& pointer) {
+  if (pointer.empty()) return nullptr;
+  try {
+    const Json::json_pointer p(pointer);
+    if (!doc.contains(p)) return nullptr;
+    return &doc.at(p);
+  } catch (const Json::exception&) {
+    return nullptr;
+  }
+}
+
+void SubstituteScript(Json& node, const std::string& script) {
+  if (node.is_string()) {
+    std::string s = node.get<std::string>();
+    bool changed = false;
+    for (size_t at = s.find("{script}"); at != std::string::npos;
+         at = s.find("{script}", at + script.size())) {
+      s.replace(at, 8, script);
+      changed = true;
+    }
+    if (changed) node = s;
+  } else if (node.is_structured()) {
+    for (auto& child : node) SubstituteScript(child, script);
+  }
+}
+
+bool Healthy(const std::string& h) { return h == "ok"; }
+
+}  // namespace
+
+const Json& HttpPresets() {
+  static const Json presets = {
+      {"code-json",
+       {{"body", {{"code", "{script}"}}},
+        {"response",
+         {{"stdout", "/stdout"},
+          {"stderr", "/stderr"},
+          {"exit_code", "/exit_code"},
+          {"error", "/error"}}},
+        {"timeout", {{"pointer", "/error"}, {"contains", "timed out"}}}}},
+  };
+  return presets;
+}
+
+std::expected<HttpConfig, std::string> ParseHttpConfig(const Json& section) {
+  HttpConfig c;
+  if (!section.is_object()) return std::unexpected("http: expected a mapping");
+  Json merged = Json::object();
+  if (section.contains("preset")) {
+    const std::string name = section["preset"].is_string() ? section["preset"].get<std::string>()
+                                                           : section["preset"].dump();
+    if (!HttpPresets().contains(name)) {
+      return std::unexpected(
+          fmt::format("http.preset: unknown preset '{}' (known: code-json)", OneLine(name, 60)));
+    }
+    merged = HttpPresets()[name];
+  }
+  for (const auto& [k, v] : section.items()) {
+    if (k == "response" && merged.contains("response") && v.is_object()) {
+      for (const auto& [rk, rv] : v.items()) merged["response"][rk] = rv;  // field by field
+    } else {
+      merged[k] = v;
+    }
+  }
+  c.url = merged.value("url", "");
+  if (!SplitUrl(c.url)) return std::unexpected("http.url: expected an http:// or https:// URL");
+  c.method = merged.value("method", "POST");
+  if (merged.contains("headers") && merged["headers"].is_object()) {
+    for (const auto& [k, v] : merged["headers"].items())
+      c.headers.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
+  }
+  c.token_env = merged.value("tokenEnv", "");
+  if (merged.contains("body")) c.body = merged["body"];
+  const Json response = merged.value("response", Json::object());
+  for (auto [key, out] : {std::pair{"stdout", &c.stdout_ptr},
+                          {"stderr", &c.stderr_ptr},
+                          {"exit_code", &c.exit_code_ptr},
+                          {"error", &c.error_ptr}}) {
+    if (!response.contains(key) || response[key].is_null()) continue;
+    *out = response[key].is_string() ? response[key].get<std::string>() : "";
+    try {
+      (void)Json::json_pointer(*out);
+    } catch (const Json::exception&) {
+      return std::unexpected(
+          fmt::format("http.response.{}: '{}' is not a JSON pointer (RFC 6901, "
+                      "e.g. /stdout)",
+                      key, OneLine(*out, 60)));
+    }
+  }
+  if (c.stdout_ptr.empty()) {
+    return std::unexpected("http.response.stdout: required (a JSON pointer, or preset: code-json)");
+  }
+  if (merged.contains("timeout") && merged["timeout"].is_object()) {
+    const Json& t = merged["timeout"];
+    HttpTimeoutRule rule;
+    rule.pointer = t.value("pointer", "");
+    if (t.contains("contains") && t["contains"].is_string())
+      rule.contains = t["contains"].get<std::string>();
+    if (t.contains("equals")) rule.equals = t["equals"];
+    c.timeout = rule;
+  }
+  c.health = merged.value("health", "");
+  if (!c.health.empty() && !SplitUrl(c.health))
+    return std::unexpected("http.health: expected an http:// or https:// URL");
+  auto seconds = [&](const char* key) -> std::expected<std::optional<double>, std::string> {
+    if (!merged.contains(key)) return std::nullopt;
+    const Json& v = merged[key];
+    if (v.is_number()) return v.get<double>();
+    auto s = core::ParseSeconds(v.is_string() ? v.get<std::string>() : v.dump());
+    if (!s) return std::unexpected(fmt::format("http.{}: {}", key, s.error()));
+    return *s;
+  };
+  auto ht = seconds("healthTimeout");
+  if (!ht) return std::unexpected(ht.error());
+  if (*ht) c.health_timeout_s = **ht;
+  auto ac = seconds("afterCall");
+  if (!ac) return std::unexpected(ac.error());
+  c.after_call_s = *ac;
+  if (merged.contains("maxBody")) {
+    const Json& v = merged["maxBody"];
+    auto b = core::ParseBytes(v.is_string() ? v.get<std::string>() : v.dump());
+    if (!b || *b == 0) return std::unexpected("http.maxBody: expected a size such as 16Mi");
+    c.max_body = *b;
+  }
+  return c;
+}
+
+HttpDriver::HttpDriver(HttpConfig config, DriverContext context)
+    : config_(std::move(config)), context_(std::move(context)) {}
+
+Json HttpDriver::RequestBody(const std::string& script) const {
+  Json body = config_.body;
+  SubstituteScript(body, script);
+  return body;
+}
+
+std::string HttpDriver::Redact(std::string text) const {
+  if (token_.empty()) return text;
+  for (size_t at = text.find(token_); at != std::string::npos; at = text.find(token_, at))
+    text.replace(at, token_.size(), "[token redacted]");
+  return text;
+}
+
+void HttpDriver::RedactObservation(core::Observation& obs) const {
+  if (token_.empty()) return;
+  obs.stdout_head = Redact(obs.stdout_head);
+  obs.stderr_head = Redact(obs.stderr_head);
+  obs.harness_error = Redact(obs.harness_error);
+  for (auto& [k, v] : obs.driver_facts.items()) {
+    if (v.is_string()) v = Redact(v.get<std::string>());
+  }
+}
+
+std::expected<HttpDriver::Reply, HttpDriver::CallError> HttpDriver::Call(
+    const std::string& method, const std::string& url, const std::string& body, double deadline_s,
+    const std::atomic<bool>& cancel) const {
+  const auto parts = SplitUrl(url);
+  if (!parts) return std::unexpected(CallError{Failure::kTransport, "not an http(s) URL: " + url});
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(deadline_s));
+  httplib::Client client(parts->first);
+  client.set_keep_alive(false);
+  client.set_follow_location(false);
+  const auto whole = std::chrono::duration_cast<std::chrono::microseconds>(
+      std::chrono::duration<double>(deadline_s + 1));
+  client.set_connection_timeout(std::min(whole, std::chrono::microseconds(5'000'000)));
+  client.set_read_timeout(whole);
+  client.set_write_timeout(whole);
+
+  httplib::Request req;
+  req.method = method;
+  req.path = parts->second;
+  for (const auto& [k, v] : config_.headers) req.headers.emplace(k, v);
+  if (!token_.empty()) req.headers.emplace("Authorization", "Bearer " + token_);
+  if (!body.empty()) {
+    req.headers.emplace("Content-Type", "application/json");
+    req.body = body;
+  }
+  Reply reply;
+  std::string too_big;
+  req.response_handler = [&](const httplib::Response& r) {
+    reply.status = r.status;
+    if (r.has_header("Content-Length")) {
+      const uint64_t announced =
+          std::strtoull(r.get_header_value("Content-Length").c_str(), nullptr, 10);
+      if (announced > config_.max_body) {
+        too_big = fmt::format(
+            "the service announced a {}-byte response (Content-Length), over "
+            "the {}-byte cap (http.maxBody)",
+            announced, config_.max_body);
+        return false;
+      }
+    }
+    return true;
+  };
+  req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+    if (reply.body.size() + n > config_.max_body) {
+      too_big = fmt::format(
+          "the service sent more than {} bytes (http.maxBody); reading stopped "
+          "there",
+          config_.max_body);
+      return false;
+    }
+    reply.body.append(data, n);
+    return true;
+  };
+
+  // The watchdog: the whole call ends at the deadline or on Ctrl-C, whatever httplib waits for.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::optional<Failure> fired;
+  std::thread dog([&] {
+    std::unique_lock lock(mu);
+    while (!done) {
+      if (!fired && cancel.load()) fired = Failure::kCancelled;
+      if (!fired && Clock::now() >= deadline) fired = Failure::kDeadline;
+      if (fired) client.stop();  // repeated: a stop() during connect() finds no socket yet
+      cv.wait_for(lock, std::chrono::milliseconds(20));
+    }
+  });
+  httplib::Response res;
+  httplib::Error err = httplib::Error::Success;
+  const bool ok = client.send(req, res, err);
+  {
+    std::lock_guard lock(mu);
+    done = true;
+  }
+  cv.notify_all();
+  dog.join();
+  if (!too_big.empty()) return std::unexpected(CallError{Failure::kTooBig, too_big});
+  if (fired == Failure::kCancelled) return std::unexpected(CallError{*fired, "interrupted"});
+  if (fired == Failure::kDeadline || (!ok && Clock::now() >= deadline)) {
+    return std::unexpected(
+        CallError{Failure::kDeadline,
+                  fmt::format("no complete answer from {} within {:g}s", url, deadline_s)});
+  }
+  if (!ok) {
+    const char* what = err == httplib::Error::Connection ? "could not connect (refused or "
+                                                           "unreachable)"
+                       : err == httplib::Error::Read  ? "the connection closed or was reset before "
+                                                        "a complete answer"
+                       : err == httplib::Error::Write ? "the connection broke while sending"
+                                                      : "request failed";
+    return std::unexpected(CallError{
+        Failure::kTransport,
+        fmt::format("{} {}: {} (httplib: {})", method, url, what, httplib::to_string(err))});
+  }
+  reply.status = res.status;
+  return reply;
+}
+
+std::string HttpDriver::Health(const std::atomic<bool>& cancel) const {
+  auto r = Call("GET", config_.health, "", config_.health_timeout_s, cancel);
+  if (!r) return Redact(r.error().message);
+  if (r->status < 200 || r->status > 299) {
+    return fmt::format("GET {}: HTTP {}: {}", config_.health, r->status, Redact(OneLine(r->body)));
+  }
+  return "ok";
+}
+
+std::expected<void, SetupError> HttpDriver::Prepare() {
+  if (!config_.token_env.empty()) {
+    const char* token = std::getenv(config_.token_env.c_str());
+    if (token == nullptr || *token == '\0') {
+      return std::unexpected(SetupError{
+          fmt::format("http.tokenEnv names {}, which is not set or empty", config_.token_env),
+          fmt::format("export {}=<the service's bearer token> before sandprobe run",
+                      config_.token_env)});
+    }
+    token_ = token;
+  }
+  if (!config_.health.empty()) {
+    const std::atomic<bool> never{false};
+    const std::string h = Health(never);
+    if (!Healthy(h)) {
+      return std::unexpected(SetupError{
+          fmt::format("the service is not healthy: {}", h),
+          fmt::format("start the service, or fix http.health: GET {} must answer 2xx within {:g}s",
+                      config_.health, config_.health_timeout_s)});
+    }
+  }
+  return {};
+}
+
+core::Observation HttpDriver::Execute(const Invocation& inv, const std::atomic<bool>& cancel) {
+  core::Observation obs;
+  obs.probe = inv.probe;
+  obs.invocation = inv.invocation;
+  obs.deadline_s = inv.deadline_s;
+  obs.driver_facts["driver"] = "http";
+  const auto start = Clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  auto fail = [&](core::Ending ending, std::string why) {
+    obs.ending = ending;
+    obs.harness_error = std::move(why);
+    obs.duration_s = elapsed();
+  };
+  const bool checks = !config_.health.empty();
+  if (checks) {
+    const std::string before = Health(cancel);
+    obs.driver_facts["health_before"] = before;
+    if (!Healthy(before)) {
+      std::string culprit;
+      {
+        std::lock_guard lock(mu_);
+        culprit = took_down_;
+      }
+      fail(cancel.load() ? core::Ending::kInterrupted : core::Ending::kHarnessError,
+           culprit.empty() ? fmt::format("the service is down before this probe ({})", before)
+                           : fmt::format("the service is down: {} took the service down ({})",
+                                         culprit, before));
+      RedactObservation(obs);
+      return obs;
+    }
+  }
+
+  auto reply =
+      Call(config_.method, config_.url, RequestBody(inv.script).dump(), inv.deadline_s, cancel);
+  core::OutputCollector collector(context_.nonce);
+  bool answered = false;  // a complete 2xx JSON answer was read
+  if (!reply) {
+    switch (reply.error().kind) {
+      case Failure::kCancelled:
+        fail(core::Ending::kInterrupted, "interrupted");
+        break;
+      case Failure::kDeadline:
+        obs.ending = core::Ending::kDeadline;
+        obs.duration_s = elapsed();
+        obs.driver_facts["ended_by"] = "harness deadline";
+        obs.driver_facts["note"] =
+            "the client gave up at the harness deadline; the service may still be running it";
+        break;
+      default:
+        fail(core::Ending::kHarnessError, reply.error().message);
+    }
+  } else {
+    obs.driver_facts["http_status"] = reply->status;
+    obs.driver_facts["response_bytes"] = reply->body.size();
+    const Json doc = Json::parse(reply->body, nullptr, false);
+    const Json* out = doc.is_object() ? At(doc, config_.stdout_ptr) : nullptr;
+    const Json* err = doc.is_object() ? At(doc, config_.stderr_ptr) : nullptr;
+    const Json* code = doc.is_object() ? At(doc, config_.exit_code_ptr) : nullptr;
+    const Json* service_error = doc.is_object() ? At(doc, config_.error_ptr) : nullptr;
+    bool timed_out = false;
+    if (config_.timeout && doc.is_object()) {
+      if (const Json* v = At(doc, config_.timeout->pointer)) {
+        timed_out = (config_.timeout->contains && v->is_string() &&
+                     v->get<std::string>().find(*config_.timeout->contains) != std::string::npos) ||
+                    (config_.timeout->equals && *v == *config_.timeout->equals);
+        if (timed_out) {
+          obs.driver_facts["service_timeout"] = true;
+          obs.driver_facts["service_timeout_source"] =
+              fmt::format("response {} = {}", config_.timeout->pointer, OneLine(v->dump(), 120));
+        }
+      }
+    }
+    if (reply->status < 200 || reply->status > 299) {
+      fail(core::Ending::kHarnessError,
+           fmt::format("the service answered HTTP {}: {}", reply->status, OneLine(reply->body)));
+    } else if (!doc.is_object()) {
+      fail(core::Ending::kHarnessError,
+           fmt::format("the service answered {} bytes that are not a JSON object: {}",
+                       reply->body.size(), OneLine(reply->body, 120)));
+    } else if ((out == nullptr || !out->is_string()) && !timed_out) {
+      fail(core::Ending::kHarnessError,
+           service_error != nullptr && !service_error->is_null()
+               ? fmt::format("the service reported an error: {}",
+                             OneLine(service_error->is_string() ? service_error->get<std::string>()
+                                                                : service_error->dump()))
+               : fmt::format("the response has no string at {} (a {}-byte JSON object)",
+                             config_.stdout_ptr, reply->body.size()));
+    } else {
+      answered = true;
+      if (out != nullptr && out->is_string()) collector.FeedStdout(out->get<std::string>());
+      if (err != nullptr && err->is_string()) collector.FeedStderr(err->get<std::string>());
+      if (service_error != nullptr && !service_error->is_null() && !timed_out) {
+        obs.driver_facts["service_error"] = OneLine(
+            service_error->is_string() ? service_error->get<std::string>() : service_error->dump());
+      }
+      obs.ending = core::Ending::kExited;
+      obs.driver_facts["ended_by"] = "service";
+      if (code != nullptr && code->is_number_integer()) {
+        const int n = code->get<int>();
+        obs.driver_facts["service_exit_code"] = n;
+        if (n < 0) {  // a subprocess killed by signal -n (Python's returncode convention)
+          obs.ending = core::Ending::kSignaled;
+          obs.signal = -n;
+        } else {
+          obs.exit_code = n;
+        }
+      } else {
+        obs.driver_facts["service_exit_code"] =
+            code == nullptr ? "not in the response" : "not an integer";
+      }
+      if (timed_out) {  // reported like GNU timeout, so the probe's timed_out rule applies
+        obs.ending = core::Ending::kExited;
+        obs.exit_code = 124;
+      }
+      obs.duration_s = elapsed();
+    }
+  }
+  collector.Finish(obs);
+
+  // Linger for probes whose evidence arrives after the call (a detached process's heartbeats).
+  const double linger = inv.after_call_s > 0 ? config_.after_call_s.value_or(inv.after_call_s) : 0;
+  if (answered && linger > 0) {
+    const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                          std::chrono::duration<double>(linger));
+    while (Clock::now() < until && !cancel.load())
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    obs.driver_facts["after_call_wait_s"] = linger;
+  }
+
+  if (checks && !cancel.load()) {
+    const std::string after = Health(cancel);
+    obs.driver_facts["health_after"] = after;
+    if (!Healthy(after) && !cancel.load()) {
+      obs.driver_facts["service_died"] = true;
+      const std::string who = fmt::format("probe {} (invocation {})", inv.probe, inv.invocation);
+      {
+        std::lock_guard lock(mu_);
+        if (took_down_.empty()) took_down_ = who;
+      }
+      if (obs.ending == core::Ending::kHarnessError) {
+        obs.harness_error =
+            fmt::format("the probe took the service down ({}); {}", after, obs.harness_error);
+      }
+    }
+  }
+  RedactObservation(obs);
+  return obs;
+}
+
+}  // namespace sandprobe::drivers

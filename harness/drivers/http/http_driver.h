@@ -1,0 +1,113 @@
+// `http` driver: deploys each probe invocation through a run-code service (a REPL server, a
+// `run_script` tool, a code-interpreter endpoint): POST the script, read stdout / stderr / exit
+// code from the JSON response, and check the service's health before and after every call.
+//
+// Manifest section (camelCase like the docker section's hostConfig):
+//   http:
+//     url: http://127.0.0.1:8080/execute   # required; http:// or https:// (system CA store)
+//     preset: code-json                     # body + response shape; see kPresets below
+//     health: http://127.0.0.1:8080/healthz # GET, 2xx = healthy; checked in Prepare and around
+//                                           # every call (shared fate)
+//     method: POST                          # default POST
+//     headers: {X-Tenant: sandprobe}        # literal headers
+//     tokenEnv: REPL_TOKEN                  # "Authorization: Bearer $REPL_TOKEN"; the value is
+//                                           # never written to a report, fact or error
+//     body: {code: "{script}", lang: py}    # JSON body; "{script}" in any string value is the
+//                                           # probe program (JSON-escaped by nlohmann)
+//     response: {stdout: /stdout, stderr: /stderr, exit_code: /exit_code, error: /error}
+//                                           # RFC 6901 JSON pointers into the response
+//     timeout: {pointer: /error, contains: "timed out"}   # or {pointer: /exit_code, equals: 124}
+//                                           # a service-reported timeout -> exit 124 + fact
+//     afterCall: 1.5s                       # wait after the response for probes that ask
+//                                           # (probe.yaml after_call_s), default: the probe's
+//     healthTimeout: 5s                     # client deadline of a health check
+//     maxBody: 16Mi                         # response cap; bigger -> harness error (default)
+//
+// Evidence it adds (driver facts): http_status, response_bytes, health_before / health_after
+// ("ok" or why not), service_died (healthy before, not after: "the probe took the service down"),
+// service_timeout (the service said the evaluation timed out), after_call_wait_s.
+// Endings: a complete 2xx JSON answer -> kExited (exit code from the response; negative = killed
+// by that signal) or kSignaled; the harness deadline -> kDeadline (the service may still be
+// running it: a service cannot be told to stop); garbage JSON, non-2xx, reset, body over the cap,
+// a service already down -> kHarnessError with a one-line reason.
+#pragma once
+
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "drivers/driver.h"
+
+namespace sandprobe::drivers {
+
+// A service-reported timeout: the response value at `pointer` contains `contains` (strings) or
+// equals `equals` (any JSON value).
+struct HttpTimeoutRule {
+  std::string pointer;
+  std::optional<std::string> contains;
+  std::optional<nlohmann::json> equals;
+};
+
+struct HttpConfig {
+  std::string url;
+  std::string method = "POST";
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string token_env;  // name of the env var holding a bearer token ("" = none)
+  nlohmann::json body = nlohmann::json::object();                // template; "{script}" substituted
+  std::string stdout_ptr, stderr_ptr, exit_code_ptr, error_ptr;  // "" = not in the response
+  std::optional<HttpTimeoutRule> timeout;
+  std::string health;                  // "" = no health checks
+  double health_timeout_s = 5;         // seconds
+  std::optional<double> after_call_s;  // overrides the probe's after_call_s when set
+  size_t max_body = 16u << 20;         // bytes
+};
+
+// The `http:` section (already validated by config/manifest_loader.cc) -> HttpConfig, presets
+// applied first and explicit fields over them. Errors: an unknown preset, a bad pointer.
+std::expected<HttpConfig, std::string> ParseHttpConfig(const nlohmann::json& section);
+
+// Presets: name -> {body, response, timeout} in manifest vocabulary.
+//   code-json: {"code": script} -> {"stdout", "stderr", "exit_code"}, "error" containing
+//              "timed out" is a service timeout.
+const nlohmann::json& HttpPresets();
+
+class HttpDriver : public Driver {
+ public:
+  HttpDriver(HttpConfig config, DriverContext context);
+  std::string_view kind() const override { return "http"; }
+  // Reads the token (a setup error names the variable, never a value) and checks health.
+  std::expected<void, SetupError> Prepare() override;
+  core::Observation Execute(const Invocation& inv, const std::atomic<bool>& cancel) override;
+
+  // The request body for one script (exposed for tests).
+  nlohmann::json RequestBody(const std::string& script) const;
+
+ private:
+  struct Reply {
+    int status = 0;
+    std::string body;
+  };
+  enum class Failure { kTransport, kDeadline, kCancelled, kTooBig };
+  struct CallError {
+    Failure kind;
+    std::string message;  // one line, token-free
+  };
+  // One request with a whole-call deadline (seconds), cancellable, body capped at max_body.
+  std::expected<Reply, CallError> Call(const std::string& method, const std::string& url,
+                                       const std::string& body, double deadline_s,
+                                       const std::atomic<bool>& cancel) const;
+  // "ok" or why the service is not healthy (one line).
+  std::string Health(const std::atomic<bool>& cancel) const;
+  // Replaces the bearer token wherever it appears (a service may echo headers).
+  std::string Redact(std::string text) const;
+  void RedactObservation(core::Observation& obs) const;
+
+  HttpConfig config_;
+  DriverContext context_;
+  std::string token_;  // read in Prepare()
+  mutable std::mutex mu_;
+  std::string took_down_;  // "probe X (invocation Y)" that left the service dead; "" = none
+};
+
+}  // namespace sandprobe::drivers

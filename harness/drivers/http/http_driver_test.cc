@@ -1,0 +1,455 @@
+// http driver against small in-process servers on 127.0.0.1 (httplib::Server, and raw sockets for
+// a reset and a hang): presets, pointers, the token, the timeout marker, the body cap, garbage,
+// 5xx, reset, hang -> deadline, Ctrl-C, health before/after and service_died.
+#include "drivers/http/http_driver.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <functional>
+#include <thread>
+
+namespace sandprobe::drivers {
+namespace {
+
+using Json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+constexpr char kNonce[] = "n0nce1234";
+constexpr char kToken[] = "tok-3f9a-SECRET-do-not-print";
+
+std::string Record(const Json& rec) {
+  return std::string("@@sandprobe ") + kNonce + " " + rec.dump();
+}
+
+// An httplib server on 127.0.0.1:<any port>, run on its own thread for one test.
+class Service {
+ public:
+  Service() {
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ~Service() {
+    server_.stop();
+    thread_.join();
+  }
+  httplib::Server& server() { return server_; }
+  std::string Url(const std::string& path) const {
+    return "http://127.0.0.1:" + std::to_string(port_) + path;
+  }
+
+ private:
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+// A raw TCP listener on 127.0.0.1 that reads a request and then closes at once (reset) or holds
+// the connection open without answering (hang) until the test ends.
+class RawService {
+ public:
+  explicit RawService(bool hang, std::function<void()> on_request = {})
+      : hang_(hang), on_request_(std::move(on_request)) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa));
+    socklen_t len = sizeof(sa);
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len);
+    port_ = ntohs(sa.sin_port);
+    ::listen(fd_, 8);
+    thread_ = std::thread([this] {
+      while (true) {
+        const int c = ::accept(fd_, nullptr, nullptr);
+        if (c < 0) return;
+        char buf[4096];
+        (void)::read(c, buf, sizeof(buf));
+        if (on_request_) on_request_();
+        if (hang_) {
+          held_.push_back(c);
+          continue;
+        }
+        linger lg{1, 0};  // RST instead of FIN
+        ::setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+        ::close(c);
+      }
+    });
+  }
+  ~RawService() {
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    thread_.join();
+    for (int c : held_) ::close(c);
+  }
+  std::string Url(const std::string& path) const {
+    return "http://127.0.0.1:" + std::to_string(port_) + path;
+  }
+
+ private:
+  bool hang_;
+  std::function<void()> on_request_;
+  int fd_ = -1;
+  int port_ = 0;
+  std::vector<int> held_;
+  std::thread thread_;
+};
+
+HttpDriver MakeDriver(const Json& section) {
+  auto config = ParseHttpConfig(section);
+  EXPECT_TRUE(config.has_value()) << config.error();
+  return HttpDriver(config.value_or(HttpConfig{}), DriverContext{kNonce, "", 1, "sp-test"});
+}
+
+Invocation Inv(double deadline_s = 5) {
+  Invocation inv;
+  inv.probe = "test.probe";
+  inv.invocation = "i001ab";
+  inv.script = "print(\"hi\")\n# \"quotes\" \\ and \t tabs\n";
+  inv.deadline_s = deadline_s;
+  return inv;
+}
+
+const std::atomic<bool> kNever{false};
+
+TEST(HttpConfigTest, PresetCodeJsonFillsTheShape) {
+  auto c = ParseHttpConfig({{"url", "http://127.0.0.1:8080/execute"}, {"preset", "code-json"}});
+  ASSERT_TRUE(c) << c.error();
+  EXPECT_EQ(c->stdout_ptr, "/stdout");
+  EXPECT_EQ(c->stderr_ptr, "/stderr");
+  EXPECT_EQ(c->exit_code_ptr, "/exit_code");
+  EXPECT_EQ(c->error_ptr, "/error");
+  ASSERT_TRUE(c->timeout);
+  EXPECT_EQ(c->timeout->contains.value_or(""), "timed out");
+  EXPECT_EQ(c->max_body, 16u << 20);
+}
+
+TEST(HttpConfigTest, ErrorsNameTheField) {
+  auto bad_preset = ParseHttpConfig({{"url", "http://127.0.0.1/x"}, {"preset", "nope"}});
+  ASSERT_FALSE(bad_preset);
+  EXPECT_NE(bad_preset.error().find("http.preset"), std::string::npos);
+  auto no_stdout = ParseHttpConfig({{"url", "http://127.0.0.1/x"}, {"body", {{"c", "{script}"}}}});
+  ASSERT_FALSE(no_stdout);
+  EXPECT_NE(no_stdout.error().find("http.response.stdout"), std::string::npos);
+  auto bad_pointer = ParseHttpConfig({{"url", "http://127.0.0.1/x"},
+                                      {"preset", "code-json"},
+                                      {"response", {{"stdout", "stdout"}}}});
+  ASSERT_FALSE(bad_pointer);
+  EXPECT_NE(bad_pointer.error().find("http.response.stdout"), std::string::npos);
+  EXPECT_FALSE(ParseHttpConfig({{"url", "ftp://127.0.0.1/x"}, {"preset", "code-json"}}));
+}
+
+TEST(HttpDriverTest, BodyTemplateEscapesTheScriptAsJson) {
+  HttpDriver d = MakeDriver({{"url", "http://127.0.0.1:1/x"},
+                             {"body", {{"input", {{"src", "{script}"}, {"lang", "py"}}}}},
+                             {"response", {{"stdout", "/out"}}}});
+  const std::string script = Inv().script;
+  const Json parsed = Json::parse(d.RequestBody(script).dump());  // the bytes sent, read back
+  EXPECT_EQ(parsed["input"]["src"], script);
+  EXPECT_EQ(parsed["input"]["lang"], "py");
+}
+
+TEST(HttpDriverTest, CodeJsonRoundTripWithHealthChecks) {
+  Service s;
+  std::string received;
+  s.server().Get("/healthz", [](const httplib::Request&, httplib::Response& r) {
+    r.set_content("ok", "text/plain");
+  });
+  s.server().Post("/execute", [&](const httplib::Request& req, httplib::Response& r) {
+    received = Json::parse(req.body).value("code", "");
+    r.set_content(Json{{"stdout", Record({{"kind", "start"}}) + "\nraw line\n" +
+                                      Record({{"kind", "result"}, {"outcome", "ok"}}) + "\n"},
+                       {"stderr", "warn\n"},
+                       {"exit_code", 3}}
+                      .dump(),
+                  "application/json");
+  });
+  HttpDriver d = MakeDriver(
+      {{"url", s.Url("/execute")}, {"preset", "code-json"}, {"health", s.Url("/healthz")}});
+  ASSERT_TRUE(d.Prepare());
+  const core::Observation obs = d.Execute(Inv(), kNever);
+  EXPECT_EQ(received, Inv().script);
+  EXPECT_EQ(obs.ending, core::Ending::kExited);
+  EXPECT_EQ(obs.exit_code, 3);
+  ASSERT_TRUE(obs.result);
+  EXPECT_EQ((*obs.result)["outcome"], "ok");
+  EXPECT_EQ(obs.records.size(), 2u);
+  EXPECT_EQ(obs.stderr_head, "warn\n");
+  EXPECT_EQ(obs.driver_facts["health_before"], "ok");
+  EXPECT_EQ(obs.driver_facts["health_after"], "ok");
+  EXPECT_EQ(obs.driver_facts["http_status"], 200);
+  EXPECT_FALSE(obs.driver_facts.contains("service_died"));
+  EXPECT_FALSE(obs.driver_facts.contains("after_call_wait_s"));  // the probe did not ask
+}
+
+TEST(HttpDriverTest, CustomPointersAndASignalledExit) {
+  Service s;
+  s.server().Post("/run", [](const httplib::Request&, httplib::Response& r) {
+    r.set_content(
+        Json{{"result", {{"out", Record({{"kind", "start"}}) + "\n"}, {"rc", -9}}}}.dump(),
+        "application/json");
+  });
+  HttpDriver d =
+      MakeDriver({{"url", s.Url("/run")},
+                  {"body", {{"source", "{script}"}}},
+                  {"response", {{"stdout", "/result/out"}, {"exit_code", "/result/rc"}}}});
+  const core::Observation obs = d.Execute(Inv(), kNever);
+  EXPECT_EQ(obs.ending, core::Ending::kSignaled);
+  EXPECT_EQ(obs.signal, 9);
+  EXPECT_EQ(obs.records.size(), 1u);
+}
+
+TEST(HttpDriverTest, ServiceTimeoutIsReportedLikeGnuTimeout) {
+  Service s;
+  s.server().Post("/execute", [](const httplib::Request&, httplib::Response& r) {
+    r.set_content(R"({"stdout": "", "stderr": "", "exit_code": 1, "error": "execution timed out"})",
+                  "application/json");
+  });
+  HttpDriver d = MakeDriver({{"url", s.Url("/execute")}, {"preset", "code-json"}});
+  const core::Observation obs = d.Execute(Inv(), kNever);
+  EXPECT_EQ(obs.ending, core::Ending::kExited);
+  EXPECT_EQ(obs.exit_code, 124);
+  EXPECT_EQ(obs.driver_facts["service_timeout"], true);
+  EXPECT_EQ(obs.driver_facts["service_exit_code"], 1);
+  EXPECT_NE(obs.driver_facts["service_timeout_source"].get<std::string>().find("/error"),
+            std::string::npos);
+
+  // The same service with an exit-code rule instead: {pointer: /exit_code, equals: 1}.
+  HttpDriver by_code = MakeDriver({{"url", s.Url("/execute")},
+                                   {"preset", "code-json"},
+                                   {"timeout", {{"pointer", "/exit_code"}, {"equals", 1}}}});
+  EXPECT_EQ(by_code.Execute(Inv(), kNever).exit_code, 124);
+}
+
+TEST(HttpDriverTest, TokenIsSentButNeverWritten) {
+  Service s;
+  std::string auth;
+  s.server().Post("/execute", [&](const httplib::Request& req, httplib::Response& r) {
+    auth = req.get_header_value("Authorization");
+    // A careless service echoes the header in its output and in an error.
+    r.status = 500;
+    r.set_content("internal error, request had Authorization: " + auth, "text/plain");
+  });
+  s.server().Post("/echo", [&](const httplib::Request& req, httplib::Response& r) {
+    r.set_content(Json{{"stdout", "token is " + req.get_header_value("Authorization")},
+                       {"stderr", req.get_header_value("Authorization")},
+                       {"error", req.get_header_value("Authorization")}}
+                      .dump(),
+                  "application/json");
+  });
+  ::setenv("SANDPROBE_HTTP_TEST_TOKEN", kToken, 1);
+  HttpDriver d = MakeDriver({{"url", s.Url("/execute")},
+                             {"preset", "code-json"},
+                             {"tokenEnv", "SANDPROBE_HTTP_TEST_TOKEN"}});
+  ASSERT_TRUE(d.Prepare());
+  const core::Observation err = d.Execute(Inv(), kNever);
+  EXPECT_EQ(auth, std::string("Bearer ") + kToken);
+  EXPECT_EQ(err.ending, core::Ending::kHarnessError);
+  EXPECT_NE(err.harness_error.find("HTTP 500"), std::string::npos);
+  EXPECT_EQ(err.harness_error.find(kToken), std::string::npos) << err.harness_error;
+  EXPECT_NE(err.harness_error.find("[token redacted]"), std::string::npos);
+
+  HttpDriver echo = MakeDriver({{"url", s.Url("/echo")},
+                                {"preset", "code-json"},
+                                {"tokenEnv", "SANDPROBE_HTTP_TEST_TOKEN"}});
+  ASSERT_TRUE(echo.Prepare());
+  const core::Observation obs = echo.Execute(Inv(), kNever);
+  for (const std::string& text :
+       {obs.stdout_head, obs.stderr_head, obs.harness_error, obs.driver_facts.dump()}) {
+    EXPECT_EQ(text.find(kToken), std::string::npos) << text;
+  }
+  ::unsetenv("SANDPROBE_HTTP_TEST_TOKEN");
+  HttpDriver unset = MakeDriver({{"url", s.Url("/echo")},
+                                 {"preset", "code-json"},
+                                 {"tokenEnv", "SANDPROBE_HTTP_TEST_TOKEN"}});
+  auto setup = unset.Prepare();
+  ASSERT_FALSE(setup);
+  EXPECT_NE(setup.error().message.find("SANDPROBE_HTTP_TEST_TOKEN"), std::string::npos);
+}
+
+TEST(HttpDriverTest, BodyOverTheCapIsAHarnessErrorNamingTheSize) {
+  Service s;
+  s.server().Post("/sized", [](const httplib::Request&, httplib::Response& r) {
+    r.set_content(std::string(5000, 'x'), "application/json");
+  });
+  s.server().Post("/chunked", [](const httplib::Request&, httplib::Response& r) {
+    r.set_chunked_content_provider("application/json", [](size_t, httplib::DataSink& sink) {
+      const std::string chunk(1000, 'y');
+      for (int i = 0; i < 50; ++i) {
+        if (!sink.write(chunk.data(), chunk.size())) return false;
+      }
+      sink.done();
+      return true;
+    });
+  });
+  for (const char* path : {"/sized", "/chunked"}) {
+    HttpDriver d = MakeDriver({{"url", s.Url(path)}, {"preset", "code-json"}, {"maxBody", "4Ki"}});
+    const core::Observation obs = d.Execute(Inv(), kNever);
+    EXPECT_EQ(obs.ending, core::Ending::kHarnessError) << path;
+    EXPECT_NE(obs.harness_error.find("4096"), std::string::npos) << obs.harness_error;
+  }
+}
+
+TEST(HttpDriverTest, GarbageAnd5xxAndMissingStdoutAreOneLineHarnessErrors) {
+  Service s;
+  s.server().Post("/garbage", [](const httplib::Request&, httplib::Response& r) {
+    r.set_content("<html>\nnot json\n</html>", "text/html");
+  });
+  s.server().Post("/5xx", [](const httplib::Request&, httplib::Response& r) {
+    r.status = 502;
+    r.set_content("bad gateway", "text/plain");
+  });
+  s.server().Post("/error", [](const httplib::Request&, httplib::Response& r) {
+    r.set_content(R"({"error": "sandbox failed to start"})", "application/json");
+  });
+  s.server().Post("/shape", [](const httplib::Request&, httplib::Response& r) {
+    r.set_content(R"({"output": "x"})", "application/json");
+  });
+  const std::pair<const char*, const char*> cases[] = {{"/garbage", "not a JSON object"},
+                                                       {"/5xx", "HTTP 502"},
+                                                       {"/error", "sandbox failed to start"},
+                                                       {"/shape", "no string at /stdout"}};
+  for (const auto& [path, want] : cases) {
+    HttpDriver d = MakeDriver({{"url", s.Url(path)}, {"preset", "code-json"}});
+    const core::Observation obs = d.Execute(Inv(), kNever);
+    EXPECT_EQ(obs.ending, core::Ending::kHarnessError) << path;
+    EXPECT_NE(obs.harness_error.find(want), std::string::npos) << obs.harness_error;
+    EXPECT_EQ(obs.harness_error.find('\n'), std::string::npos) << obs.harness_error;
+  }
+}
+
+TEST(HttpDriverTest, ResetAndRefusedAreHarnessErrors) {
+  RawService reset(false);
+  HttpDriver d = MakeDriver({{"url", reset.Url("/execute")}, {"preset", "code-json"}});
+  const core::Observation obs = d.Execute(Inv(), kNever);
+  EXPECT_EQ(obs.ending, core::Ending::kHarnessError);
+  EXPECT_NE(obs.harness_error.find("closed or was reset"), std::string::npos) << obs.harness_error;
+
+  // A port nobody listens on: bind one, close it, connect there.
+  int port;
+  {
+    Service gone;
+    port = std::stoi(gone.Url("").substr(17));
+  }
+  HttpDriver refused = MakeDriver(
+      {{"url", "http://127.0.0.1:" + std::to_string(port) + "/x"}, {"preset", "code-json"}});
+  const core::Observation r = refused.Execute(Inv(), kNever);
+  EXPECT_EQ(r.ending, core::Ending::kHarnessError);
+  EXPECT_NE(r.harness_error.find("could not connect"), std::string::npos) << r.harness_error;
+}
+
+TEST(HttpDriverTest, HangEndsAtTheDeadlineAndCtrlCEndsItSooner) {
+  RawService hang(true);
+  HttpDriver d = MakeDriver({{"url", hang.Url("/execute")}, {"preset", "code-json"}});
+  auto start = Clock::now();
+  const core::Observation obs = d.Execute(Inv(0.8), kNever);
+  double took = std::chrono::duration<double>(Clock::now() - start).count();
+  EXPECT_EQ(obs.ending, core::Ending::kDeadline);
+  EXPECT_EQ(obs.driver_facts["ended_by"], "harness deadline");
+  EXPECT_GE(took, 0.75);
+  EXPECT_LT(took, 2.5);
+
+  std::atomic<bool> cancel{false};
+  std::thread ctrl_c([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    cancel = true;
+  });
+  start = Clock::now();
+  const core::Observation stopped = d.Execute(Inv(30), cancel);
+  took = std::chrono::duration<double>(Clock::now() - start).count();
+  ctrl_c.join();
+  EXPECT_EQ(stopped.ending, core::Ending::kInterrupted);
+  EXPECT_LT(took, 2.0);
+}
+
+TEST(HttpDriverTest, UnhealthyServiceIsASetupErrorWithAHint) {
+  Service s;
+  s.server().Get("/healthz", [](const httplib::Request&, httplib::Response& r) { r.status = 503; });
+  HttpDriver d = MakeDriver(
+      {{"url", s.Url("/execute")}, {"preset", "code-json"}, {"health", s.Url("/healthz")}});
+  auto r = d.Prepare();
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("HTTP 503"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().hint.find("http.health"), std::string::npos);
+}
+
+TEST(HttpDriverTest, AServiceThatDiesAfterAProbeIsEvidenceAndLaterProbesErrorFast) {
+  Service s;
+  std::atomic<bool> dead{false};
+  s.server().Get("/healthz", [&](const httplib::Request&, httplib::Response& r) {
+    r.status = dead ? 500 : 200;
+  });
+  s.server().Post("/execute", [&](const httplib::Request&, httplib::Response& r) {
+    dead = true;  // this evaluation takes the service down, after answering
+    r.set_content(Json{{"stdout", Record({{"kind", "start"}}) + "\n"}, {"exit_code", 0}}.dump(),
+                  "application/json");
+  });
+  HttpDriver d = MakeDriver(
+      {{"url", s.Url("/execute")}, {"preset", "code-json"}, {"health", s.Url("/healthz")}});
+  ASSERT_TRUE(d.Prepare());
+  const core::Observation first = d.Execute(Inv(), kNever);
+  EXPECT_EQ(first.ending, core::Ending::kExited);
+  EXPECT_EQ(first.driver_facts["health_before"], "ok");
+  EXPECT_EQ(first.driver_facts["service_died"], true);
+  EXPECT_NE(first.driver_facts["health_after"].get<std::string>().find("HTTP 500"),
+            std::string::npos);
+
+  Invocation later = Inv();
+  later.probe = "test.later";
+  const auto start = Clock::now();
+  const core::Observation second = d.Execute(later, kNever);
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 2.0);
+  EXPECT_EQ(second.ending, core::Ending::kHarnessError);
+  EXPECT_NE(second.harness_error.find("test.probe"), std::string::npos) << second.harness_error;
+  EXPECT_NE(second.harness_error.find("took the service down"), std::string::npos);
+  EXPECT_FALSE(second.driver_facts.contains("service_died"));  // it was already down
+}
+
+TEST(HttpDriverTest, ConnectionDroppedByADyingServiceSaysTheProbeTookItDown) {
+  Service health;
+  std::atomic<bool> dead{false};
+  health.server().Get("/healthz", [&](const httplib::Request&, httplib::Response& r) {
+    r.status = dead ? 503 : 200;
+  });
+  RawService dying(false, [&] { dead = true; });  // the evaluation kills it: reset, then 503
+  HttpDriver d = MakeDriver({{"url", dying.Url("/execute")},
+                             {"preset", "code-json"},
+                             {"health", health.Url("/healthz")}});
+  ASSERT_TRUE(d.Prepare());
+  const core::Observation obs = d.Execute(Inv(), kNever);
+  EXPECT_EQ(obs.ending, core::Ending::kHarnessError);
+  EXPECT_EQ(obs.driver_facts["service_died"], true);
+  EXPECT_TRUE(obs.harness_error.starts_with("the probe took the service down"))
+      << obs.harness_error;
+  EXPECT_EQ(obs.harness_error.find('\n'), std::string::npos);
+}
+
+TEST(HttpDriverTest, AfterCallWaitOnlyForProbesThatAskAndManifestOverrides) {
+  Service s;
+  s.server().Post("/execute", [](const httplib::Request&, httplib::Response& r) {
+    r.set_content(R"({"stdout": "", "exit_code": 0})", "application/json");
+  });
+  HttpDriver d = MakeDriver({{"url", s.Url("/execute")}, {"preset", "code-json"}});
+  Invocation inv = Inv();
+  inv.after_call_s = 0.3;
+  auto start = Clock::now();
+  const core::Observation obs = d.Execute(inv, kNever);
+  EXPECT_GE(std::chrono::duration<double>(Clock::now() - start).count(), 0.3);
+  EXPECT_DOUBLE_EQ(obs.driver_facts["after_call_wait_s"].get<double>(), 0.3);
+
+  HttpDriver longer =
+      MakeDriver({{"url", s.Url("/execute")}, {"preset", "code-json"}, {"afterCall", "0.5s"}});
+  EXPECT_DOUBLE_EQ(longer.Execute(inv, kNever).driver_facts["after_call_wait_s"].get<double>(),
+                   0.5);
+  EXPECT_FALSE(longer.Execute(Inv(), kNever).driver_facts.contains("after_call_wait_s"));
+}
+
+}  // namespace
+}  // namespace sandprobe::drivers

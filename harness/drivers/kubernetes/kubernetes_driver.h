@@ -1,0 +1,97 @@
+// `kubernetes` driver: one batch/v1 Job per probe invocation, built from the manifest's Job
+// template (objects.h), with the script as the container's single `-c` argument. It watches the
+// Job's pods (list + watch, re-listing on 410 Gone or a broken stream), reads the logs before
+// anything deletes them, takes its facts from pod status, then deletes the Job
+// (propagationPolicy=Background) and confirms it is gone.
+//
+// Facts (Observation.driver_facts), each from the API object named:
+//   oom_killed        Pod status.containerStatuses[probe].state.terminated.reason == OOMKilled
+//   exit_code, terminated_reason, signal   the same terminated state
+//   evicted, pod_reason, pod_message       Pod status.reason == Evicted (and its message)
+//   job_condition     Job status.conditions[type=Failed].reason (DeadlineExceeded: logs gone)
+//   failed_create     Event reason FailedCreate on the Job (the cell is a harness error)
+//   node              Pod spec.nodeName
+//   network_policy, policy_age_s   the arm's NetworkPolicy and its age when the Job was created
+//   start_wait_s      Job creation to a running container (not counted in the harness deadline)
+// The harness deadline (Invocation.deadline_s) runs from the container's start; scheduling and
+// image pulls get podStartTimeout. Deadline or Ctrl-C: logs are read, the Job and its pods are
+// deleted, and the ending is kDeadline / kInterrupted.
+//
+// Arms that are policies: with `networkPolicy:` the driver creates the arm's NetworkPolicy in
+// Prepare() (deny-all-egress or the user's file, labelled with the run) and records when the
+// API server stored it; `minPolicyAge:` makes each Execute wait until the policy is that old.
+//
+// Admission probe (platform.runtime-class): no Job; a bare Pod without runtimeClassName is
+// POSTed with dryRun=All and the answer becomes the probe's result record: 201 -> `admitted`
+// (exposed), 403 from a webhook or Pod Security Admission / 422 from a ValidatingAdmissionPolicy
+// -> `rejected` (contained). A quota 403 is back-pressure (retried); an RBAC 403 or a plain
+// validation 422 is a harness error, never a verdict.
+//
+// Cleanup(): deletecollection by sandprobe.io/run for jobs, pods and networkpolicies, then lists
+// until they are gone.
+#pragma once
+
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+
+#include "drivers/driver.h"
+#include "drivers/kubernetes/api_client.h"
+#include "drivers/kubernetes/objects.h"
+
+namespace sandprobe::drivers {
+
+inline constexpr char kAdmissionProbe[] = "platform.runtime-class";
+
+class KubernetesDriver : public Driver {
+ public:
+  KubernetesDriver(core::Manifest manifest, kube::KubeSettings settings, DriverContext context,
+                   kube::EnvLookup getenv = kube::ProcessEnv());
+  std::string_view kind() const override { return "kubernetes"; }
+  std::expected<void, SetupError> Prepare() override;
+  core::Observation Execute(const Invocation& inv, const std::atomic<bool>& cancel) override;
+  void Cleanup() override;
+  std::vector<std::string> Warnings() const override;
+
+  const kube::ApiClient* client() const { return client_ ? &*client_ : nullptr; }
+  const std::string& namespace_name() const { return ns_; }
+
+ private:
+  core::Observation Admission(const Invocation& inv, const std::atomic<bool>& cancel,
+                              core::Observation obs);
+  // DELETE the Job (Background) and wait until a GET answers 404. Error text when unconfirmed.
+  std::expected<void, std::string> DeleteJob(const std::string& name, bool also_pods);
+  std::string Path(std::string_view group_path, std::string_view resource,
+                   std::string_view name = "") const;
+
+  core::Manifest manifest_;
+  kube::KubeSettings settings_;
+  DriverContext context_;
+  kube::EnvLookup getenv_;
+  std::optional<kube::ApiClient> client_;
+  std::string ns_;
+  std::vector<std::string> warnings_;
+  std::string policy_name_;                               // "" = this arm has no policy
+  std::string policy_created_at_;                         // metadata.creationTimestamp
+  std::optional<kube::Clock::time_point> policy_stored_;  // local time of the 201
+  std::mutex mu_;
+  std::set<std::string> live_jobs_;
+};
+
+// The factory's branch: validates the manifest's kubernetes: section.
+std::expected<std::unique_ptr<Driver>, SetupError> MakeKubernetesDriver(
+    const core::Manifest& manifest, const DriverContext& context);
+
+// Names of schedulable nodes (no spec.unschedulable, no NoSchedule/NoExecute taint) matching a
+// label selector ("" = all), sorted. Source: GET /api/v1/nodes.
+std::expected<std::vector<std::string>, std::string> ListSchedulableNodes(
+    const kube::ApiClient& client, const std::string& label_selector, double timeout_s = 15);
+
+// The objects one arm would submit for `sandprobe render`: its NetworkPolicy (if any), then per
+// invocation a Job, or the dry-run Pod for the admission probe. Reads the policy file.
+std::expected<std::vector<nlohmann::json>, std::string> RenderArm(
+    const core::Manifest& manifest, const std::string& run_id,
+    const std::vector<Invocation>& invocations);
+
+}  // namespace sandprobe::drivers

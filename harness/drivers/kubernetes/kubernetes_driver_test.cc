@@ -1,0 +1,440 @@
+// Integration: the kubernetes driver's Prepare -> Execute -> Cleanup against the FAKE API server
+// (harness/testing/fake_kube/fake_kube.py, a real HTTPS server on 127.0.0.1 that runs pods as
+// local processes). Real probe scripts (probes/lib/preamble.py + a body) run as the Job's `-c`
+// argument. A missing fake or python3 is a failure, never a skip.
+#include "drivers/kubernetes/kubernetes_driver.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "core/json_field.h"
+#include "core/params.h"
+
+namespace sandprobe::drivers {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+using kube::After;
+
+const std::string kRoot = SANDPROBE_SOURCE_ROOT;
+
+// One fake API server process for one test.
+class FakeKube {
+ public:
+  explicit FakeKube(const std::vector<std::string>& extra) {
+    dir_ = fs::temp_directory_path() / fmt::format("kd-fake-{}-{}", getpid(), counter_++);
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    std::vector<std::string> args = {
+        "/usr/bin/python3", kRoot + "/harness/testing/fake_kube/fake_kube.py",
+        "--kubeconfig-out", (dir_ / "kubeconfig").string(),
+        "--state-dir",      dir_.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    int out[2];
+    if (pipe(out) != 0) return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(out[1], 1);
+      close(out[0]);
+      close(out[1]);
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    close(out[1]);
+    std::string line;
+    const auto deadline = After(20);
+    while (kube::SecondsLeft(deadline) > 0 && line.find('\n') == std::string::npos) {
+      pollfd p{out[0], POLLIN, 0};
+      if (poll(&p, 1, 200) <= 0) continue;
+      char buf[256];
+      const ssize_t n = read(out[0], buf, sizeof buf);
+      if (n <= 0) break;
+      line.append(buf, n);
+    }
+    close(out[0]);
+    if (line.starts_with("READY https://")) server_ = line.substr(6, line.find('\n') - 6);
+  }
+  ~FakeKube() {
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      int status = 0;
+      waitpid(pid_, &status, 0);
+    }
+    fs::remove_all(dir_);
+  }
+  bool ready() const { return !server_.empty(); }
+  std::string kubeconfig() const { return (dir_ / "kubeconfig").string(); }
+  // GET /fake/state: every stored object.
+  Json State() const {
+    auto conn = kube::LoadKubeconfig(kubeconfig(), "");
+    auto r = kube::ApiClient(*conn).Send("GET", "/fake/state", "", After(10));
+    return r ? r->body : Json();
+  }
+  void Script(const Json& body) const {
+    auto conn = kube::LoadKubeconfig(kubeconfig(), "");
+    kube::ApiClient(*conn).Send("POST", "/fake/script", body.dump(), After(10));
+  }
+  // Objects of any kind still stored with the run's label.
+  std::vector<std::string> Leftovers(const std::string& run) const {
+    std::vector<std::string> out;
+    const Json state = State();
+    const Json objects =
+        state.is_object() ? state.value("objects", Json::object()) : Json::object();
+    for (auto& [kind, items] : objects.items()) {
+      if (!items.is_array()) continue;
+      for (const Json& o : items) {
+        if (o.value("/metadata/labels/sandprobe.io~1run"_json_pointer, std::string()) == run) {
+          out.push_back(kind + "/" + o.value("/metadata/name"_json_pointer, std::string()));
+        }
+      }
+    }
+    return out;
+  }
+
+ private:
+  static inline int counter_ = 0;
+  fs::path dir_;
+  pid_t pid_ = -1;
+  std::string server_;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The deployed program for a probe id with the given body.
+std::string Script(const std::string& probe, const std::string& body, const Json& params,
+                   const std::string& invocation) {
+  core::ProbeDescriptor p;
+  p.id = probe;
+  p.script = body;
+  return core::BuildScript(p, ReadFile(kRoot + "/probes/lib/preamble.py"), params, "testnonce",
+                           invocation)
+      .value();
+}
+
+core::Manifest KubeManifest(const std::string& name, const std::string& kubeconfig,
+                            Json extra = Json::object()) {
+  core::Manifest m;
+  m.name = name;
+  m.driver = "kubernetes";
+  m.source_path = "/test/" + name + ".yaml";
+  m.driver_config = {{"kubeconfig", kubeconfig},
+                     {"image", "python:3.12-slim"},
+                     {"namespace", "sandprobe"},
+                     {"podStartTimeout", "20s"}};
+  m.driver_config.merge_patch(extra);
+  return m;
+}
+
+std::unique_ptr<Driver> Make(const core::Manifest& m, const std::string& run) {
+  auto d = MakeDriver(m, DriverContext{"testnonce", "", 2, run});
+  EXPECT_TRUE(d.has_value()) << d.error().message;
+  return d ? std::move(*d) : nullptr;
+}
+
+const char kOkBody[] = "emit(\"start\")\nresult(\"ok\", \"positive\")\n";
+
+class KubeFake : public ::testing::Test {
+ protected:
+  std::atomic<bool> cancel_{false};
+};
+
+TEST_F(KubeFake, PrepareExecuteCleanupLeavesNothing) {
+  FakeKube fake({});
+  ASSERT_TRUE(fake.ready()) << "fake_kube.py did not print READY";
+  const std::string run = "sp-20250101T000000Z-e2e001";
+  auto d = Make(KubeManifest("k8s-open", fake.kubeconfig()), run);
+  ASSERT_TRUE(d);
+  auto ready = d->Prepare();
+  ASSERT_TRUE(ready.has_value()) << ready.error().message;
+  EXPECT_FALSE(d->Warnings().empty());  // the image is not pinned by digest
+  const core::Observation obs =
+      d->Execute({"harness.preflight",
+                  "i000aa",
+                  Script("harness.preflight", kOkBody, Json::object(), "i000aa"),
+                  10,
+                  {}},
+                 cancel_);
+  EXPECT_EQ(obs.ending, core::Ending::kExited) << obs.harness_error;
+  EXPECT_EQ(obs.exit_code, 0);
+  ASSERT_TRUE(obs.result.has_value()) << obs.stdout_head;
+  EXPECT_EQ(core::StringField(*obs.result, "outcome"), "ok");
+  EXPECT_EQ(obs.driver_facts.value("node", ""), "fake-node-1");
+  EXPECT_EQ(obs.driver_facts.value("terminated_reason", ""), "Completed");
+  EXPECT_EQ(obs.driver_facts.value("job_deleted", false), true);
+  EXPECT_EQ(obs.driver_facts.value("oom_killed", true), false);
+  d->Cleanup();
+  EXPECT_TRUE(fake.Leftovers(run).empty())
+      << fmt::format("{}", fmt::join(fake.Leftovers(run), " "));
+}
+
+// The k3s question, both ways: a deny-all-egress arm next to an open control, with a TCP
+// listener on 127.0.0.1 as the target. Enforced: blocked; "ignore" (stored, not enforced): reached.
+constexpr char kConnectBody[] = R"(emit("start")
+host, port = PARAMS["target"].rsplit(":", 1)
+try:
+    s = socket.create_connection((host, int(port)), timeout=2)
+    s.close()
+    result("reached", "positive", None, "connected")
+except OSError as exc:
+    result(*net_failure(exc, host))
+)";
+
+int Listener() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  listen(fd, 16);
+  return fd;
+}
+
+int PortOf(int fd) {
+  sockaddr_in a{};
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  return ntohs(a.sin_port);
+}
+
+std::string RunConnect(Driver& d, const std::string& inv, int port, std::atomic<bool>& cancel) {
+  const core::Observation obs = d.Execute(
+      {"net.tcp-by-ip",
+       inv,
+       Script("net.tcp-by-ip", kConnectBody, {{"target", fmt::format("127.0.0.1:{}", port)}}, inv),
+       10,
+       {}},
+      cancel);
+  if (!obs.result) return "no result: " + obs.harness_error + obs.stdout_head;
+  return core::StringField(*obs.result, "outcome");
+}
+
+TEST_F(KubeFake, DenyAllEgressPolicyEnforcedOrNot) {
+  for (const std::string mode : {"enforce", "ignore"}) {
+    FakeKube fake({"--network-policy", mode});
+    ASSERT_TRUE(fake.ready());
+    const int lfd = Listener();
+    const std::string run = "sp-20250101T000000Z-np" + mode.substr(0, 3);
+    auto open = Make(KubeManifest("k8s-open", fake.kubeconfig()), run);
+    auto blocked =
+        Make(KubeManifest("k8s-deny-egress", fake.kubeconfig(),
+                          {{"networkPolicy", "deny-all-egress"}, {"minPolicyAge", "1s"}}),
+             run);
+    ASSERT_TRUE(open->Prepare().has_value());
+    ASSERT_TRUE(blocked->Prepare().has_value());
+    EXPECT_EQ(RunConnect(*open, "i001aa", PortOf(lfd), cancel_), "reached");
+    const core::Observation obs =
+        blocked->Execute({"net.tcp-by-ip",
+                          "i002aa",
+                          Script("net.tcp-by-ip", kConnectBody,
+                                 {{"target", fmt::format("127.0.0.1:{}", PortOf(lfd))}}, "i002aa"),
+                          10,
+                          {}},
+                         cancel_);
+    ASSERT_TRUE(obs.result.has_value()) << obs.harness_error << obs.stdout_head;
+    EXPECT_EQ(core::StringField(*obs.result, "outcome"), mode == "enforce" ? "blocked" : "reached")
+        << mode;
+    EXPECT_EQ(obs.driver_facts.value("network_policy", ""),
+              "sandprobe-20250101t000000z-np" + mode.substr(0, 3) + "-k8s-deny-egress");
+    EXPECT_GE(obs.driver_facts.value("policy_age_s", 0.0), 1.0);  // minPolicyAge waited
+    open->Cleanup();
+    blocked->Cleanup();
+    EXPECT_TRUE(fake.Leftovers(run).empty());
+    close(lfd);
+  }
+}
+
+TEST_F(KubeFake, PodFactsOomEvictFailedCreate) {
+  FakeKube fake({"--fault", "oom=res.memory-balloon", "--fault", "evict=fs.fill-tmp", "--fault",
+                 "pod-fails-create=fs.write-root"});
+  ASSERT_TRUE(fake.ready());
+  const std::string run = "sp-20250101T000000Z-facts1";
+  auto d = Make(KubeManifest("k8s-open", fake.kubeconfig()), run);
+  ASSERT_TRUE(d->Prepare().has_value());
+  const std::string sleepy =
+      "emit(\"start\")\nimport time\ntime.sleep(5)\nresult(\"ok\", \"positive\")\n";
+  const core::Observation oom =
+      d->Execute({"res.memory-balloon",
+                  "i010aa",
+                  Script("res.memory-balloon", sleepy, Json::object(), "i010aa"),
+                  10,
+                  {}},
+                 cancel_);
+  EXPECT_EQ(oom.driver_facts.value("oom_killed", false), true) << oom.driver_facts.dump();
+  EXPECT_EQ(oom.ending, core::Ending::kExited);
+  EXPECT_EQ(oom.exit_code, 137);
+  EXPECT_EQ(oom.records.size(), 1u);  // the start record survived the kill
+  const core::Observation evict = d->Execute(
+      {"fs.fill-tmp", "i011aa", Script("fs.fill-tmp", sleepy, Json::object(), "i011aa"), 10, {}},
+      cancel_);
+  EXPECT_EQ(evict.driver_facts.value("evicted", false), true) << evict.driver_facts.dump();
+  EXPECT_EQ(evict.driver_facts.value("pod_reason", ""), "Evicted");
+  const core::Observation fc =
+      d->Execute({"fs.write-root",
+                  "i012aa",
+                  Script("fs.write-root", kOkBody, Json::object(), "i012aa"),
+                  10,
+                  {}},
+                 cancel_);
+  EXPECT_EQ(fc.ending, core::Ending::kHarnessError);
+  EXPECT_NE(fc.harness_error.find("FailedCreate"), std::string::npos) << fc.harness_error;
+  d->Cleanup();
+  EXPECT_TRUE(fake.Leftovers(run).empty());
+}
+
+TEST_F(KubeFake, WatchGoneBrokenStreamsAnd429) {
+  FakeKube fake({"--fault", "watch-gone", "--fault", "watch-break-after=1", "--fault",
+                 "429=/apis/batch/v1/namespaces/sandprobe/jobs$:1"});
+  ASSERT_TRUE(fake.ready());
+  const std::string run = "sp-20250101T000000Z-watch1";
+  auto d = Make(KubeManifest("k8s-open", fake.kubeconfig()), run);
+  ASSERT_TRUE(d->Prepare().has_value());
+  const std::string body =
+      "emit(\"start\")\nimport time\ntime.sleep(1)\nresult(\"ok\", \"positive\")\n";
+  const core::Observation obs = d->Execute(
+      {"harness.preflight", "i020aa", Script("x", body, Json::object(), "i020aa"), 10, {}},
+      cancel_);
+  EXPECT_EQ(obs.ending, core::Ending::kExited) << obs.harness_error;
+  ASSERT_TRUE(obs.result.has_value());
+  EXPECT_GE(obs.driver_facts.value("pod_relists", 0), 2);
+  d->Cleanup();
+  EXPECT_TRUE(fake.Leftovers(run).empty());
+}
+
+TEST_F(KubeFake, HarnessDeadlineAndCancelDeleteTheJob) {
+  FakeKube fake({});
+  ASSERT_TRUE(fake.ready());
+  const std::string run = "sp-20250101T000000Z-dl0001";
+  auto d = Make(KubeManifest("k8s-open", fake.kubeconfig()), run);
+  ASSERT_TRUE(d->Prepare().has_value());
+  const std::string loop =
+      "emit(\"start\")\nimport time\nwhile True:\n    emit(\"progress\", t=1)\n    "
+      "time.sleep(0.5)\n";
+  const auto t0 = kube::Clock::now();
+  const core::Observation dl = d->Execute(
+      {"res.cpu-loop", "i030aa", Script("res.cpu-loop", loop, Json::object(), "i030aa"), 2, {}},
+      cancel_);
+  EXPECT_EQ(dl.ending, core::Ending::kDeadline) << dl.harness_error;
+  EXPECT_GE(dl.records.size(), 2u);  // logs read before the delete
+  EXPECT_EQ(dl.driver_facts.value("job_deleted", false), true);
+  EXPECT_LT(kube::SecondsLeft(t0 + std::chrono::seconds(20)), 20);
+  std::thread stopper([this] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    cancel_ = true;
+  });
+  const core::Observation ci = d->Execute(
+      {"res.cpu-loop", "i031aa", Script("res.cpu-loop", loop, Json::object(), "i031aa"), 30, {}},
+      cancel_);
+  stopper.join();
+  EXPECT_EQ(ci.ending, core::Ending::kInterrupted);
+  EXPECT_EQ(ci.driver_facts.value("job_deleted", false), true);
+  d->Cleanup();
+  EXPECT_TRUE(fake.Leftovers(run).empty());
+  // No pod process of ours is left running.
+  EXPECT_TRUE(fake.State().value("/objects/pods"_json_pointer, Json::array()).empty());
+}
+
+TEST_F(KubeFake, QuotaAndAHangingServerAreHarnessErrorsNotVerdicts) {
+  FakeKube fake({"--fault", "quota-jobs=0"});
+  ASSERT_TRUE(fake.ready());
+  const std::string run = "sp-20250101T000000Z-quota1";
+  auto d = Make(KubeManifest("k8s-open", fake.kubeconfig(), {{"podStartTimeout", "3s"}}), run);
+  ASSERT_TRUE(d->Prepare().has_value());
+  const core::Observation q = d->Execute(
+      {"net.dns", "i040aa", Script("net.dns", kOkBody, Json::object(), "i040aa"), 10, {}}, cancel_);
+  EXPECT_EQ(q.ending, core::Ending::kHarnessError);
+  EXPECT_NE(q.harness_error.find("quota"), std::string::npos) << q.harness_error;
+  fake.Script({{"faults", {"hang-after=0"}}});
+  const auto t0 = kube::Clock::now();
+  const core::Observation h = d->Execute(
+      {"net.dns", "i041aa", Script("net.dns", kOkBody, Json::object(), "i041aa"), 5, {}}, cancel_);
+  EXPECT_EQ(h.ending, core::Ending::kHarnessError);
+  EXPECT_LT(std::chrono::duration<double>(kube::Clock::now() - t0).count(), 90);
+}
+
+TEST_F(KubeFake, AdmissionDryRun) {
+  struct Case {
+    std::string mode, outcome;
+    int status;
+  };
+  for (const Case& c : {Case{"admit", "admitted", 201}, Case{"warn", "admitted", 201},
+                        Case{"webhook-403", "rejected", 403}, Case{"psa-403", "rejected", 403},
+                        Case{"vap-422", "rejected", 422}}) {
+    FakeKube fake({"--admission", c.mode});
+    ASSERT_TRUE(fake.ready());
+    const std::string run = "sp-20250101T000000Z-adm001";
+    auto d = Make(
+        KubeManifest("k8s-gvisor", fake.kubeconfig(),
+                     {{"jobTemplate",
+                       {{"spec", {{"template", {{"spec", {{"runtimeClassName", "gvisor"}}}}}}}}}}),
+        run);
+    ASSERT_TRUE(d->Prepare().has_value());
+    const core::Observation obs =
+        d->Execute({"platform.runtime-class", "i050aa", "print('never run')", 10, {}}, cancel_);
+    ASSERT_TRUE(obs.result.has_value()) << c.mode << ": " << obs.harness_error;
+    EXPECT_EQ(core::StringField(*obs.result, "outcome"), c.outcome) << c.mode;
+    EXPECT_EQ(obs.driver_facts.value("admission_status", 0), c.status) << c.mode;
+    if (c.mode == "warn") {
+      EXPECT_FALSE(core::StringField(*obs.result, "warning").empty());
+    }
+    d->Cleanup();
+    EXPECT_TRUE(fake.Leftovers(run).empty());  // a dry run stores nothing
+  }
+}
+
+TEST_F(KubeFake, SchedulableNodesAndClientCertificates) {
+  FakeKube fake({"--nodes", "n1,n2:unschedulable,n3:tainted,n4", "--auth", "client-cert"});
+  ASSERT_TRUE(fake.ready());
+  auto conn = kube::LoadKubeconfig(fake.kubeconfig(), "");
+  ASSERT_TRUE(conn.has_value()) << conn.error();
+  EXPECT_FALSE(conn->client_key_pem.empty());
+  auto nodes = ListSchedulableNodes(kube::ApiClient(*conn), "");
+  ASSERT_TRUE(nodes.has_value()) << nodes.error();
+  EXPECT_EQ(*nodes, (std::vector<std::string>{"n1", "n4"}));
+  const std::string run = "sp-20250101T000000Z-node01";
+  auto d = Make(KubeManifest("k8s-open", fake.kubeconfig()), run);
+  ASSERT_TRUE(d->Prepare().has_value());
+  Invocation inv{"x", "i060aa", Script("x", kOkBody, Json::object(), "i060aa"), 10, {}};
+  inv.node = "n4";
+  const core::Observation obs = d->Execute(inv, cancel_);
+  EXPECT_EQ(obs.driver_facts.value("node", ""), "n4") << obs.harness_error;
+  d->Cleanup();
+}
+
+TEST_F(KubeFake, SetupErrorsNameTheProblem) {
+  FakeKube fake({});
+  ASSERT_TRUE(fake.ready());
+  auto d = Make(KubeManifest("k8s-open", fake.kubeconfig(), {{"namespace", "absent"}}), "sp-x");
+  auto r = d->Prepare();
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("namespace absent does not exist"), std::string::npos)
+      << r.error().message;
+  auto bad = Make(KubeManifest("k8s-open", "/nonexistent/kubeconfig"), "sp-x");
+  auto r2 = bad->Prepare();
+  ASSERT_FALSE(r2.has_value());
+  EXPECT_NE(r2.error().message.find("kubeconfig /nonexistent/kubeconfig"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sandprobe::drivers

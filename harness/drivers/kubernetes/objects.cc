@@ -1,0 +1,423 @@
+#include "drivers/kubernetes/objects.h"
+
+#include <fmt/format.h>
+#include <openssl/evp.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <filesystem>
+
+namespace sandprobe::drivers::kube {
+namespace {
+
+using Json = nlohmann::json;
+
+std::string ShortHash(std::string_view s) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(s.data(), s.size(), md, &len, EVP_sha256(), nullptr);
+  return fmt::format("{:02x}{:02x}{:02x}", md[0], md[1], md[2]);
+}
+
+// Lower-case [a-z0-9-], no leading/trailing '-', at most max_len; a truncated name ends in a
+// hash of the whole input so two long names stay distinct.
+std::string DnsLabel(const std::string& s, size_t max_len) {
+  std::string out;
+  for (unsigned char c : s) {
+    const char l = static_cast<char>(std::tolower(c));
+    out += (std::isalnum(static_cast<unsigned char>(l)) != 0) ? l : '-';
+  }
+  auto trim = [](std::string& t) {
+    while (!t.empty() && t.front() == '-') t.erase(0, 1);
+    while (!t.empty() && t.back() == '-') t.pop_back();
+  };
+  trim(out);
+  if (out.size() > max_len) {
+    out = out.substr(0, max_len - 7);
+    trim(out);
+    out += "-" + ShortHash(s);
+  }
+  return out.empty() ? "x" + ShortHash(s) : out;
+}
+
+std::string Seconds(double s) { return fmt::format("{:g}", s); }
+
+Json Labels(const JobRequest& r) {
+  return {{kRunLabel, LabelValue(r.run_id)},
+          {kArmLabel, LabelValue(r.arm)},
+          {kInvocationLabel, LabelValue(r.invocation)},
+          {kProbeLabel, LabelValue(r.probe)}};
+}
+
+// Defaults of the pod template (PodTemplateSpec) for one request.
+Json DefaultPodTemplate(const KubeSettings& s, const JobRequest& r) {
+  Json resources = Json::object();
+  if (s.limits.memory_bytes) {
+    resources["limits"]["memory"] = Quantity(*s.limits.memory_bytes);
+    resources["requests"]["memory"] = Quantity(*s.limits.memory_bytes);
+  }
+  Json empty_dir = Json::object();
+  if (s.limits.tmp_bytes) empty_dir["sizeLimit"] = Quantity(*s.limits.tmp_bytes);
+  Json container = {{"name", kContainerName},
+                    {"image", s.image},
+                    {"securityContext",
+                     {{"allowPrivilegeEscalation", false},
+                      {"readOnlyRootFilesystem", true},
+                      {"capabilities", {{"drop", {"ALL"}}}}}},
+                    {"resources", resources},
+                    {"volumeMounts", {{{"name", "tmp"}, {"mountPath", "/tmp"}}}}};
+  return {{"metadata", {{"labels", Labels(r)}}},
+          {"spec",
+           {{"restartPolicy", "Never"},
+            {"automountServiceAccountToken", false},
+            {"enableServiceLinks", false},
+            {"securityContext",
+             {{"runAsNonRoot", true},
+              {"runAsUser", 65534},
+              {"runAsGroup", 65534},
+              {"seccompProfile", {{"type", "RuntimeDefault"}}}}},
+            {"containers", {container}},
+            {"volumes", {{{"name", "tmp"}, {"emptyDir", empty_dir}}}}}}};
+}
+
+// Applies jobTemplate over the default Job; the probe container is merged by name.
+void ApplyTemplate(Json& job, Json patch) {
+  Json container_patch;
+  Json extra_containers = Json::array();
+  if (Json* cs = patch.contains("spec") && patch["spec"].is_object() &&
+                         patch["spec"].contains("template") &&
+                         patch["spec"]["template"].is_object() &&
+                         patch["spec"]["template"].contains("spec") &&
+                         patch["spec"]["template"]["spec"].is_object() &&
+                         patch["spec"]["template"]["spec"].contains("containers")
+                     ? &patch["spec"]["template"]["spec"]["containers"]
+                     : nullptr;
+      cs != nullptr) {
+    if (cs->is_array()) {
+      for (const Json& c : *cs) {
+        if (!c.is_object()) continue;
+        const std::string name = c.value("name", "");
+        if (name == kContainerName || (name.empty() && cs->size() == 1)) {
+          container_patch = c;
+        } else {
+          extra_containers.push_back(c);
+        }
+      }
+    }
+    patch["spec"]["template"]["spec"].erase("containers");
+  }
+  job.merge_patch(patch);
+  Json& containers = job["spec"]["template"]["spec"]["containers"];
+  if (!container_patch.is_null()) containers[0].merge_patch(container_patch);
+  for (const Json& c : extra_containers) containers.push_back(c);
+}
+
+// The fields that always win over the template.
+void Enforce(Json& job, const KubeSettings& s, const JobRequest& r) {
+  const Json labels = Labels(r);
+  job["apiVersion"] = "batch/v1";
+  job["kind"] = "Job";
+  job["metadata"]["name"] = JobName(r.run_id, r.invocation);
+  job["metadata"].erase("generateName");
+  job["metadata"]["annotations"]["sandprobe.io/probe"] = r.probe;
+  Json& tmpl = job["spec"]["template"];
+  for (auto& [k, v] : labels.items()) {
+    job["metadata"]["labels"][k] = v;
+    tmpl["metadata"]["labels"][k] = v;
+  }
+  Json& probe = tmpl["spec"]["containers"][0];
+  probe["name"] = kContainerName;
+  probe["image"] = s.image;
+  probe["command"] = {"timeout", "-k", "2", Seconds(r.timeout_s), "python3", "-u", "-c", r.script};
+  probe.erase("args");
+  const std::string node = r.node.empty() ? s.node : r.node;
+  if (!node.empty()) tmpl["spec"]["nodeName"] = node;
+}
+
+std::optional<double> SecondsField(const Json& cfg, const char* key, std::string* error,
+                                   const std::string& where) {
+  if (!cfg.contains(key)) return std::nullopt;
+  const Json& v = cfg[key];
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) {
+    auto parsed = core::ParseSeconds(v.get<std::string>());
+    if (parsed) return *parsed;
+    *error = fmt::format("{}: kubernetes.{}: {}", where, key, parsed.error());
+  } else {
+    *error = fmt::format("{}: kubernetes.{}: expected seconds such as 60s", where, key);
+  }
+  return std::nullopt;
+}
+
+Json YamlNodeToJson(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Map: {
+      Json o = Json::object();
+      for (const auto& kv : n) o[kv.first.Scalar()] = YamlNodeToJson(kv.second);
+      return o;
+    }
+    case YAML::NodeType::Sequence: {
+      Json a = Json::array();
+      for (const auto& e : n) a.push_back(YamlNodeToJson(e));
+      return a;
+    }
+    case YAML::NodeType::Scalar: {
+      const std::string& s = n.Scalar();
+      if (n.Tag() == "!") return s;  // quoted: always a string
+      if (s == "true" || s == "True" || s == "TRUE") return true;
+      if (s == "false" || s == "False" || s == "FALSE") return false;
+      if (s == "null" || s == "Null" || s == "NULL" || s == "~" || s.empty()) return nullptr;
+      const Json num = Json::parse(s, nullptr, false);
+      if (num.is_number()) return num;
+      return s;
+    }
+    default:
+      return nullptr;
+  }
+}
+
+bool LooksTyped(const std::string& s) {
+  if (s.empty()) return true;
+  try {
+    const YAML::Node n = YAML::Load(s);
+    if (!n.IsDefined() || !n.IsScalar() || n.Scalar() != s) return true;  // not plain of itself
+    return !YamlNodeToJson(n).is_string();
+  } catch (const YAML::Exception&) {
+    return true;  // not plain YAML: quote it
+  }
+}
+
+void Emit(YAML::Emitter& out, const Json& v) {
+  if ((v.is_object() || v.is_array()) && v.empty()) {  // "{}" / "[]" on the key's line
+    out << YAML::Flow << (v.is_object() ? YAML::BeginMap : YAML::BeginSeq)
+        << (v.is_object() ? YAML::EndMap : YAML::EndSeq);
+  } else if (v.is_object()) {
+    out << YAML::BeginMap;
+    for (auto& [k, val] : v.items()) {
+      out << YAML::Key << k << YAML::Value;
+      Emit(out, val);
+    }
+    out << YAML::EndMap;
+  } else if (v.is_array()) {
+    out << YAML::BeginSeq;
+    for (const Json& e : v) Emit(out, e);
+    out << YAML::EndSeq;
+  } else if (v.is_string()) {
+    const std::string& s = v.get_ref<const std::string&>();
+    if (s.find('\n') != std::string::npos) {
+      // A literal block when it reads back byte for byte; otherwise double-quoted.
+      YAML::Emitter probe;
+      probe << YAML::BeginMap << YAML::Key << "k" << YAML::Value << YAML::Literal << s << YAML::Key
+            << "next" << YAML::Value << 0 << YAML::EndMap;  // as inside a document
+      bool literal_ok = false;
+      try {
+        const YAML::Node back = YAML::Load(probe.c_str());
+        literal_ok = back.IsMap() && back["k"].IsDefined() && back["k"].IsScalar() &&
+                     back["k"].Scalar() == s;
+      } catch (const YAML::Exception&) {
+      }
+      out << (literal_ok ? YAML::Literal : YAML::DoubleQuoted) << s;
+    } else if (LooksTyped(s)) {
+      out << YAML::DoubleQuoted << s;
+    } else {
+      out << s;
+    }
+  } else if (v.is_boolean()) {
+    out << v.get<bool>();
+  } else if (v.is_number_integer()) {
+    out << v.get<int64_t>();
+  } else if (v.is_number()) {
+    out << v.get<double>();
+  } else {
+    out << YAML::Null;
+  }
+}
+
+}  // namespace
+
+std::string LabelValue(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    out += (std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.') ? static_cast<char>(c) : '-';
+  }
+  while (!out.empty() && std::isalnum(static_cast<unsigned char>(out.front())) == 0)
+    out.erase(0, 1);
+  while (!out.empty() && std::isalnum(static_cast<unsigned char>(out.back())) == 0) out.pop_back();
+  if (out.size() > 63) out = out.substr(0, 56) + "-" + ShortHash(s);
+  return out;
+}
+
+std::string JobName(const std::string& run_id, const std::string& invocation) {
+  const std::string run = run_id.starts_with("sp-") ? run_id.substr(3) : run_id;
+  return DnsLabel("sp-" + run + "-" + invocation, 63);
+}
+
+std::string PolicyName(const std::string& run_id, const std::string& arm) {
+  const std::string run = run_id.starts_with("sp-") ? run_id.substr(3) : run_id;
+  return DnsLabel("sandprobe-" + run + "-" + arm, 63);
+}
+
+std::string RunSelector(const std::string& run_id) {
+  return fmt::format("{}={}", kRunLabel, LabelValue(run_id));
+}
+
+std::string Quantity(uint64_t bytes) {
+  for (auto [suffix, unit] :
+       {std::pair{"Gi", uint64_t{1} << 30}, {"Mi", uint64_t{1} << 20}, {"Ki", uint64_t{1} << 10}}) {
+    if (bytes >= unit && bytes % unit == 0) return fmt::format("{}{}", bytes / unit, suffix);
+  }
+  return std::to_string(bytes);
+}
+
+double ContainerTimeout(const core::Limits& limits, double deadline_s) {
+  if (limits.timeout_s) return *limits.timeout_s;
+  return std::ceil(deadline_s) + 30;
+}
+
+std::expected<KubeSettings, std::string> ParseSettings(const core::Manifest& m) {
+  const Json& cfg = m.driver_config;
+  const std::string where = fmt::format("manifest {}", m.source_path);
+  if (!cfg.is_object()) return std::unexpected(where + ": kubernetes: expected a mapping");
+  static const char* kKeys[] = {"kubeconfig",  "context",       "namespace",    "image",
+                                "jobTemplate", "networkPolicy", "minPolicyAge", "podStartTimeout",
+                                "apiTimeout",  "logLimit",      "node",         "inClusterRoot"};
+  for (auto& [k, v] : cfg.items()) {
+    if (std::ranges::find(kKeys, k) == std::end(kKeys)) {
+      return std::unexpected(fmt::format("{}: kubernetes.{}: unknown field", where, k));
+    }
+  }
+  KubeSettings s;
+  s.limits = m.limits;
+  auto str = [&](const char* key, std::string& out) -> std::expected<void, std::string> {
+    if (!cfg.contains(key)) return {};
+    if (!cfg[key].is_string()) {
+      return std::unexpected(fmt::format("{}: kubernetes.{}: expected a string", where, key));
+    }
+    out = cfg[key].get<std::string>();
+    return {};
+  };
+  for (auto [key, out] : {std::pair{"namespace", &s.namespace_name},
+                          {"image", &s.image},
+                          {"networkPolicy", &s.network_policy},
+                          {"node", &s.node}}) {
+    if (auto r = str(key, *out); !r) return std::unexpected(r.error());
+  }
+  if (s.image.empty()) {
+    return std::unexpected(
+        fmt::format("{}: kubernetes.image: required (the probe image, by "
+                    "digest: registry/name@sha256:...)",
+                    where));
+  }
+  if (!s.network_policy.empty() && s.network_policy != kDenyAllEgress) {
+    std::filesystem::path p = s.network_policy;
+    if (p.is_relative()) p = std::filesystem::path(m.source_path).parent_path() / p;
+    s.network_policy = p.string();
+  }
+  if (cfg.contains("jobTemplate")) {
+    if (!cfg["jobTemplate"].is_object()) {
+      return std::unexpected(where + ": kubernetes.jobTemplate: expected a mapping (a Job)");
+    }
+    s.job_template = cfg["jobTemplate"];
+  }
+  std::string error;
+  if (auto v = SecondsField(cfg, "minPolicyAge", &error, where)) s.min_policy_age_s = *v;
+  if (auto v = SecondsField(cfg, "podStartTimeout", &error, where)) s.pod_start_timeout_s = *v;
+  if (auto v = SecondsField(cfg, "apiTimeout", &error, where)) s.api_timeout_s = *v;
+  if (!error.empty()) return std::unexpected(error);
+  if (cfg.contains("logLimit")) {
+    auto b = cfg["logLimit"].is_string()
+                 ? core::ParseBytes(cfg["logLimit"].get<std::string>())
+                 : std::expected<uint64_t, std::string>(
+                       cfg["logLimit"].is_number_unsigned() ? cfg["logLimit"].get<uint64_t>() : 0);
+    if (!b || *b == 0) {
+      return std::unexpected(where + ": kubernetes.logLimit: expected a size such as 1Mi");
+    }
+    s.log_limit_bytes = *b;
+  }
+  if (s.min_policy_age_s > 0 && s.network_policy.empty()) {
+    return std::unexpected(where + ": kubernetes.minPolicyAge: needs networkPolicy");
+  }
+  return s;
+}
+
+Json BuildJob(const KubeSettings& s, const JobRequest& r) {
+  const int64_t active = static_cast<int64_t>(std::ceil(r.timeout_s + 2 + s.pod_start_timeout_s));
+  Json job = {{"apiVersion", "batch/v1"},
+              {"kind", "Job"},
+              {"metadata", {{"name", JobName(r.run_id, r.invocation)}, {"labels", Labels(r)}}},
+              {"spec",
+               {{"backoffLimit", 0},
+                {"activeDeadlineSeconds", active},
+                {"ttlSecondsAfterFinished", 300},
+                {"template", DefaultPodTemplate(s, r)}}}};
+  ApplyTemplate(job, s.job_template);
+  Enforce(job, s, r);
+  return job;
+}
+
+Json BuildAdmissionPod(const KubeSettings& s, const JobRequest& r) {
+  const Json job = BuildJob(s, r);
+  Json pod = {{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata",
+               {{"name", DnsLabel(job["metadata"]["name"].get<std::string>() + "-admission", 63)},
+                {"labels", job["spec"]["template"]["metadata"]["labels"]},
+                {"annotations", job["metadata"]["annotations"]}}},
+              {"spec", job["spec"]["template"]["spec"]}};
+  pod["spec"].erase("runtimeClassName");
+  return pod;
+}
+
+Json BuildDenyAllEgressPolicy(const std::string& run_id, const std::string& arm) {
+  return {{"apiVersion", "networking.k8s.io/v1"},
+          {"kind", "NetworkPolicy"},
+          {"metadata",
+           {{"name", PolicyName(run_id, arm)}, {"labels", {{kRunLabel, LabelValue(run_id)}}}}},
+          {"spec",
+           {{"podSelector",
+             {{"matchLabels", {{kRunLabel, LabelValue(run_id)}, {kArmLabel, LabelValue(arm)}}}}},
+            {"policyTypes", {"Egress"}},
+            {"egress", Json::array()}}}};
+}
+
+std::expected<Json, std::string> PolicyFromYaml(const std::string& text, const std::string& source,
+                                                const std::string& run_id, const std::string& arm) {
+  auto j = YamlToJson(text);
+  if (!j) return std::unexpected(fmt::format("network policy {}: {}", source, j.error()));
+  if (!j->is_object() || j->value("kind", "") != "NetworkPolicy" || !j->contains("spec") ||
+      !(*j)["spec"].is_object()) {
+    return std::unexpected(fmt::format(
+        "network policy {}: expected one networking.k8s.io/v1 NetworkPolicy with a spec", source));
+  }
+  Json p = *j;
+  p["apiVersion"] = "networking.k8s.io/v1";
+  if (!p.contains("metadata") || !p["metadata"].is_object()) p["metadata"] = Json::object();
+  const std::string original = p["metadata"].value("name", "");
+  p["metadata"].erase("namespace");
+  p["metadata"].erase("resourceVersion");
+  p["metadata"].erase("uid");
+  p["metadata"].erase("creationTimestamp");
+  p["metadata"]["name"] = PolicyName(run_id, arm);
+  p["metadata"]["labels"][kRunLabel] = LabelValue(run_id);
+  p["metadata"]["annotations"]["sandprobe.io/source"] =
+      original.empty() ? source : fmt::format("{} ({})", original, source);
+  return p;
+}
+
+std::expected<Json, std::string> YamlToJson(const std::string& text) {
+  try {
+    return YamlNodeToJson(YAML::Load(text));
+  } catch (const YAML::Exception& e) {
+    return std::unexpected(
+        fmt::format("line {}, column {}: {}", e.mark.line + 1, e.mark.column + 1, e.msg));
+  }
+}
+
+std::string JsonToYaml(const Json& value) {
+  YAML::Emitter out;
+  out.SetIndent(2);
+  Emit(out, value);
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace sandprobe::drivers::kube

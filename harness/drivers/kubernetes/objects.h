@@ -1,0 +1,99 @@
+// The objects the kubernetes driver submits, built as JSON. Pure: no I/O, no clocks; pinned by
+// golden files (testdata/*.json, objects_test.cc).
+//
+// API reference checked: batch/v1 Job (JobSpec: backoffLimit, activeDeadlineSeconds,
+// ttlSecondsAfterFinished, template), core/v1 Pod (PodSpec: restartPolicy,
+// automountServiceAccountToken, enableServiceLinks, securityContext, nodeName, runtimeClassName,
+// volumes[].emptyDir.sizeLimit; Container: command, securityContext, resources, volumeMounts),
+// networking.k8s.io/v1 NetworkPolicy (podSelector, policyTypes, egress).
+//
+// Manifest section (`kubernetes:`), all optional but image:
+//   kubeconfig: ~/.kube/config | in-cluster     context: name      namespace: sandprobe
+//   image: registry/probe@sha256:...            # by digest; a tag draws a warning
+//   networkPolicy: deny-all-egress | policy.yaml  # the arm is "the same Job, selected by a policy"
+//   minPolicyAge: 60s                           # wait until the policy is this old before a Job
+//   jobTemplate: {...}                          # RFC 7386 merge patch over the default Job
+//   podStartTimeout: 120s  apiTimeout: 15s  logLimit: 1Mi  node: name
+// jobTemplate is merged as a JSON merge patch, so arrays are replaced whole — except
+// spec.template.spec.containers: an entry named `probe` (or the only entry, unnamed) is merged
+// into the probe container. The probe's command, name and image and the sandprobe.io labels
+// always win; `args` is removed (it would be appended to the command).
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/manifest.h"
+
+namespace sandprobe::drivers::kube {
+
+inline constexpr char kRunLabel[] = "sandprobe.io/run";
+inline constexpr char kArmLabel[] = "sandprobe.io/arm";
+inline constexpr char kInvocationLabel[] = "sandprobe.io/invocation";
+inline constexpr char kProbeLabel[] = "sandprobe.io/probe";
+inline constexpr char kContainerName[] = "probe";
+inline constexpr char kDenyAllEgress[] = "deny-all-egress";
+
+struct KubeSettings {
+  std::string namespace_name;  // "" = the kubeconfig context's, else "default"
+  std::string image;           // container image (required)
+  nlohmann::json job_template = nlohmann::json::object();
+  std::string network_policy;        // "" | "deny-all-egress" | a policy file path (absolute)
+  double min_policy_age_s = 0;       // seconds
+  double pod_start_timeout_s = 120;  // seconds from Job creation to a running container
+  double api_timeout_s = 15;         // seconds, one API call
+  uint64_t log_limit_bytes = 1 << 20;
+  std::string node;     // "" = the scheduler's choice
+  core::Limits limits;  // the manifest's claims (memory, tmp, timeout)
+};
+
+// Validates a manifest's `kubernetes:` section. Errors name the field:
+//   "manifest m.yaml: kubernetes.minPolicyAge: ...". A relative networkPolicy path is resolved
+// against the manifest's directory.
+std::expected<KubeSettings, std::string> ParseSettings(const core::Manifest& manifest);
+
+// One Job's inputs.
+struct JobRequest {
+  std::string run_id;
+  std::string arm;         // manifest name
+  std::string invocation;  // per-invocation tag
+  std::string probe;       // probe id
+  std::string script;      // the deployed program, the single -c argument
+  double timeout_s = 10;   // the `timeout -k 2 <t>` value, seconds
+  std::string node;        // "" = settings.node
+};
+
+// `timeout` for the container command: the claimed limits.timeout, or for an arm that claims
+// none (a control) the harness deadline + 30 s, so the harness deadline ends it first.
+double ContainerTimeout(const core::Limits& limits, double deadline_s);
+
+// batch/v1 Job: defaults, then the jobTemplate merge patch, then the fields that always win.
+nlohmann::json BuildJob(const KubeSettings& settings, const JobRequest& request);
+// core/v1 Pod for the admission dry run: the Job's pod template as a bare Pod, without
+// runtimeClassName (that absence is what admission must reject).
+nlohmann::json BuildAdmissionPod(const KubeSettings& settings, const JobRequest& request);
+// networking.k8s.io/v1 NetworkPolicy denying all egress of the arm's pods.
+nlohmann::json BuildDenyAllEgressPolicy(const std::string& run_id, const std::string& arm);
+// A user's NetworkPolicy (YAML text) renamed to PolicyName(run, arm), labelled with the run and
+// annotated with its original name. Errors: not YAML, not a NetworkPolicy.
+std::expected<nlohmann::json, std::string> PolicyFromYaml(const std::string& text,
+                                                          const std::string& source,
+                                                          const std::string& run_id,
+                                                          const std::string& arm);
+
+// Names and label values (DNS-1123 label rules; a hash suffix keeps truncated names unique).
+std::string JobName(const std::string& run_id, const std::string& invocation);
+std::string PolicyName(const std::string& run_id, const std::string& arm);
+std::string LabelValue(const std::string& s);
+std::string RunSelector(const std::string& run_id);  // "sandprobe.io/run=<run>"
+// Bytes as a Kubernetes quantity: "256Mi", "1Gi", "1000" (exact, never rounded).
+std::string Quantity(uint64_t bytes);
+
+// YAML <-> JSON with yaml-cpp (scalars typed by the YAML 1.2 core schema; quoted stay strings).
+std::expected<nlohmann::json, std::string> YamlToJson(const std::string& text);
+// Multi-line strings come out as literal blocks; used by `sandprobe render`.
+std::string JsonToYaml(const nlohmann::json& value);
+
+}  // namespace sandprobe::drivers::kube

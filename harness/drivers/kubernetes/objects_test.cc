@@ -1,0 +1,261 @@
+// Golden tests: every object the kubernetes driver submits is pinned in testdata/<name>.json and
+// compared field by field (JSON pointer of each difference). To approve an intended change:
+//   SANDPROBE_UPDATE_BASELINES=1 ./kube_test --gtest_filter='Golden*'   then review git diff.
+#include "drivers/kubernetes/objects.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace sandprobe::drivers::kube {
+namespace {
+
+using Json = nlohmann::json;
+
+bool UpdateRequested() {
+  const char* v = std::getenv("SANDPROBE_UPDATE_BASELINES");
+  return v != nullptr && std::string_view(v) == "1";
+}
+
+void Diff(const Json& want, const Json& got, const std::string& at, std::vector<std::string>& out) {
+  if (want.is_number() && got.is_number()) {
+    if (want != got) out.push_back(fmt::format("{}: want {} got {}", at, want.dump(), got.dump()));
+    return;
+  }
+  if (want.type() != got.type()) {
+    out.push_back(fmt::format("{}: want {} got {}", at.empty() ? "/" : at,
+                              want.dump().substr(0, 120), got.dump().substr(0, 120)));
+    return;
+  }
+  if (want.is_object()) {
+    for (auto& [k, v] : want.items()) {
+      const std::string p = at + "/" + k;
+      if (!got.contains(k)) {
+        out.push_back(p + ": missing");
+      } else {
+        Diff(v, got[k], p, out);
+      }
+    }
+    for (auto& [k, v] : got.items()) {
+      if (!want.contains(k))
+        out.push_back(at + "/" + k + ": unexpected " + v.dump().substr(0, 120));
+    }
+  } else if (want.is_array()) {
+    if (want.size() != got.size()) {
+      out.push_back(fmt::format("{}: {} elements, want {}", at, got.size(), want.size()));
+    }
+    for (size_t i = 0; i < std::min(want.size(), got.size()); ++i) {
+      Diff(want[i], got[i], fmt::format("{}/{}", at, i), out);
+    }
+  } else if (want != got) {
+    out.push_back(fmt::format("{}: want {} got {}", at, want.dump().substr(0, 200),
+                              got.dump().substr(0, 200)));
+  }
+}
+
+void ExpectGolden(const std::string& name, const Json& got) {
+  const std::string path = std::string(SANDPROBE_KUBE_TESTDATA) + "/" + name + ".json";
+  if (UpdateRequested()) {
+    std::ofstream(path) << got.dump(2) << "\n";
+    return;
+  }
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << path << " is missing (create it with SANDPROBE_UPDATE_BASELINES=1)";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const Json want = Json::parse(ss.str());
+  std::vector<std::string> diffs;
+  Diff(want, got, "", diffs);
+  EXPECT_TRUE(diffs.empty()) << name << " differs from " << path << ":\n  "
+                             << fmt::format("{}", fmt::join(diffs, "\n  "))
+                             << "\nIf intended: SANDPROBE_UPDATE_BASELINES=1 ./kube_test";
+}
+
+core::Manifest Manifest(const std::string& yaml_section_json) {
+  core::Manifest m;
+  m.name = "k8s-deny-egress";
+  m.driver = "kubernetes";
+  m.source_path = "/repo/manifests/kubernetes/x.yaml";
+  m.driver_config = Json::parse(yaml_section_json);
+  return m;
+}
+
+constexpr char kImage[] =
+    "registry.example/sandprobe-probe@sha256:"
+    "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+constexpr char kRun[] = "sp-20250101T120000Z-a1b2c3";
+
+JobRequest Request(const std::string& probe = "net.dns") {
+  return JobRequest{
+      kRun, "k8s-deny-egress", "i007ab12", probe, "print('probe')\nemit(\"result\")\n", 10, ""};
+}
+
+KubeSettings Hardened() {
+  core::Manifest m = Manifest(fmt::format(
+      R"({{"image": "{}", "namespace": "sandprobe", "networkPolicy": "deny-all-egress",
+          "minPolicyAge": "60s"}})",
+      kImage));
+  m.limits.timeout_s = 10;
+  m.limits.memory_bytes = 256ull << 20;
+  m.limits.tmp_bytes = 32ull << 20;
+  auto s = ParseSettings(m);
+  EXPECT_TRUE(s.has_value()) << s.error();
+  return *s;
+}
+
+TEST(GoldenObjects, HardenedJob) { ExpectGolden("job-hardened", BuildJob(Hardened(), Request())); }
+
+TEST(GoldenObjects, OpenControlJob) {
+  auto s = ParseSettings(Manifest(fmt::format(R"({{"image": "{}"}})", kImage)));
+  ASSERT_TRUE(s.has_value()) << s.error();
+  JobRequest r = Request();
+  r.arm = "k8s-open";
+  r.timeout_s = ContainerTimeout(s->limits, 15);
+  EXPECT_EQ(r.timeout_s, 45);  // no claimed timeout: the harness deadline + 30 s
+  ExpectGolden("job-open", BuildJob(*s, r));
+}
+
+// The gVisor arm's template: runtimeClassName, a container patch (cpu, an env var) and attempts to
+// override what must not change (command, args, name, image, labels).
+KubeSettings Templated() {
+  core::Manifest m = Manifest(fmt::format(R"({{"image": "{}", "node": "node-a", "jobTemplate": {{
+      "metadata": {{"name": "hijack", "labels": {{"sandprobe.io/run": "other", "team": "sec"}},
+                    "annotations": {{"owner": "ops"}}}},
+      "spec": {{"backoffLimit": 3, "ttlSecondsAfterFinished": 60, "template": {{
+        "metadata": {{"labels": {{"sandprobe.io/arm": "other", "tier": "probe"}}}},
+        "spec": {{"runtimeClassName": "gvisor", "priorityClassName": "low",
+          "containers": [{{"name": "probe", "image": "evil:latest", "command": ["sh"],
+                           "args": ["-c", "id"],
+                           "resources": {{"limits": {{"cpu": "500m"}}}},
+                           "env": [{{"name": "MODE", "value": "strict"}}]}}]}}}}}}}}}})",
+                                          kImage));
+  m.limits.memory_bytes = 128ull << 20;
+  auto s = ParseSettings(m);
+  EXPECT_TRUE(s.has_value()) << s.error();
+  return *s;
+}
+
+TEST(GoldenObjects, TemplatedJob) {
+  const Json job = BuildJob(Templated(), Request());
+  ExpectGolden("job-templated", job);
+  // What always wins, checked here as well as in the file:
+  const Json& c = job["spec"]["template"]["spec"]["containers"][0];
+  EXPECT_EQ(c["name"], "probe");
+  EXPECT_EQ(c["image"], kImage);
+  EXPECT_EQ(c["command"][0], "timeout");
+  EXPECT_EQ(c["command"][7], "print('probe')\nemit(\"result\")\n");
+  EXPECT_FALSE(c.contains("args"));
+  EXPECT_EQ(c["resources"]["limits"]["cpu"], "500m");
+  EXPECT_EQ(c["resources"]["limits"]["memory"], "128Mi");
+  EXPECT_EQ(job["metadata"]["name"], "sp-20250101t120000z-a1b2c3-i007ab12");
+  EXPECT_EQ(job["metadata"]["labels"]["sandprobe.io/run"], kRun);
+  EXPECT_EQ(job["metadata"]["labels"]["team"], "sec");
+  EXPECT_EQ(job["spec"]["template"]["metadata"]["labels"]["sandprobe.io/arm"], "k8s-deny-egress");
+  EXPECT_EQ(job["spec"]["template"]["spec"]["runtimeClassName"], "gvisor");
+  EXPECT_EQ(job["spec"]["template"]["spec"]["nodeName"], "node-a");
+  EXPECT_EQ(job["spec"]["backoffLimit"], 3);  // the template may change it (documented)
+}
+
+TEST(GoldenObjects, AdmissionPodHasNoRuntimeClass) {
+  const Json pod = BuildAdmissionPod(Templated(), Request("platform.runtime-class"));
+  ExpectGolden("pod-admission", pod);
+  EXPECT_FALSE(pod["spec"].contains("runtimeClassName"));
+  EXPECT_EQ(pod["kind"], "Pod");
+}
+
+TEST(GoldenObjects, DenyAllEgressPolicy) {
+  const Json p = BuildDenyAllEgressPolicy(kRun, "k8s-deny-egress");
+  ExpectGolden("networkpolicy-deny-all-egress", p);
+  // It selects exactly the arm's pods.
+  const Json job_labels = BuildJob(Hardened(), Request())["spec"]["template"]["metadata"]["labels"];
+  for (auto& [k, v] : p["spec"]["podSelector"]["matchLabels"].items()) EXPECT_EQ(job_labels[k], v);
+}
+
+TEST(GoldenObjects, UserPolicy) {
+  auto p = PolicyFromYaml(R"(apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: allow-dns, namespace: prod, uid: x}
+spec:
+  podSelector: {matchLabels: {"sandprobe.io/arm": k8s-deny-egress}}
+  policyTypes: [Egress]
+  egress:
+  - to: [{namespaceSelector: {}}]
+    ports: [{protocol: UDP, port: 53}, {protocol: TCP, port: "53"}]
+)",
+                          "/m/allow-dns.yaml", kRun, "k8s-deny-egress");
+  ASSERT_TRUE(p.has_value()) << p.error();
+  ExpectGolden("networkpolicy-user", *p);
+  EXPECT_FALSE(PolicyFromYaml("kind: Pod\nspec: {}\n", "x.yaml", kRun, "a").has_value());
+  EXPECT_FALSE(PolicyFromYaml("a: [\n", "x.yaml", kRun, "a").has_value());
+}
+
+TEST(Names, Dns1123AndBounded) {
+  EXPECT_EQ(JobName("sp-20250101T120000Z-a1b2c3", "i001ab"), "sp-20250101t120000z-a1b2c3-i001ab");
+  const std::string long_run(80, 'R');
+  const std::string a = JobName(long_run, "i001"), b = JobName(long_run, "i002");
+  EXPECT_LE(a.size(), 63u);
+  EXPECT_NE(a, b);  // the hash suffix keeps truncated names apart
+  EXPECT_EQ(a.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-"), std::string::npos);
+  EXPECT_EQ(PolicyName(kRun, "K8s Deny_Egress"),
+            "sandprobe-20250101t120000z-a1b2c3-k8s-deny-egress");
+  EXPECT_EQ(LabelValue("-arm name/x."), "arm-name-x");
+  EXPECT_LE(LabelValue(std::string(100, 'a')).size(), 63u);
+  EXPECT_EQ(RunSelector(kRun), std::string("sandprobe.io/run=") + kRun);
+}
+
+TEST(Quantities, ExactUnits) {
+  EXPECT_EQ(Quantity(256ull << 20), "256Mi");
+  EXPECT_EQ(Quantity(1ull << 30), "1Gi");
+  EXPECT_EQ(Quantity(1536ull << 10), "1536Ki");
+  EXPECT_EQ(Quantity(1000), "1000");
+}
+
+TEST(Settings, Errors) {
+  struct Case {
+    std::string json, want;
+  };
+  const std::vector<Case> cases = {
+      {R"({})", "kubernetes.image: required"},
+      {R"({"image": "x", "imagee": 1})", "kubernetes.imagee: unknown field"},
+      {R"({"image": "x", "minPolicyAge": "soon", "networkPolicy": "deny-all-egress"})",
+       "kubernetes.minPolicyAge:"},
+      {R"({"image": "x", "minPolicyAge": "60s"})", "minPolicyAge: needs networkPolicy"},
+      {R"({"image": "x", "jobTemplate": []})", "kubernetes.jobTemplate: expected a mapping"},
+      {R"({"image": "x", "logLimit": "lots"})", "kubernetes.logLimit"},
+      {R"({"image": 3})", "kubernetes.image: expected a string"},
+  };
+  for (const Case& c : cases) {
+    auto s = ParseSettings(Manifest(c.json));
+    ASSERT_FALSE(s.has_value()) << c.json;
+    EXPECT_NE(s.error().find(c.want), std::string::npos) << s.error();
+    EXPECT_TRUE(s.error().starts_with("manifest /repo/manifests/kubernetes/x.yaml: "));
+  }
+  auto rel = ParseSettings(Manifest(R"({"image": "x", "networkPolicy": "p/allow.yaml"})"));
+  ASSERT_TRUE(rel.has_value());
+  EXPECT_EQ(rel->network_policy, "/repo/manifests/kubernetes/p/allow.yaml");
+}
+
+TEST(Yaml, RoundTripKeepsTypesAndScripts) {
+  const Json v = {{"s", "true"},
+                  {"n", 10},
+                  {"f", 1.5},
+                  {"b", false},
+                  {"z", nullptr},
+                  {"num", "10"},
+                  {"e", ""},
+                  {"colon", "a: b"},
+                  {"script", "import os\n  x = '#'\nprint(\"a\")\n"},
+                  {"noeol", "two\nlines"},  // no final newline: exact, double-quoted
+                  {"trail", "line\n"},
+                  {"arr", {1, "2", Json::object()}}};
+  auto back = YamlToJson(JsonToYaml(v));
+  ASSERT_TRUE(back.has_value()) << back.error();
+  EXPECT_EQ(*back, v) << JsonToYaml(v);
+  EXPECT_NE(JsonToYaml(v).find("script: |"), std::string::npos) << JsonToYaml(v);
+}
+
+}  // namespace
+}  // namespace sandprobe::drivers::kube

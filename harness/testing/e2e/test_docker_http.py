@@ -1,0 +1,102 @@
+"""End-to-end: the http driver on the REAL sandprobe binary against the run-code fixture service
+in isolated mode on the REAL Docker daemon: each evaluation runs in a fresh container with the
+docker-hardened HostConfig (manifests/docker/hardened.yaml), image sandprobe-probe:local. The same
+rows that FAIL through the unsafe fixture (test_http.py) must PASS here, validated by the local
+control, and no container or process may be left. Fails loudly, never skips, without the daemon
+or the image. Traffic: 127.0.0.1 only (the containers have no network at all).
+"""
+import json
+import os
+import sys
+import tempfile
+import time
+import urllib.parse
+import unittest
+
+import e2e_util as u
+from test_docker import engine, require_docker
+from test_http import (CRED_NAME, FIXTURE, MATRIX_PARAMS, MATRIX_ROWS, Fixture,
+                       planted_credential, state_files, write_http_manifest)
+
+
+def fixture_containers():
+    flt = json.dumps({"label": ["sandprobe.fixture"]})
+    return engine("/containers/json?all=1&filters=" + urllib.parse.quote(flt))
+
+
+class IsolatedMatrix(u.RunCase):
+    @classmethod
+    def setUpClass(cls):
+        require_docker()
+        u.require_sandprobe()
+        cls.tmp = tempfile.TemporaryDirectory(prefix="sandprobe-e2e-docker-http-")
+        base = cls.tmp.name
+        cls.run_cwd = os.path.join(base, "run")
+        os.makedirs(cls.run_cwd)
+        env, cls.token, cred_params = planted_credential(base)
+        cls.fixture = Fixture("isolated", "--timeout", "3", cwd=base, env=env)
+        try:
+            params = dict(MATRIX_PARAMS, **cred_params)
+            params["res.cpu-loop"] = None
+            suite = u.write_suite(base, "http-isolated", MATRIX_ROWS + ["res.cpu-loop"], params)
+            manifest = write_http_manifest(os.path.join(base, "isolated.yaml"),
+                                           "runcode-isolated", cls.fixture.url)
+            cls.out = os.path.join(base, "out")
+            start = time.monotonic()
+            cls.res = u.run_sandprobe(
+                ["run", "--suite", suite, "--sandbox", manifest, "--control", u.LOCAL_MANIFEST,
+                 "--out", cls.out, "--canary-dir", os.path.join(base, "canary"), "--jobs", "2",
+                 "--format", "json"] + u.FAST_FLAGS, timeout=80, env=env, cwd=cls.run_cwd)
+            cls.wall_s = time.monotonic() - start
+            cls.report = u.report_or_none(cls.out)
+        finally:
+            cls.fixture_exit = cls.fixture.stop()
+        cls.left = u.sandprobe_processes(cls.report["nonce_hash"]) if cls.report else []
+
+    def test_every_row_passes_and_exit_0(self):
+        self.assertEqual(self.res.returncode, 0, self.res.describe())
+        v = u.verdicts(self.report, "runcode-isolated")
+        self.assertEqual(sorted(v), sorted(MATRIX_ROWS + ["res.cpu-loop"]))
+        for probe, verdict in v.items():
+            self.assertEqual(verdict["verdict"], "PASS", "%s: %s" % (probe, verdict["reason"]))
+            self.assertEqual(verdict["validated_by"], "local", probe)
+
+    def test_state_and_outlives_rows_say_what_they_rest_on(self):
+        obs = u.observations(self.report, "runcode-isolated")
+        state = obs["state.persists"]["evidence"]
+        self.assertEqual(state["result"]["outcome"], "fresh")
+        self.assertEqual(state["driver_facts"]["calls"][0]["result"]["outcome"], "planted")
+        self.assertIn("tmp", state["driver_facts"]["calls"][0]["result"]["made"])
+        outlives = obs["proc.outlives-call"]
+        self.assertEqual((outlives["exposure"], outlives["evidence"]["canary_hits"]),
+                         ("contained", []))
+        self.assertIn("nothing reached the canary", outlives["reason"])
+
+    def test_output_was_cut_by_the_service(self):
+        o = u.observations(self.report, "runcode-isolated")["res.output-flood"]
+        self.assertEqual(o["exposure"], "contained", o["reason"])
+        self.assertIn("output cut", o["reason"])
+        self.assertLessEqual(o["evidence"]["stdout_bytes"], 1 << 20)  # the fixture's cap
+        self.assertEqual(o["evidence"]["driver_facts"]["health_after"], "ok")
+
+    def test_the_fixture_used_the_hardened_set(self):
+        sys.path.insert(0, os.path.dirname(FIXTURE))
+        try:
+            import fixture
+        finally:
+            sys.path.pop(0)
+        hc = fixture.hardened_host_config()
+        self.assertEqual((hc["NetworkMode"], hc["ReadonlyRootfs"], hc["Tmpfs"], hc["CapDrop"],
+                          hc["PidsLimit"], hc["Memory"]),
+                         ("none", True, {"/tmp": "size=32m,noexec"}, ["ALL"], 64, 268435456))
+
+    def test_nothing_left(self):
+        self.assertEqual(self.fixture_exit, 0)
+        self.assertEqual(fixture_containers(), [])
+        self.assertEqual(self.left, [])
+        self.assertEqual(state_files("/tmp", self.run_cwd), [])
+        self.assertLess(self.wall_s, 60)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,298 @@
+"""End-to-end: the http driver on the REAL sandprobe binary against the run-code fixture service
+(harness/testing/runcode_fixture/fixture.py) in unsafe mode: evaluations are plain subprocesses of
+the service, on this host, with the service's environment and working directory.
+
+The fixture is started with a planted credential (an env var and a token file of its own); the
+suite names them, and sandprobe runs with the same env var so the local control can see it too.
+Traffic: the fixture listens on 127.0.0.1, the probes target the harness's loopback canaries.
+Also the helpers for the other test_http*.py modules (Fixture, write_http_manifest, ...).
+"""
+import hashlib
+import os
+import resource
+import secrets
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+import e2e_util as u
+
+FIXTURE = os.path.join(u.HOME, "harness", "testing", "runcode_fixture", "fixture.py")
+CRED_NAME = "SANDPROBE_FIXTURE_API_KEY"
+
+
+class Fixture:
+    """fixture.py as a child process: started, READY read, stopped with SIGTERM (SIGKILL after
+    10 s, which fails the test: it must stop by itself)."""
+
+    def __init__(self, mode, *args, cwd=None, env=None):
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        self.proc = subprocess.Popen([sys.executable, FIXTURE, "--mode", mode] + list(args),
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
+                                     env=full_env, stdin=subprocess.DEVNULL)
+        ready, line = select.select([self.proc.stdout], [], [], 20)[0], b""
+        if ready:
+            line = self.proc.stdout.readline()
+        if not line.startswith(b"READY http://127.0.0.1:"):
+            self.proc.kill()
+            raise AssertionError("fixture did not start: %r %s" % (
+                line, self.proc.stderr.read().decode(errors="replace")[-2000:]))
+        self.url = line.split()[1].decode()
+
+    def stop(self):
+        """SIGTERM; returns the exit code. Raises when it had to be SIGKILLed."""
+        try:
+            if self.proc.poll() is not None:
+                return self.proc.returncode
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                return self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise AssertionError("the fixture ignored SIGTERM for 10 s")
+        finally:
+            self.proc.stdout.close()
+            self.proc.stderr.close()
+
+
+def write_http_manifest(path, name, url, timeout_s=3, extra=()):
+    lines = ["name: %s" % name, "driver: http", "control: %s" % u.LOCAL_MANIFEST,
+             "limits: {timeout: %ds}" % timeout_s, "http:", "  url: %s/execute" % url,
+             "  preset: code-json", "  health: %s/healthz" % url] + list(extra)
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
+def planted_credential(directory):
+    """A credential of the fixture's own: (env dict, token file path, params for the cred rows)."""
+    value = "fixture-secret-" + secrets.token_hex(12)
+    token = os.path.join(directory, "fixture-token")
+    with open(token, "w") as f:
+        f.write("fixture-token-" + secrets.token_hex(12))
+    params = {"cred.env-secrets": {"canary_name": CRED_NAME,
+                                   "canary_sha256": hashlib.sha256(value.encode()).hexdigest()},
+              "cred.sa-token": {"canary_path": token}}
+    return {CRED_NAME: value}, token, params
+
+
+# The rows the issue names, with loopback canaries; output-flood sized under the driver's 16 MiB
+# response cap so a service without a cap can deliver it all.
+MATRIX_PARAMS = {
+    "net.tcp-by-ip": {"target": "{canary.tcp}"},
+    "net.http-by-name": {"url": "http://localhost:{canary.http_port}/"},
+    "net.dns": {"server": "{canary.dns}"},
+    "state.persists": None,
+    "proc.outlives-call": {"canary": "{canary.tcp}"},
+    "res.output-flood": {"total_mib": 8},
+}
+MATRIX_ROWS = ["cred.env-secrets", "cred.sa-token"] + list(MATRIX_PARAMS)
+LEAK_ROWS = ["cred.env-secrets", "cred.sa-token", "net.tcp-by-ip", "net.http-by-name", "net.dns",
+             "state.persists", "proc.outlives-call"]
+
+
+def state_files(*directories):
+    return [os.path.join(d, n) for d in directories for n in os.listdir(d)
+            if n.startswith(".sandprobe-state-")]
+
+
+class UnsafeMatrix(u.RunCase):
+    @classmethod
+    def setUpClass(cls):
+        u.require_sandprobe()
+        cls.tmp = tempfile.TemporaryDirectory(prefix="sandprobe-e2e-http-")
+        base = cls.tmp.name
+        cls.fixture_cwd, cls.run_cwd = os.path.join(base, "fixture-cwd"), os.path.join(base, "run")
+        os.makedirs(cls.fixture_cwd)
+        os.makedirs(cls.run_cwd)
+        env, cls.token, cred_params = planted_credential(base)
+        cls.secret = env[CRED_NAME]
+        cls.fixture = Fixture("unsafe", "--timeout", "3", cwd=cls.fixture_cwd, env=env)
+        try:
+            params = dict(MATRIX_PARAMS, **cred_params)
+            params["res.cpu-loop"] = None
+            suite = u.write_suite(base, "http-unsafe", MATRIX_ROWS + ["res.cpu-loop"], params)
+            manifest = write_http_manifest(os.path.join(base, "unsafe.yaml"), "runcode-unsafe",
+                                           cls.fixture.url)
+            cls.out = os.path.join(base, "out")
+            start = time.monotonic()
+            cls.res = u.run_sandprobe(
+                ["run", "--suite", suite, "--sandbox", manifest, "--control", u.LOCAL_MANIFEST,
+                 "--out", cls.out, "--canary-dir", os.path.join(base, "canary"), "--jobs", "2",
+                 "--format", "json"] + u.FAST_FLAGS, timeout=80, env=env, cwd=cls.run_cwd)
+            cls.wall_s = time.monotonic() - start
+            cls.report = u.report_or_none(cls.out)
+            cls.left_before_stop = u.sandprobe_processes(
+                cls.report["nonce_hash"]) if cls.report else []
+        finally:
+            cls.fixture_exit = cls.fixture.stop()
+        cls.left_after_stop = u.sandprobe_processes(cls.report["nonce_hash"]) if cls.report else []
+
+    def test_leak_rows_fail_and_exit_1(self):
+        self.assertEqual(self.res.returncode, 1, self.res.describe())
+        v = u.verdicts(self.report, "runcode-unsafe")
+        for probe in LEAK_ROWS:
+            self.assertEqual(v[probe]["verdict"], "FAIL", "%s: %s" % (probe, v[probe]["reason"]))
+        # the service's own timeout, reported as "timed out", is recognised: the loop row passes
+        self.assertEqual(v["res.cpu-loop"]["verdict"], "PASS", v["res.cpu-loop"]["reason"])
+
+    def test_rows_are_validated_by_the_local_control(self):
+        local = u.observations(self.report, "local")
+        for probe in LEAK_ROWS + ["res.output-flood", "res.cpu-loop"]:
+            self.assertEqual(local[probe]["exposure"], "exposed", (probe, local[probe]["reason"]))
+
+    def test_timeout_marker_becomes_exit_124_with_the_service_fact(self):
+        ev = u.observations(self.report, "runcode-unsafe")["res.cpu-loop"]["evidence"]
+        self.assertEqual(ev["exit_code"], 124)
+        self.assertIs(ev["driver_facts"]["service_timeout"], True)
+        self.assertIn("timed out", ev["driver_facts"]["service_timeout_source"])
+
+    def test_state_persists_names_what_call_2_found_and_keeps_call_1(self):
+        obs = u.observations(self.report, "runcode-unsafe")["state.persists"]["evidence"]
+        self.assertEqual(sorted(obs["result"]["found"]), ["cwd file", "process", "tmp file"])
+        first = obs["driver_facts"]["calls"][0]
+        self.assertEqual((first["call"], first["result"]["outcome"]), (1, "planted"))
+        self.assertEqual(first["result"]["planted"]["cwd"]["path"].rsplit("/", 1)[0],
+                         os.path.realpath(self.fixture_cwd))  # the service's own cwd
+        local = u.observations(self.report, "local")["state.persists"]["evidence"]["result"]
+        self.assertIn("tmp file", local["found"])  # plain processes share /tmp
+        self.assertNotIn("process", local["found"])  # the reaper killed it after call 1
+
+    def test_outlives_call_is_heard_after_the_call(self):
+        ev = u.observations(self.report, "runcode-unsafe")["proc.outlives-call"]["evidence"]
+        self.assertGreater(ev["driver_facts"]["after_call_wait_s"], 0)
+        self.assertTrue(ev["canary_hits"], ev)
+
+    def test_output_flood_delivered_everything(self):
+        o = u.observations(self.report, "runcode-unsafe")["res.output-flood"]
+        self.assertEqual(o["exposure"], "exposed", o["reason"])
+        self.assertIn("8388608 bytes", o["reason"])
+
+    def test_health_was_checked_around_every_call(self):
+        for probe, o in u.observations(self.report, "runcode-unsafe").items():
+            facts = o["evidence"]["driver_facts"]
+            self.assertEqual((facts["health_before"], facts["health_after"]), ("ok", "ok"), probe)
+            self.assertNotIn("service_died", facts, probe)
+
+    def test_nothing_left_and_no_secret_in_the_report(self):
+        self.assertEqual(self.fixture_exit, 0)
+        self.assertEqual(self.left_after_stop, [])
+        self.assertEqual(state_files("/tmp", self.fixture_cwd, self.run_cwd), [])
+        with open(os.path.join(self.out, "report.json")) as f:
+            text = f.read()
+        self.assertNotIn(self.secret, text)
+        self.assertLess(self.wall_s, 60)
+
+
+class SetupErrors(unittest.TestCase):
+    """Before any probe runs: an unhealthy service and a missing token are exit 3 with a hint,
+    and the error names the variable, never a value."""
+
+    def setUp(self):
+        u.require_sandprobe()
+        self.tmp = tempfile.TemporaryDirectory(prefix="sandprobe-e2e-http-setup-")
+        self.suite = u.write_suite(self.tmp.name, "one", ["cred.env-secrets"])
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def run_manifest(self, url, extra=(), env=None):
+        manifest = write_http_manifest(os.path.join(self.tmp.name, "m.yaml"), "svc", url,
+                                       extra=extra)
+        return u.run_sandprobe(["run", "--suite", self.suite, "--sandbox", manifest, "--control",
+                                u.LOCAL_MANIFEST, "--out", os.path.join(self.tmp.name, "out"),
+                                "--canary-dir", os.path.join(self.tmp.name, "canary")],
+                               timeout=30, env=env, cwd=self.tmp.name)
+
+    def test_unhealthy_service_is_exit_3_with_a_hint(self):
+        with socket.socket() as s:  # a loopback port nobody listens on
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        res = self.run_manifest("http://127.0.0.1:%d" % port)
+        self.assertEqual(res.returncode, 3, res.describe())
+        self.assertIn("the service is not healthy", res.stderr)
+        self.assertIn("hint: start the service", res.stderr)
+
+    def test_missing_token_names_the_variable_only(self):
+        fixture = Fixture("unsafe", cwd=self.tmp.name)
+        try:
+            res = self.run_manifest(fixture.url, extra=["  tokenEnv: SANDPROBE_E2E_REPL_TOKEN"],
+                                    env={"SANDPROBE_E2E_REPL_TOKEN": ""})
+        finally:
+            fixture.stop()
+        self.assertEqual(res.returncode, 3, res.describe())
+        self.assertIn("SANDPROBE_E2E_REPL_TOKEN", res.stderr)
+
+    def test_token_is_sent_and_never_written(self):
+        token = "e2e-token-" + secrets.token_hex(16)
+        fixture = Fixture("unsafe", cwd=self.tmp.name)
+        try:
+            res = self.run_manifest(fixture.url, extra=["  tokenEnv: SANDPROBE_E2E_REPL_TOKEN"],
+                                    env={"SANDPROBE_E2E_REPL_TOKEN": token})
+        finally:
+            fixture.stop()
+        self.assertEqual(res.returncode, 0, res.describe())  # harness canary: absent -> PASS
+        out = os.path.join(self.tmp.name, "out")
+        for name in os.listdir(out):
+            with open(os.path.join(out, name), errors="replace") as f:
+                self.assertNotIn(token, f.read(), name)
+        self.assertNotIn(token, res.stdout + res.stderr)
+
+
+def run_with_rusage(args, env, cwd, timeout):
+    """sandprobe args -> (exit code, max RSS in KiB of sandprobe and what it waited for)."""
+    full_env = dict(os.environ, SANDPROBE_HOME=u.HOME, **env)
+    with open(os.devnull, "wb") as null:
+        p = subprocess.Popen([u.BIN] + args, stdout=null, stderr=null, env=full_env, cwd=cwd,
+                             stdin=subprocess.DEVNULL)
+    timer = threading.Timer(timeout, p.kill)
+    timer.start()
+    try:
+        _, status, usage = os.wait4(p.pid, 0)
+    finally:
+        timer.cancel()
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return p.returncode, usage.ru_maxrss
+
+
+class DefaultFloodStaysBounded(unittest.TestCase):
+    """The default 64 MiB flood: the local arm counts every byte without keeping them, and a
+    service without a cap answers more than the driver's 16 MiB: an ERROR naming the size."""
+
+    def test_64_mib_flood(self):
+        u.require_sandprobe()
+        with tempfile.TemporaryDirectory(prefix="sandprobe-e2e-http-flood-") as base:
+            fixture = Fixture("unsafe", "--timeout", "10", cwd=base)
+            try:
+                suite = u.write_suite(base, "flood", ["res.output-flood"])
+                manifest = write_http_manifest(os.path.join(base, "m.yaml"), "runcode-unsafe",
+                                               fixture.url, timeout_s=10)
+                out = os.path.join(base, "out")
+                code, maxrss_kib = run_with_rusage(
+                    ["run", "--suite", suite, "--sandbox", manifest, "--control",
+                     u.LOCAL_MANIFEST, "--out", out, "--canary-dir",
+                     os.path.join(base, "canary"), "--format", "json"], {}, base, 60)
+            finally:
+                fixture.stop()
+            report = u.load_report(out)
+        self.assertEqual(code, 2)
+        local = u.observations(report, "local")["res.output-flood"]
+        self.assertEqual(local["exposure"], "exposed", local["reason"])
+        self.assertIn("67108864 bytes", local["reason"])
+        v = u.verdicts(report, "runcode-unsafe")["res.output-flood"]
+        self.assertEqual(v["verdict"], "ERROR", v["reason"])
+        self.assertIn("16777216", v["reason"])
+        # 64 MiB went through the local arm and 16 MiB was read from the service: bounded memory
+        self.assertLess(maxrss_kib, 160 * 1024, "sandprobe max RSS %d KiB" % maxrss_kib)
+
+
+if __name__ == "__main__":
+    unittest.main()
