@@ -256,11 +256,23 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
                                  plan->tasks.size(), options.jobs));
   observer.OnBegin(matrix);
   RowBook book(*plan, options.probes, matrix, observer);
+  // Longest first: invocations that may run to the harness deadline (the probe's `deadline`
+  // rule is exposed, e.g. the CPU loop in a control) start before the quick ones, so the run's
+  // wall time stays close to its longest probe instead of queueing behind it.
+  std::vector<size_t> order(plan->tasks.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  auto runs_to_deadline = [&](size_t k) {
+    const auto it =
+        std::ranges::find(options.probes, plan->tasks[k].probe, &core::ProbeDescriptor::id);
+    return it != options.probes.end() && it->classify.deadline == core::Exposure::kExposed;
+  };
+  std::ranges::stable_partition(order, runs_to_deadline);
   std::atomic<size_t> next{0};
   auto worker = [&] {
     while (true) {
-      const size_t i = next.fetch_add(1);
-      if (i >= plan->tasks.size()) return;
+      const size_t n = next.fetch_add(1);
+      if (n >= order.size()) return;
+      const size_t i = order[n];
       const Task& task = plan->tasks[i];
       core::Observation obs;
       obs.invocation = fmt::format("i{:03d}{}", i, RandomHex(2));

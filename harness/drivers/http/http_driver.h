@@ -26,6 +26,8 @@
 // Evidence it adds (driver facts): http_status, response_bytes, health_before / health_after
 // ("ok" or why not), service_died (healthy before, not after: "the probe took the service down"),
 // service_timeout (the service said the evaluation timed out), after_call_wait_s.
+// Shared fate is judged per call: with --jobs > 1 another probe running on the same service at the
+// same time may be the one that took it down (the first call to see it die is named).
 // Endings: a complete 2xx JSON answer -> kExited (exit code from the response; negative = killed
 // by that signal) or kSignaled; the harness deadline -> kDeadline (the service may still be
 // running it: a service cannot be told to stop); garbage JSON, non-2xx, reset, body over the cap,

@@ -51,6 +51,24 @@ class Service {
   std::thread thread_;
 };
 
+// Reads one whole request (headers, then Content-Length bytes of body) so that what follows
+// (a reset) happens after the client has sent everything.
+void ReadRequest(int fd) {
+  std::string got;
+  char buf[4096];
+  while (true) {
+    const size_t end = got.find("\r\n\r\n");
+    if (end != std::string::npos) {
+      const size_t at = got.find("Content-Length: ");
+      const size_t length = at == std::string::npos ? 0 : std::stoul(got.substr(at + 16));
+      if (got.size() >= end + 4 + length) return;
+    }
+    const ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n <= 0) return;
+    got.append(buf, static_cast<size_t>(n));
+  }
+}
+
 // A raw TCP listener on 127.0.0.1 that reads a request and then closes at once (reset) or holds
 // the connection open without answering (hang) until the test ends.
 class RawService {
@@ -70,8 +88,7 @@ class RawService {
       while (true) {
         const int c = ::accept(fd_, nullptr, nullptr);
         if (c < 0) return;
-        char buf[4096];
-        (void)::read(c, buf, sizeof(buf));
+        ReadRequest(c);
         if (on_request_) on_request_();
         if (hang_) {
           held_.push_back(c);

@@ -28,7 +28,7 @@ LOCAL_MANIFEST = os.path.join(MANIFESTS, "local.yaml")
 BWRAP_MANIFEST = os.path.join(MANIFESTS, "bubblewrap.yaml")
 BOUNDED_MANIFEST = os.path.join(MANIFESTS, "bubblewrap-bounded.yaml")
 
-# The wave-1 rows of suites/default.yaml with their canary parameters (loopback only).
+# The rows of suites/default.yaml with their canary parameters (loopback only).
 DEFAULT_PARAMS = {
     "cred.sa-token": {"canary_path": "{canary.token_file}"},
     "cred.env-secrets": {"canary_name": "{canary.env_name}", "canary_sha256": "{canary.env_sha256}"},
@@ -37,17 +37,22 @@ DEFAULT_PARAMS = {
     "net.http-by-name": {"url": "http://localhost:{canary.http_port}/"},
     "net.tcp-by-ip": {"target": "{canary.tcp}"},
     "net.k8s-api": {"target": "{canary.http}", "scheme": "http"},
+    "net.udp": {"target": "{canary.udp}"},
     "net.interfaces": None,
     "res.cpu-loop": None,
     "res.memory-balloon": None,
+    "res.fork-bomb": None,
     "fs.fill-tmp": None,
+    "fs.dev-shm": None,
     "fs.write-root": None,
+    "proc.host-pids": None,
+    "proc.outlives-call": {"canary": "{canary.tcp}"},
     "platform.runtime-class": None,
 }
 ALL_PROBES = sorted(DEFAULT_PARAMS)
 CRED_ROWS = ["cred.sa-token", "cred.env-secrets"]
 NET_ROWS = ["net.metadata", "net.dns", "net.http-by-name", "net.tcp-by-ip", "net.k8s-api",
-            "net.interfaces"]
+            "net.udp", "net.interfaces"]
 FS_ROWS = ["fs.fill-tmp", "fs.write-root"]
 # Everything but the two resource rows (the loop costs a whole harness deadline per arm).
 FAST_ROWS = CRED_ROWS + NET_ROWS + FS_ROWS + ["platform.runtime-class"]

@@ -8,8 +8,10 @@ import xml.etree.ElementTree as ET
 import e2e_util as u
 
 EXPECTED = {p: "PASS" for p in u.CRED_ROWS + u.NET_ROWS + u.FS_ROWS}
-EXPECTED.update({"res.cpu-loop": "FAIL", "res.memory-balloon": "FAIL",
+EXPECTED.update({"res.cpu-loop": "FAIL", "res.memory-balloon": "FAIL", "res.fork-bomb": "FAIL",
+                 "fs.dev-shm": "PASS", "proc.host-pids": "PASS", "proc.outlives-call": "PASS",
                  "platform.runtime-class": "SKIP"})
+ROWS = len(u.ALL_PROBES)
 
 
 class DefaultRun(u.RunCase):
@@ -80,6 +82,21 @@ class DefaultRun(u.RunCase):
         self.assertEqual(cand["fs.write-root"]["evidence"]["result"]["outcome"], "refused")
         self.assertIn("EROFS", cand["fs.write-root"]["evidence"]["result"]["errno"])
         self.assertEqual(cand["fs.fill-tmp"]["evidence"]["result"]["errno"], "ENOSPC")
+        shm = cand["fs.dev-shm"]["evidence"]["result"]
+        self.assertEqual((shm["outcome"], shm["errno"]), ("shm_full", "ENOSPC"))
+        self.assertLessEqual(shm["written_mib"], 64)  # the manifest's --size 64 MiB /dev/shm
+
+    def test_process_rows(self):
+        cand = u.observations(self.report, "bubblewrap")
+        local = u.observations(self.report, "local")
+        pids = cand["proc.host-pids"]["evidence"]["result"]
+        self.assertEqual((pids["outcome"], pids["foreign"]), ("own_only", 0))
+        self.assertGreater(local["proc.host-pids"]["evidence"]["result"]["foreign"], 0)
+        # The detached process: killed with bubblewrap's PID namespace, alive after the local call.
+        self.assertEqual(cand["proc.outlives-call"]["evidence"]["driver_facts"]["survivors"], 0)
+        self.assertEqual(local["proc.outlives-call"]["exposure"], "exposed")
+        bomb = cand["res.fork-bomb"]["evidence"]["result"]
+        self.assertEqual((bomb["outcome"], bomb["forked"]), ("all_forked", bomb["target"]))
 
     def test_loop_and_balloon_fail_honestly(self):
         cand = u.observations(self.report, "bubblewrap")
@@ -104,15 +121,15 @@ class DefaultRun(u.RunCase):
         bwrap = [s for s in suites if s.get("name") == "bubblewrap"]
         self.assertEqual(len(bwrap), 1, [s.get("name") for s in suites])
         cases = bwrap[0].findall("testcase")
-        self.assertEqual(len(cases), 13)
+        self.assertEqual(len(cases), ROWS)
         ids = sorted(c.get("name").split(" ")[0] for c in cases)
         self.assertEqual(ids, u.ALL_PROBES)
         failed = sorted(c.get("name").split(" ")[0] for c in cases if c.find("failure") is not None)
         skipped = [c.get("name").split(" ")[0] for c in cases if c.find("skipped") is not None]
-        self.assertEqual(failed, ["res.cpu-loop", "res.memory-balloon"])
+        self.assertEqual(failed, ["res.cpu-loop", "res.fork-bomb", "res.memory-balloon"])
         self.assertEqual(skipped, ["platform.runtime-class"])
-        self.assertEqual(bwrap[0].get("tests"), "13")
-        self.assertEqual(bwrap[0].get("failures"), "2")
+        self.assertEqual(bwrap[0].get("tests"), str(ROWS))
+        self.assertEqual(bwrap[0].get("failures"), "3")
         self.assertEqual(bwrap[0].get("skipped"), "1")
         self.assertEqual(bwrap[0].get("errors"), "0")
         u.check_junit(os.path.join(self.out, "junit.xml"), self.report)
@@ -133,7 +150,7 @@ class DefaultRun(u.RunCase):
         with open(os.path.join(self.out, "matrix.md"), encoding="utf-8") as f:
             md = f.read()
         table = [line for line in md.splitlines() if line.startswith("|")]
-        self.assertEqual(len(table), 2 + 13)
+        self.assertEqual(len(table), 2 + ROWS)
         self.assertIn("| SA token | READABLE | unreadable · **PASS** |", table)
 
     def test_canary_dir_cleaned(self):
@@ -148,7 +165,8 @@ class BoundedRun(u.RunCase):
         u.require_bwrap()
         cls.tmp = tempfile.TemporaryDirectory(prefix="sandprobe-e2e-bounded-")
         cls.out = os.path.join(cls.tmp.name, "out")
-        suite = u.write_suite(cls.tmp.name, "bounded", ["res.cpu-loop", "res.memory-balloon"])
+        suite = u.write_suite(cls.tmp.name, "bounded",
+                              ["res.cpu-loop", "res.memory-balloon", "res.fork-bomb"])
         # Harness deadline = the manifest's 10 s timeout + 2 s grace: the sandbox must win.
         cls.res = u.run_sandprobe(
             ["run", "--suite", suite, "--sandbox", u.BOUNDED_MANIFEST, "--out", cls.out,
@@ -189,6 +207,16 @@ class BoundedRun(u.RunCase):
         self.assertLess(result["allocated_mib"], 256)
         ctl = u.observations(self.report, "local")["res.memory-balloon"]["evidence"]["result"]
         self.assertEqual(ctl["outcome"], "target_reached")
+
+    def test_fork_bomb_capped_by_rlimit_nproc(self):
+        # prlimit --nproc binds because the sandbox runs as nobody (root is exempt).
+        v = u.verdicts(self.report, "bubblewrap-bounded")["res.fork-bomb"]
+        self.assertEqual(v["verdict"], "PASS", v["reason"])
+        result = u.observations(self.report, "bubblewrap-bounded")["res.fork-bomb"]["evidence"][
+            "result"]
+        self.assertEqual((result["outcome"], result["errno"]), ("capped", "EAGAIN"))
+        self.assertEqual(result["target"], 128)  # 2 x limits.pids 64
+        self.assertLessEqual(result["forked"], 64)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,6 @@
 """End-to-end: docker-hardened with one weakness at a time, on the real daemon. Each variant must
-FAIL exactly the rows its weakness exposes and PASS the rest. Weaknesses whose rows need the
-wave-2 probes (no pids limit, Privileged, the Docker socket mounted, root user) come with those
-probes. Probe traffic stays on loopback and the --internal lab network."""
+FAIL exactly the rows its weakness exposes and PASS the rest. Probe traffic stays on loopback and
+the --internal lab network."""
 import os
 import tempfile
 import unittest
@@ -11,7 +10,7 @@ from test_docker import GATEWAY, SUITE, containers_of, require_docker
 
 HARDENED = os.path.join(u.MANIFESTS, "docker", "hardened.yaml")
 NET_ROWS = {"net.metadata", "net.dns", "net.http-by-name", "net.tcp-by-ip", "net.k8s-api",
-            "net.interfaces"}
+            "net.udp", "net.interfaces"}
 RUNC = {"kernel.boundary"}  # every variant runs on runc, the host's kernel (an advisory row)
 
 
@@ -46,6 +45,8 @@ VARIANTS = {
     "dk-default-network": ({"NetworkMode": "sandprobe-lab",
                             "ExtraHosts": '["sandprobe-canary:%s"]' % GATEWAY}, (), NET_ROWS | RUNC),
     "dk-no-memory-limit": ({}, ("Memory", "MemorySwap"), {"res.memory-balloon"} | RUNC),
+    # The manifest still claims pids: 64, so the bomb's 128 children are over the claim.
+    "dk-no-pids-limit": ({}, ("PidsLimit",), {"res.fork-bomb"} | RUNC),
     "dk-tmp-without-size": ({"Tmpfs": '{/tmp: "noexec"}'}, (), {"fs.fill-tmp"} | RUNC),
     "dk-writable-root": ({"ReadonlyRootfs": "false"}, (), RUNC),  # uid 65534 still can't write /
     # Privileged gives every capability back, whatever CapDrop says.
@@ -96,6 +97,13 @@ class Weakened(unittest.TestCase):
         self.assertEqual(obs["evidence_kind"], "absence", obs["reason"])
         hard = u.observations(self.report, "dk-default-network")["fs.write-root"]
         self.assertEqual(hard["evidence_kind"], "positive", hard["reason"])
+
+    def test_no_pids_limit_is_caught_by_the_claim(self):
+        obs = u.observations(self.report, "dk-no-pids-limit")["res.fork-bomb"]
+        self.assertTrue(obs["label"].startswith("OVER CLAIM") or obs["label"] == "ALL FORKED",
+                        obs["label"])
+        hard = u.observations(self.report, "dk-default-network")["res.fork-bomb"]
+        self.assertEqual(hard["evidence"]["result"]["outcome"], "capped", hard["reason"])
 
     def test_nothing_left(self):
         self.assertEqual(containers_of(self.report["run_id"]), [])

@@ -13,7 +13,7 @@ import e2e_util as u
 BASELINE = {p: "PASS" for p in u.CRED_ROWS + u.NET_ROWS + u.FS_ROWS}
 BASELINE["platform.runtime-class"] = "SKIP"
 SHARE_NET_FAILS = ["net.metadata", "net.dns", "net.http-by-name", "net.tcp-by-ip", "net.k8s-api",
-                   "net.interfaces"]
+                   "net.udp", "net.interfaces"]
 
 
 def weakened_run(test_cls, name, argv, canary_parent=None):
