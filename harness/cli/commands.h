@@ -22,6 +22,8 @@ struct RunArgs {
   std::string canary_bind = "127.0.0.1";
   std::string canary_dir;
   bool no_color = false;
+  std::string nodes;    // kubernetes: "all" or a label selector: one arm per node
+  std::string context;  // kubernetes: kubeconfig context for every kubernetes arm
 };
 
 struct ListArgs {

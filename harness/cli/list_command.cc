@@ -72,7 +72,8 @@ int DoList(const ListArgs& a, bool explain) {
   std::cout << fmt::format("  {:<20} {}\n", "(killed by sandbox)",
                            core::ToString(p.classify.killed));
   std::cout << fmt::format("  {:<20} {}\n", "(timed out)", core::ToString(p.classify.timed_out));
-  std::cout << fmt::format("  {:<20} {}\n", "(sandbox crashed)", core::ToString(p.classify.crashed));
+  std::cout << fmt::format("  {:<20} {}\n", "(sandbox crashed)",
+                           core::ToString(p.classify.crashed));
   std::cout << fmt::format("  {:<20} {}\n", "(harness deadline)",
                            core::ToString(p.classify.deadline));
   std::cout << fmt::format("  {:<20} {}\n", "(canary hit)", core::ToString(p.classify.canary_hit));

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/kube_arms.h"
 #include "cli/paths.h"
 #include "config/config.h"
 #include "core/matrix.h"
@@ -113,6 +114,11 @@ void AddRun(CLI::App& app, RunArgs& a) {
   run->add_option("--canary-dir", a.canary_dir,
                   "where the canary token file is planted (default: ~/.cache/sandprobe)");
   run->add_flag("--no-color", a.no_color, "no ANSI colours (NO_COLOR is honoured too)");
+  run->add_option("--nodes", a.nodes,
+                  "kubernetes: run each arm on every schedulable node ('all') or on the nodes a "
+                  "label selector picks, one column per node");
+  run->add_option("--context", a.context,
+                  "kubernetes: kubeconfig context for every kubernetes arm");
 }
 
 int DoRun(const RunArgs& a) {
@@ -169,6 +175,14 @@ int DoRun(const RunArgs& a) {
     if (!m) return SetupError(m.error().ToString());
     if (!seen.insert(m->name).second) continue;  // several candidates may share one control
     opt.controls.push_back(std::move(*m));
+  }
+  const KubeArmOptions kube{a.nodes, a.context};
+  for (auto* arms : {&opt.candidates, &opt.controls}) {
+    if (auto r = ExpandKubernetesArms(*arms, kube); !r) {
+      return SetupError(r.error(),
+                        "check the kubeconfig and the cluster (sandprobe render shows "
+                        "what a run would submit)");
+    }
   }
   opt.jobs = a.jobs;
   opt.timing = runner::Timing{a.default_timeout_s, a.grace_s};

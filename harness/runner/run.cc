@@ -222,11 +222,14 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
       return std::unexpected(RunError{driver.error().message, driver.error().hint});
     }
     if (auto ready = (*driver)->Prepare(); !ready) {
+      (*driver)->Cleanup();  // what a half-done Prepare created (e.g. an arm's NetworkPolicy)
       cleanup();
       return std::unexpected(
           RunError{fmt::format("arm {} ({}): {}", m->name, m->source_path, ready.error().message),
                    ready.error().hint});
     }
+    for (const std::string& w : (*driver)->Warnings())
+      matrix.notes.push_back(fmt::format("{}: {}", m->name, w));
     arms[m->name] = Arm{m, std::move(*driver)};
   }
   for (const core::Manifest* m : manifests) {

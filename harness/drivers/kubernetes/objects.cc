@@ -280,7 +280,8 @@ std::expected<KubeSettings, std::string> ParseSettings(const core::Manifest& m) 
   if (!cfg.is_object()) return std::unexpected(where + ": kubernetes: expected a mapping");
   static const char* kKeys[] = {"kubeconfig",  "context",       "namespace",    "image",
                                 "jobTemplate", "networkPolicy", "minPolicyAge", "podStartTimeout",
-                                "apiTimeout",  "logLimit",      "node",         "inClusterRoot"};
+                                "apiTimeout",  "logLimit",      "node",         "inClusterRoot",
+                                "agedRerun"};
   for (auto& [k, v] : cfg.items()) {
     if (std::ranges::find(kKeys, k) == std::end(kKeys)) {
       return std::unexpected(fmt::format("{}: kubernetes.{}: unknown field", where, k));
