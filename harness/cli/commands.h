@@ -40,6 +40,8 @@ struct CleanupArgs {
   std::string canary_dir;
   std::vector<std::string> tmp_dirs;
   bool dry_run = false;
+  std::vector<std::string> kubernetes;  // kubernetes manifests: their cluster + namespace
+  std::string context;                  // kubeconfig context for those ("" = the manifest's)
 };
 
 // `render`: the Kubernetes objects a run would submit, as YAML.

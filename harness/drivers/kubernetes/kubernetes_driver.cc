@@ -135,8 +135,8 @@ std::expected<void, SetupError> KubernetesDriver::Prepare() {
   warnings_ = conn->warnings;
   if (settings_.image.find("@sha256:") == std::string::npos) {
     warnings_.push_back(
-        fmt::format("{}: image {} is not pinned by digest: the probe image can change between runs",
-                    manifest_.name, settings_.image));
+        fmt::format("image {} is not pinned by digest: the probe image can change between runs",
+                    settings_.image));
   }
   ns_ = !settings_.namespace_name.empty() ? settings_.namespace_name
         : !conn->namespace_name.empty()   ? conn->namespace_name
@@ -577,6 +577,19 @@ core::Observation KubernetesDriver::Admission(const Invocation& inv,
 void KubernetesDriver::Cleanup() {
   if (!client_) return;
   const std::string sel = "?labelSelector=" + QueryEscape(kube::RunSelector(context_.run_id));
+  // An API server that does not answer at all (transport failure, not an HTTP status) cannot be
+  // cleaned now: say so once instead of spending the whole cleanup deadline on retries.
+  if (auto v = client_->Call("GET", "/version", nullptr, After(settings_.api_timeout_s));
+      !v && v.error().code == 0) {
+    std::cerr << fmt::format(
+        "sandprobe: warning: kubernetes arm {}: the API server does not answer ({}): objects of "
+        "run {} in namespace {} may remain (sandprobe cleanup --kubernetes <manifest> removes "
+        "them)\n",
+        manifest_.name, v.error().ToString(), context_.run_id, ns_);
+    std::lock_guard lock(mu_);
+    live_jobs_.clear();
+    return;
+  }
   const auto deadline = After(std::max(45.0, settings_.api_timeout_s * 3));
   const std::pair<std::string, std::string> kinds[] = {
       {Path("/apis/batch/v1", "jobs"), "&propagationPolicy=Background"},
@@ -588,8 +601,10 @@ void KubernetesDriver::Cleanup() {
   std::vector<std::string> left;
   while (true) {
     left.clear();
+    bool unreachable = true;  // every list failed in transport: the API server went away
     for (const auto& [path, extra] : kinds) {
       auto list = client_->Call("GET", path + sel, nullptr, deadline);
+      unreachable = unreachable && !list && list.error().code == 0;
       if (!list) {
         left.push_back(fmt::format("{} (cannot list: {})", path, list.error().ToString()));
         continue;
@@ -599,7 +614,7 @@ void KubernetesDriver::Cleanup() {
             fmt::format("{}/{}", path.substr(path.rfind('/') + 1), Str(item, "/metadata/name")));
       }
     }
-    if (left.empty() || !kube::SleepFor(0.5, deadline, nullptr)) break;
+    if (left.empty() || unreachable || !kube::SleepFor(0.5, deadline, nullptr)) break;
   }
   if (!left.empty()) {
     std::cerr << fmt::format(

@@ -28,7 +28,8 @@
 // validation 422 is a harness error, never a verdict.
 //
 // Cleanup(): deletecollection by sandprobe.io/run for jobs, pods and networkpolicies, then lists
-// until they are gone.
+// until they are gone. An API server that does not answer GET /version within apiTimeout gets
+// one warning and no retries (`sandprobe cleanup --kubernetes` removes the leftovers later).
 #pragma once
 
 #include <mutex>

@@ -1,0 +1,792 @@
+"""End-to-end: the kubernetes driver through the REAL sandprobe binary against the FAKE Kubernetes
+API server (harness/testing/fake_kube/fake_kube.py: HTTPS on 127.0.0.1, pods are local processes,
+NetworkPolicy enforced with a network namespace or ignored). No cluster is contacted.
+
+Scenarios (one fake per test class, stopped in tearDown):
+  K3sNotEnforced     --network-policy ignore --admission webhook-403: the k3s case. Control,
+                     blocked and aged columns all REACHED, the banner, FAIL, exit 1.
+  Enforced           --network-policy enforce --admission vap-422: PASS, no banner, exit 0.
+  EveryNode          --nodes n1,n2 --network-policy enforce-on=n1 with `run --nodes all`.
+  Interrupt          SIGINT mid-run: exit 2, nothing of the run left in the fake; and the fake
+                     stops answering mid-run (hang-after): ERROR cells, exit 2, bounded, then
+                     `sandprobe cleanup --kubernetes` removes what the run could not delete.
+  CleanupCommand     objects planted with a dead and a live run's label: only the dead go.
+  Render             `sandprobe render` of manifests/kubernetes/deny-egress.yaml.
+  CiManifests        ci/kubernetes/*.yaml parse, RBAC verbs are exactly the driver's.
+Traffic rule: probe targets are the harness's canaries on 127.0.0.1; the API server is the fake
+on 127.0.0.1. YAML is read with the small block-style reader below (stdlib only, no PyYAML).
+"""
+import fcntl
+import json
+import os
+import re
+import signal
+import ssl
+import subprocess
+import tempfile
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+import e2e_util as u
+
+FAKE = os.path.join(u.HOME, "harness", "testing", "fake_kube", "fake_kube.py")
+KUBE = os.path.join(u.MANIFESTS, "kubernetes")
+OPEN = os.path.join(KUBE, "open.yaml")
+DENY = os.path.join(KUBE, "deny-egress.yaml")
+EGRESS_SUITE = os.path.join(u.HOME, "suites", "kubernetes-egress.yaml")
+CI_KUBE = os.path.join(u.HOME, "ci", "kubernetes")
+NS = "sandprobe"
+RUN_LABEL = "sandprobe.io/run"
+REACH_ROWS = ["net.dns", "net.http-by-name", "net.tcp-by-ip", "net.k8s-api", "net.metadata",
+              "net.udp"]
+BANNER = "NetworkPolicy is accepted but not enforced on this cluster"
+FAST = ["--default-timeout", "4", "--grace", "2"]
+PY = "/usr/bin/python3"  # the pyenv shim on PATH fails in stripped environments
+
+
+# --- the fake API server ---------------------------------------------------------------------
+
+class Fake:
+    """A running fake_kube.py (its own temp dir, kubeconfig, CA) and a small client for it."""
+
+    def __init__(self, *args):
+        self.tmp = tempfile.TemporaryDirectory(prefix="sandprobe-e2e-kube-fake-")
+        d = self.tmp.name
+        self.kubeconfig = os.path.join(d, "kubeconfig")
+        self.out = open(os.path.join(d, "stdout"), "w+")
+        self.err = open(os.path.join(d, "stderr"), "w+")
+        self.proc = subprocess.Popen([PY, FAKE, "--kubeconfig-out", self.kubeconfig,
+                                      "--state-dir", d] + list(args),
+                                     stdout=self.out, stderr=self.err, stdin=subprocess.DEVNULL)
+        end = time.monotonic() + 30
+        while True:
+            with open(os.path.join(d, "stdout")) as f:
+                m = re.search(r"^READY (https://127\.0\.0\.1:\d+)$", f.read(), re.M)
+            if m:
+                self.url = m.group(1)
+                break
+            if self.proc.poll() is not None or time.monotonic() > end:
+                self.stop()
+                raise AssertionError("fake_kube.py did not start: %s" % self.stderr())
+            time.sleep(0.05)
+        self.ctx = ssl.create_default_context(cafile=os.path.join(d, "ca.crt"))
+        with open(self.kubeconfig) as f:
+            self.token = re.search(r"^\s*token:\s*(\S+)", f.read(), re.M).group(1)
+
+    def stderr(self):
+        with open(os.path.join(self.tmp.name, "stderr")) as f:
+            return f.read()[-3000:]
+
+    def env(self, **extra):
+        return dict(KUBECONFIG=self.kubeconfig, **extra)
+
+    def request(self, method, path, body=None, auth=True, timeout=10):
+        """-> (status, parsed JSON body)."""
+        headers = {"Accept": "application/json", "Content-Type": "application/json"}
+        if auth:
+            headers["Authorization"] = "Bearer " + self.token
+        req = urllib.request.Request(self.url + path, method=method, headers=headers,
+                                     data=None if body is None else json.dumps(body).encode())
+        try:
+            with urllib.request.urlopen(req, context=self.ctx, timeout=timeout) as r:
+                return r.status, json.loads(r.read() or b"null")
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"null")
+
+    def state(self):
+        status, body = self.request("GET", "/fake/state", auth=False)
+        assert status == 200, status
+        return body
+
+    def script(self, **settings):
+        status, body = self.request("POST", "/fake/script", settings, auth=False)
+        assert status == 200, (status, body)
+
+    def objects_of_run(self, run_id):
+        """["jobs/<name>", "pods/<name>", "networkpolicies/<name>"] labelled with the run."""
+        objs = self.state()["objects"]
+        return sorted("%s/%s" % (kind, o["metadata"]["name"])
+                      for kind in ("jobs", "pods", "networkpolicies")
+                      for o in objs[kind]
+                      if (o["metadata"].get("labels") or {}).get(RUN_LABEL) == run_id)
+
+    def pod_processes(self):
+        status, body = self.request("GET", "/fake/processes", auth=False)
+        assert status == 200, status
+        return body["processes"]
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()  # SIGTERM: the fake kills every pod process tree, exits 0
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self.out.close()
+        self.err.close()
+        self.tmp.cleanup()
+
+
+def copy_manifest(src, dst, control=None, drop=(), add=()):
+    """A copy of a kubernetes manifest: `control:` made absolute, kubernetes-section lines whose
+    key is in `drop` removed, `add` lines appended to the kubernetes: section (the last one)."""
+    with open(src) as f:
+        lines = f.read().rstrip("\n").split("\n")
+    out = []
+    for line in lines:
+        key = line.strip().split(":", 1)[0]
+        if line.startswith("control:") and control:
+            line = "control: %s" % json.dumps(control)
+        elif line.startswith("  ") and key in drop:
+            continue
+        out.append(line)
+    top = [line for line in out if line and not line.startswith((" ", "#"))]
+    if not top or top[-1] != "kubernetes:":
+        raise AssertionError("%s: expected the kubernetes: section last" % src)
+    if control and not any(line.startswith("control: ") and control in line for line in out):
+        raise AssertionError("%s has no control: line to point at %s" % (src, control))
+    with open(dst, "w") as f:
+        f.write("\n".join(out + ["  " + a for a in add]) + "\n")
+    return dst
+
+
+def write_kube_manifest(path, name, control=None, policy=False, extra=(), timeout=None):
+    """A kubernetes manifest in namespace sandprobe; `timeout` (s) is its limits.timeout (the
+    container's `timeout`), default 8 s for a policy arm and none for a control."""
+    lines = ["name: %s" % name, "driver: kubernetes"]
+    if control:
+        lines.append("control: %s" % json.dumps(control))
+    timeout = timeout or (8 if policy else None)
+    if timeout:
+        lines.append("limits: {timeout: %ds}" % timeout)
+    lines += ["kubernetes:", "  namespace: %s" % NS,
+              "  image: docker.io/library/python:3.12-slim"]
+    if policy:
+        lines.append("  networkPolicy: deny-all-egress")
+    lines += ["  " + e for e in extra]
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
+def wait_for(fn, timeout, what):
+    end = time.monotonic() + timeout
+    while True:
+        value = fn()
+        if value:
+            return value
+        if time.monotonic() > end:
+            raise AssertionError("timed out after %ss waiting for %s" % (timeout, what))
+        time.sleep(0.1)
+
+
+class FakeRun(unittest.TestCase):
+    """One fake (FAKE_ARGS) and one sandprobe run (cls.run_args()) made in setUpClass."""
+    FAKE_ARGS = ()
+
+    @classmethod
+    def setUpClass(cls):
+        u.require_sandprobe()
+        cls.tmp = tempfile.TemporaryDirectory(prefix="sandprobe-e2e-kube-")
+        cls.fake = Fake(*cls.FAKE_ARGS)
+        try:
+            cls.out = os.path.join(cls.tmp.name, "out")
+            cls.canary = os.path.join(cls.tmp.name, "canary")
+            cls.res = u.run_sandprobe(["run", "--out", cls.out, "--canary-dir", cls.canary,
+                                       "--no-color"] + cls.run_args(), timeout=90,
+                                      env=cls.fake.env())
+            cls.report = u.report_or_none(cls.out)
+            cls.left = cls.fake.objects_of_run(cls.report["run_id"]) if cls.report else None
+        except BaseException:
+            cls.fake.stop()
+            cls.tmp.cleanup()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.fake.stop()
+        cls.tmp.cleanup()
+
+    def setUp(self):
+        self.assertIsNotNone(self.report, "no report.json\n" + self.res.describe())
+
+    def cell(self, arm, probe):
+        return u.observations(self.report, arm)[probe]
+
+
+# --- a. the k3s case -------------------------------------------------------------------------
+
+class K3sNotEnforced(FakeRun):
+    FAKE_ARGS = ("--network-policy", "ignore", "--admission", "webhook-403")
+    ARMS = ("k8s-open", "k8s-deny-egress", "k8s-deny-egress-aged")
+
+    @classmethod
+    def run_args(cls):
+        deny = copy_manifest(DENY, os.path.join(cls.tmp.name, "deny-egress.yaml"), control=OPEN,
+                             add=["agedRerun: 6s"])
+        return ["--suite", EGRESS_SUITE, "--sandbox", deny, "--default-timeout", "5", "--grace",
+                "3"]
+
+    def test_exit_1_and_three_columns(self):
+        self.assertEqual(self.res.returncode, 1, self.res.describe())
+        self.assertEqual([a["name"] for a in self.report["arms"]], list(self.ARMS))
+        self.assertEqual(u.arm_names(self.report, "control"), ["k8s-open"])
+        header = next(line for line in self.res.stdout.split("\n") if line.startswith("probe "))
+        for arm in ("k8s-open (control)", "k8s-deny-egress", "k8s-deny-egress-aged"):
+            self.assertIn(arm, header)
+
+    def test_every_net_row_reached_in_every_column_and_fails(self):
+        for arm in self.ARMS:
+            for probe in REACH_ROWS:
+                o = self.cell(arm, probe)
+                self.assertEqual((o["exposure"], o["label"]), ("exposed", "REACHED"),
+                                 (arm, probe, o["reason"]))
+                self.assertTrue(o["evidence"]["canary_hits"], (arm, probe))
+            self.assertEqual(self.cell(arm, "net.interfaces")["exposure"], "exposed", arm)
+        for cand in self.ARMS[1:]:
+            v = u.verdicts(self.report, cand)
+            for probe in REACH_ROWS + ["net.interfaces"]:
+                self.assertEqual(v[probe]["verdict"], "FAIL", (cand, probe))
+
+    def test_banner_in_report_matrix_and_stdout(self):
+        banners = self.report["banners"]
+        self.assertEqual(len(banners), 1, banners)
+        self.assertTrue(banners[0].startswith(BANNER), banners)
+        self.assertIn("k8s-deny-egress (policy", banners[0])
+        self.assertIn("k8s-deny-egress-aged (policy", banners[0])
+        with open(os.path.join(self.out, "matrix.md"), encoding="utf-8") as f:
+            md = f.read()
+        self.assertIn(BANNER, md)
+        self.assertLess(md.index(BANNER), md.index("| probe |"), "banner must precede the table")
+        self.assertIn(BANNER, self.res.stdout)
+        self.assertLess(self.res.stdout.index(BANNER), self.res.stdout.index("\nverdicts"))
+
+    def test_blocked_cells_carry_policy_and_age(self):
+        for arm, min_age in (("k8s-deny-egress", 5.0), ("k8s-deny-egress-aged", 6.0)):
+            for probe in REACH_ROWS:
+                facts = self.cell(arm, probe)["evidence"]["driver_facts"]
+                self.assertEqual(facts["network_policy"], "sandprobe-%s-%s" % (
+                    self.report["run_id"].lower().removeprefix("sp-"), arm), facts)
+                self.assertGreaterEqual(facts["policy_age_s"], min_age, (arm, probe))
+        facts = self.cell("k8s-open", "net.dns")["evidence"]["driver_facts"]
+        self.assertNotIn("network_policy", facts)
+
+    def test_runtime_class_row_passes_on_the_webhook_403(self):
+        for cand in self.ARMS[1:]:
+            v = u.verdicts(self.report, cand)["platform.runtime-class"]
+            self.assertEqual(v["verdict"], "PASS", v)
+            o = self.cell(cand, "platform.runtime-class")
+            self.assertEqual(o["evidence"]["driver_facts"]["admission_status"], 403)
+            self.assertIn("admission webhook", o["evidence"]["result"]["message"])
+
+    def test_nothing_left_in_the_cluster(self):
+        self.assertEqual(self.left, [])
+        objs = self.fake.state()["objects"]
+        self.assertEqual((objs["jobs"], objs["pods"], objs["networkpolicies"]), ([], [], []))
+        self.assertEqual(self.fake.pod_processes(), {})
+
+
+# --- b. enforced -----------------------------------------------------------------------------
+
+class Enforced(FakeRun):
+    FAKE_ARGS = ("--network-policy", "enforce", "--admission", "vap-422")
+
+    @classmethod
+    def run_args(cls):
+        deny = copy_manifest(DENY, os.path.join(cls.tmp.name, "deny-egress.yaml"), control=OPEN)
+        return ["--suite", EGRESS_SUITE, "--sandbox", deny] + FAST
+
+    def test_exit_0_no_banner(self):
+        self.assertEqual(self.res.returncode, 0, self.res.describe())
+        self.assertEqual(self.report["banners"], [])
+        self.assertNotIn(BANNER, self.res.stdout)
+
+    def test_blocked_in_candidate_reached_in_control_pass(self):
+        v = u.verdicts(self.report, "k8s-deny-egress")
+        for probe in REACH_ROWS:
+            self.assertEqual(self.cell("k8s-open", probe)["label"], "REACHED", probe)
+            cand = self.cell("k8s-deny-egress", probe)
+            self.assertEqual(cand["exposure"], "contained", (probe, cand["reason"]))
+            self.assertEqual(cand["evidence"]["canary_hits"], [], probe)
+            self.assertEqual(v[probe]["verdict"], "PASS", (probe, v[probe]["reason"]))
+            self.assertEqual(v[probe]["validated_by"], "k8s-open", probe)
+        self.assertEqual(v["net.interfaces"]["verdict"], "PASS")
+        adm = self.cell("k8s-deny-egress", "platform.runtime-class")
+        self.assertEqual(adm["evidence"]["driver_facts"]["admission_status"], 422)
+        self.assertEqual(v["platform.runtime-class"]["verdict"], "PASS")
+
+    def test_nothing_left(self):
+        self.assertEqual(self.left, [])
+
+
+# --- c. every node ---------------------------------------------------------------------------
+
+class EveryNode(FakeRun):
+    FAKE_ARGS = ("--nodes", "n1,n2", "--network-policy", "enforce-on=n1")
+
+    @classmethod
+    def run_args(cls):
+        d = cls.tmp.name
+        ctl = write_kube_manifest(os.path.join(d, "open.yaml"), "k8s-open")
+        deny = write_kube_manifest(os.path.join(d, "deny.yaml"), "k8s-deny", control=ctl,
+                                   policy=True)
+        suite = u.write_suite(d, "kube-nodes", ["net.dns", "net.tcp-by-ip"])
+        return ["--suite", suite, "--sandbox", deny, "--nodes", "all"] + FAST
+
+    def test_one_column_per_node(self):
+        self.assertEqual(self.res.returncode, 1, self.res.describe())
+        self.assertEqual(sorted(a["name"] for a in self.report["arms"]),
+                         ["k8s-deny@n1", "k8s-deny@n2", "k8s-open@n1", "k8s-open@n2"])
+        for arm in ("k8s-deny@n1", "k8s-deny@n2", "k8s-open@n1", "k8s-open@n2"):
+            for probe in ("net.dns", "net.tcp-by-ip"):
+                facts = self.cell(arm, probe)["evidence"]["driver_facts"]
+                self.assertEqual(facts["node"], arm.split("@")[1], (arm, probe))
+
+    def test_n2_reaches_n1_blocks_and_banner_names_n2(self):
+        for probe in ("net.dns", "net.tcp-by-ip"):
+            self.assertEqual(u.verdicts(self.report, "k8s-deny@n1")[probe]["verdict"], "PASS")
+            self.assertEqual(u.verdicts(self.report, "k8s-deny@n2")[probe]["verdict"], "FAIL")
+            self.assertEqual(self.cell("k8s-deny@n2", probe)["label"], "REACHED")
+        self.assertEqual(len(self.report["banners"]), 1, self.report["banners"])
+        self.assertIn("k8s-deny@n2", self.report["banners"][0])
+        self.assertNotIn("k8s-deny@n1", self.report["banners"][0])
+        self.assertEqual(self.left, [])
+
+
+# --- d. Ctrl-C and a dead API server ---------------------------------------------------------
+
+class Interrupt(unittest.TestCase):
+    def setUp(self):
+        u.require_sandprobe()
+        self.tmp = tempfile.TemporaryDirectory(prefix="sandprobe-e2e-kube-int-")
+        self.fake = Fake("--network-policy", "enforce")
+
+    def tearDown(self):
+        self.fake.stop()
+        self.tmp.cleanup()
+
+    def start_run(self, extra_manifest_lines=()):
+        d = self.tmp.name
+        # Both loops end by their container's own `timeout 8` at the latest: the test does not
+        # leave busy pod processes behind for long.
+        ctl = write_kube_manifest(os.path.join(d, "open.yaml"), "k8s-open",
+                                  extra=extra_manifest_lines, timeout=8)
+        deny = write_kube_manifest(os.path.join(d, "deny.yaml"), "k8s-deny", control=ctl,
+                                   policy=True, extra=extra_manifest_lines)
+        suite = u.write_suite(d, "kube-int", ["net.dns", "res.cpu-loop"])
+        self.out, self.canary = os.path.join(d, "out"), os.path.join(d, "canary")
+        return subprocess.Popen(
+            [u.BIN, "run", "--suite", suite, "--sandbox", deny, "--out", self.out,
+             "--canary-dir", self.canary, "--default-timeout", "20", "--grace", "2"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+            env=dict(os.environ, SANDPROBE_HOME=u.HOME, **self.fake.env()))
+
+    def wait_for_running_loops(self, p):
+        """The run id once both arms' res.cpu-loop pods are Running in the fake."""
+        def running():
+            if p.poll() is not None:
+                raise AssertionError("sandprobe ended early: %s" % p.communicate()[1][-3000:])
+            objs = self.fake.state()["objects"]
+            loops = {j["metadata"]["name"]: j["metadata"]["labels"][RUN_LABEL]
+                     for j in objs["jobs"]
+                     if j["metadata"].get("annotations", {}).get("sandprobe.io/probe")
+                     == "res.cpu-loop"}
+            pods = [q for q in objs["pods"] if q["status"].get("phase") == "Running"
+                    and q["metadata"]["labels"].get("job-name") in loops]
+            return len(pods) >= 2 and next(iter(loops.values()))
+        return wait_for(running, 40, "two running res.cpu-loop pods")
+
+    def test_ctrl_c_exit_2_and_nothing_left(self):
+        p = self.start_run()
+        run_id = self.wait_for_running_loops(p)
+        self.assertTrue(self.fake.objects_of_run(run_id))  # the run has objects to remove
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=60)
+        err = err.decode("utf-8", "replace")
+        self.assertEqual(p.returncode, 2, err[-3000:])  # enforced: no FAIL was measured
+        self.assertLess(time.monotonic() - t0, 30, "Ctrl-C took too long")
+        report = u.load_report(self.out)
+        self.assertTrue(report["interrupted"])
+        self.assertEqual(report["run_id"], run_id)
+        self.assertEqual(self.fake.objects_of_run(run_id), [])
+        self.assertEqual(self.fake.pod_processes(), {})
+        self.assertEqual([n for n in os.listdir(self.canary) if n.startswith("sp-")], [])
+
+    def test_dead_api_server_error_cells_exit_2_then_cleanup(self):
+        p = self.start_run(["apiTimeout: 2s", "podStartTimeout: 5s"])
+        run_id = self.wait_for_running_loops(p)
+        t0 = time.monotonic()
+        self.fake.script(faults=["hang-after=0"])  # every API request hangs from now on
+        try:
+            _, err = p.communicate(timeout=75)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+            raise AssertionError("sandprobe hung on a dead API server")
+        err = err.decode("utf-8", "replace")
+        wall = time.monotonic() - t0
+        self.assertEqual(p.returncode, 2, err[-3000:])
+        self.assertLess(wall, 60, "a dead API server must not hold the run")
+        report = u.load_report(self.out)
+        self.assertFalse(report["interrupted"])
+        loop = u.verdicts(report, "k8s-deny")["res.cpu-loop"]
+        self.assertEqual(loop["verdict"], "ERROR", loop)
+        for arm in ("k8s-open", "k8s-deny"):
+            o = u.observations(report, arm)["res.cpu-loop"]
+            self.assertTrue(o["evidence"]["harness_error"], (arm, o))
+        self.assertIn("API server does not answer", err)
+        # The API server answers again: what the run could not delete is still there, labelled,
+        # and `sandprobe cleanup --kubernetes` removes it (the run is over: its lock is free).
+        self.fake.script(faults=[])
+        left = self.fake.objects_of_run(run_id)
+        self.assertTrue(any(o.startswith("jobs/") for o in left), left)
+        res = u.run_sandprobe(
+            ["cleanup", "--canary-dir", self.canary, "--tmp", self.tmp.name,
+             "--kubernetes", os.path.join(self.tmp.name, "deny.yaml")], timeout=60,
+            env=self.fake.env(DOCKER_HOST="unix://%s/no-docker.sock" % self.tmp.name))
+        self.assertEqual(res.returncode, 0, res.describe())
+        for o in left:
+            self.assertIn("removed kubernetes %s/%s (run %s)" % (NS, o, run_id), res.stdout)
+        self.assertEqual(self.fake.objects_of_run(run_id), [])
+        wait_for(lambda: self.fake.pod_processes() == {}, 10, "pod processes to end")
+
+
+class CleanupCommand(unittest.TestCase):
+    def setUp(self):
+        u.require_sandprobe()
+        self.tmp = tempfile.TemporaryDirectory(prefix="sandprobe-e2e-kube-clean-")
+        self.fake = Fake()
+
+    def tearDown(self):
+        self.fake.stop()
+        self.tmp.cleanup()
+
+    def plant(self, run):
+        labels = {RUN_LABEL: run, "sandprobe.io/arm": "planted"}
+        job = {"apiVersion": "batch/v1", "kind": "Job",
+               "metadata": {"name": "%s-job" % run, "labels": labels},
+               "spec": {"backoffLimit": 0, "template": {
+                   "metadata": {"labels": labels},
+                   "spec": {"restartPolicy": "Never", "containers": [
+                       {"name": "probe", "image": "planted", "command": ["sleep", "60"]}]}}}}
+        pol = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+               "metadata": {"name": "%s-policy" % run, "labels": labels},
+               "spec": {"podSelector": {"matchLabels": labels}, "policyTypes": ["Egress"],
+                        "egress": []}}
+        for path, body in (("/apis/batch/v1/namespaces/%s/jobs" % NS, job),
+                           ("/apis/networking.k8s.io/v1/namespaces/%s/networkpolicies" % NS, pol)):
+            status, reply = self.fake.request("POST", path, body)
+            self.assertEqual(status, 201, reply)
+        wait_for(lambda: any(o.startswith("pods/") for o in self.fake.objects_of_run(run)), 10,
+                 "the planted Job's pod")
+
+    def test_removes_dead_runs_objects_and_spares_a_live_run(self):
+        d = self.tmp.name
+        for run in ("sp-dead-run", "sp-live-run"):
+            self.plant(run)
+        dead = self.fake.objects_of_run("sp-dead-run")
+        self.assertEqual([o.split("/")[0] for o in dead], ["jobs", "networkpolicies", "pods"])
+        manifest = write_kube_manifest(os.path.join(d, "m.yaml"), "k8s-open")
+        # A live run holds the flock on <canary dir>/<run id>/.lock.
+        canary = os.path.join(d, "canary")
+        os.makedirs(os.path.join(canary, "sp-live-run"))
+        env = self.fake.env(DOCKER_HOST="unix://%s/no-docker.sock" % d)
+        args = ["cleanup", "--canary-dir", canary, "--tmp", d, "--kubernetes", manifest]
+        with open(os.path.join(canary, "sp-live-run", ".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            dry = u.run_sandprobe(args + ["--dry-run"], timeout=60, env=env)
+            self.assertEqual(dry.returncode, 0, dry.describe())
+            self.assertIn("would remove kubernetes %s/%s (run sp-dead-run)" % (NS, dead[0]),
+                          dry.stdout)
+            self.assertEqual(self.fake.objects_of_run("sp-dead-run"), dead)
+            res = u.run_sandprobe(args, timeout=60, env=env)
+        self.assertEqual(res.returncode, 0, res.describe())
+        for o in dead:
+            self.assertIn("removed kubernetes %s/%s (run sp-dead-run)" % (NS, o), res.stdout)
+        self.assertIn("3 object(s) of a running sandprobe (run sp-live-run), left alone",
+                      res.stdout)
+        self.assertEqual(self.fake.objects_of_run("sp-dead-run"), [])
+        self.assertEqual(len(self.fake.objects_of_run("sp-live-run")), 3)
+        # The lock is released: the next cleanup takes the live run's objects too.
+        res = u.run_sandprobe(args, timeout=60, env=env)
+        self.assertEqual(res.returncode, 0, res.describe())
+        self.assertEqual(self.fake.objects_of_run("sp-live-run"), [])
+
+    def test_unreachable_cluster_is_an_error(self):
+        self.fake.script(faults=["hang-after=0"])
+        m = write_kube_manifest(os.path.join(self.tmp.name, "m.yaml"), "k8s-open",
+                                extra=["apiTimeout: 1s"])
+        res = u.run_sandprobe(["cleanup", "--canary-dir", self.tmp.name, "--tmp", self.tmp.name,
+                               "--kubernetes", m], timeout=60,
+                              env=self.fake.env(DOCKER_HOST="unix://%s/x.sock" % self.tmp.name))
+        self.assertEqual(res.returncode, 1, res.describe())
+        self.assertIn("kubernetes error", res.stdout)
+        self.assertNotIn(self.fake.token, res.stdout + res.stderr)
+
+
+# --- e. render -------------------------------------------------------------------------------
+
+class Render(unittest.TestCase):
+    def test_deny_egress_objects_are_the_hardened_defaults(self):
+        u.require_sandprobe()
+        res = u.run_sandprobe(["render", "--sandbox", DENY, "--suite", EGRESS_SUITE], timeout=30)
+        self.assertEqual(res.returncode, 0, res.describe())
+        docs = parse_yaml_documents(res.stdout)
+        kinds = [d["kind"] for d in docs]
+        self.assertEqual(kinds, ["NetworkPolicy"] + ["Job"] * 7 + ["Pod"], kinds)
+        pol = docs[0]
+        self.assertEqual(pol["apiVersion"], "networking.k8s.io/v1")
+        self.assertEqual(pol["spec"]["policyTypes"], ["Egress"])
+        self.assertEqual(pol["spec"]["egress"], [])
+        self.assertEqual(pol["spec"]["podSelector"]["matchLabels"],
+                         {"sandprobe.io/arm": "k8s-deny-egress", RUN_LABEL: "render"})
+        probes = []
+        for job in docs[1:8]:
+            self.assertEqual(job["apiVersion"], "batch/v1")
+            self.assertEqual(job["metadata"]["namespace"], NS)
+            spec = job["spec"]
+            self.assertEqual(spec["backoffLimit"], 0)
+            self.assertGreater(spec["activeDeadlineSeconds"], 10)
+            self.assertEqual(spec["ttlSecondsAfterFinished"], 300)
+            pod = spec["template"]["spec"]
+            # The policy selects these pods: the template carries its labels.
+            for k, v in pol["spec"]["podSelector"]["matchLabels"].items():
+                self.assertEqual(spec["template"]["metadata"]["labels"][k], v)
+            self.assertIs(pod["automountServiceAccountToken"], False)
+            self.assertIs(pod["enableServiceLinks"], False)
+            self.assertEqual(pod["restartPolicy"], "Never")
+            self.assertEqual(pod["securityContext"]["runAsUser"], 65534)
+            self.assertIs(pod["securityContext"]["runAsNonRoot"], True)
+            (c,) = pod["containers"]
+            self.assertEqual(c["name"], "probe")
+            self.assertIs(c["securityContext"]["readOnlyRootFilesystem"], True)
+            self.assertIs(c["securityContext"]["allowPrivilegeEscalation"], False)
+            self.assertEqual(c["securityContext"]["capabilities"]["drop"], ["ALL"])
+            self.assertEqual(c["resources"]["limits"]["memory"], "256Mi")
+            self.assertEqual(c["command"][:7], ["timeout", "-k", "2", "10", "python3", "-u", "-c"])
+            self.assertEqual(len(c["command"]), 8)  # the script is ONE argument
+            probes.append(re.match(r"# sandprobe probe (\S+)\n", c["command"][7]).group(1))
+            self.assertEqual(job["metadata"]["annotations"]["sandprobe.io/probe"], probes[-1])
+            self.assertEqual(c["volumeMounts"], [{"mountPath": "/tmp", "name": "tmp"}])
+            self.assertEqual(pod["volumes"], [{"emptyDir": {"sizeLimit": "32Mi"}, "name": "tmp"}])
+        self.assertEqual(probes, REACH_ROWS[:5] + ["net.udp", "net.interfaces"])
+        adm = docs[8]
+        self.assertEqual(adm["metadata"]["annotations"]["sandprobe.io/probe"],
+                         "platform.runtime-class")
+        self.assertNotIn("runtimeClassName", adm["spec"])
+        self.assertIs(adm["spec"]["automountServiceAccountToken"], False)
+
+
+# --- ci/kubernetes ---------------------------------------------------------------------------
+
+# Exactly the API calls harness/drivers/kubernetes/kubernetes_driver.cc makes (and `sandprobe
+# cleanup --kubernetes`): resource -> verbs, in the namespaced Role.
+DRIVER_VERBS = {
+    ("batch", "jobs"): {"create", "get", "list", "delete", "deletecollection"},
+    ("", "pods"): {"create", "list", "watch", "deletecollection"},
+    ("", "pods/log"): {"get"},
+    ("", "events"): {"list"},
+    ("networking.k8s.io", "networkpolicies"): {"create", "list", "deletecollection"},
+}
+
+
+class CiManifests(unittest.TestCase):
+    def load(self, name):
+        with open(os.path.join(CI_KUBE, name)) as f:
+            return parse_yaml_documents(f.read())
+
+    def test_every_file_parses_and_names_the_namespace(self):
+        names = sorted(n for n in os.listdir(CI_KUBE) if n.endswith(".yaml"))
+        self.assertEqual(names, ["job.yaml", "namespace.yaml", "rbac-cluster.yaml", "rbac.yaml",
+                                 "resourcequota.yaml", "sandbox-deny-egress.yaml",
+                                 "sandbox-open.yaml"])
+        for n in names:
+            docs = self.load(n)
+            self.assertTrue(docs, n)
+            for d in docs:
+                self.assertIsInstance(d, dict, n)
+        (ns,) = self.load("namespace.yaml")
+        self.assertEqual((ns["kind"], ns["metadata"]["name"]), ("Namespace", NS))
+
+    def test_quota_is_a_rate_limit_on_jobs_and_pods(self):
+        (q,) = self.load("resourcequota.yaml")
+        self.assertEqual(q["kind"], "ResourceQuota")
+        self.assertEqual(q["metadata"]["namespace"], NS)
+        self.assertEqual(sorted(q["spec"]["hard"]), ["count/jobs.batch", "pods"])
+
+    def test_role_has_exactly_the_drivers_verbs(self):
+        docs = {d["kind"]: d for d in self.load("rbac.yaml")}
+        self.assertEqual(sorted(docs), ["Role", "RoleBinding", "ServiceAccount"])
+        got = {}
+        for rule in docs["Role"]["rules"]:
+            for g in rule["apiGroups"]:
+                for r in rule["resources"]:
+                    got.setdefault((g, r), set()).update(rule["verbs"])
+        self.assertEqual(got, DRIVER_VERBS)
+        sa = docs["ServiceAccount"]["metadata"]["name"]
+        self.assertEqual(docs["RoleBinding"]["subjects"],
+                         [{"kind": "ServiceAccount", "name": sa, "namespace": NS}])
+        cluster = {d["kind"]: d for d in self.load("rbac-cluster.yaml")}
+        rules = {(r["resources"][0], tuple(r["verbs"])) for r in cluster["ClusterRole"]["rules"]}
+        self.assertEqual(rules, {("nodes", ("list",)), ("namespaces", ("get",))})
+
+    def test_job_runs_sandprobe_in_cluster_as_the_service_account(self):
+        docs = self.load("job.yaml")
+        job = next(d for d in docs if d["kind"] == "Job")
+        rbac = {d["kind"]: d for d in self.load("rbac.yaml")}
+        pod = job["spec"]["template"]["spec"]
+        self.assertEqual(pod["serviceAccountName"], rbac["ServiceAccount"]["metadata"]["name"])
+        self.assertIn("run", pod["containers"][0]["args"])
+        for name in ("sandbox-open.yaml", "sandbox-deny-egress.yaml"):
+            with open(os.path.join(CI_KUBE, name)) as f:
+                self.assertIn("kubeconfig: in-cluster", f.read())
+        res = u.run_sandprobe(["validate", os.path.join(CI_KUBE, "sandbox-open.yaml"),
+                               os.path.join(CI_KUBE, "sandbox-deny-egress.yaml")], timeout=30)
+        self.assertEqual(res.returncode, 0, res.describe())
+
+
+# --- a block-style YAML reader (the subset yaml-cpp emits and ci/kubernetes uses) -------------
+
+def parse_yaml_documents(text):
+    """Documents of a multi-document YAML text -> list of dicts/lists. Supports block maps and
+    sequences, literal blocks (|, |-), plain / "double" / 'single' scalars, flat flow lists and
+    maps of scalars, full-line and trailing comments. Raises ValueError on anything else."""
+    docs, cur = [], []
+    for line in text.split("\n"):
+        if line.rstrip() == "---":
+            docs.append(cur)
+            cur = []
+        else:
+            cur.append(line)
+    docs.append(cur)
+    out = []
+    for lines in docs:
+        r = _Reader(lines)
+        if r.peek() is None:
+            continue
+        value = r.node(r.peek()[0])
+        if r.peek() is not None:
+            raise ValueError("unparsed line: %r" % r.lines[r.i])
+        out.append(value)
+    return out
+
+
+class _Reader:
+    def __init__(self, lines):
+        self.lines, self.i = list(lines), 0
+
+    def peek(self):
+        while self.i < len(self.lines):
+            s = self.lines[self.i].strip()
+            if s and not s.startswith("#"):
+                line = self.lines[self.i]
+                return len(line) - len(line.lstrip(" ")), s
+            self.i += 1
+        return None
+
+    def node(self, indent):
+        _, s = self.peek()
+        return self.seq(indent) if s == "-" or s.startswith("- ") else self.map(indent)
+
+    def seq(self, indent):
+        out = []
+        while True:
+            p = self.peek()
+            if p is None or p[0] != indent or not (p[1] == "-" or p[1].startswith("- ")):
+                return out
+            rest = p[1][1:].lstrip()
+            if not rest:
+                self.i += 1
+                out.append(self.node(self.peek()[0]))
+            elif rest in ("|", "|-"):
+                self.i += 1
+                out.append(self.literal(indent, rest))
+            elif _key(rest) is not None:  # "- key: v": a map whose column is after the dash
+                col = indent + len(p[1]) - len(rest)
+                self.lines[self.i] = " " * col + rest
+                out.append(self.map(col))
+            else:
+                self.i += 1
+                out.append(_scalar(rest))
+
+    def map(self, indent):
+        out = {}
+        while True:
+            p = self.peek()
+            if p is None or p[0] < indent:
+                return out
+            if p[0] > indent or _key(p[1]) is None:
+                raise ValueError("bad line in a mapping: %r" % self.lines[self.i])
+            key, rest = _key(p[1])
+            self.i += 1
+            if rest in ("|", "|-"):
+                out[key] = self.literal(indent, rest)
+            elif rest:
+                out[key] = _scalar(rest)
+            else:
+                q = self.peek()
+                nested = q is not None and (q[0] > indent or (q[0] == indent and (
+                    q[1] == "-" or q[1].startswith("- "))))
+                out[key] = self.node(q[0]) if nested else None
+
+    def literal(self, parent, style):
+        block = []
+        while self.i < len(self.lines):
+            line = self.lines[self.i]
+            if line.strip() and len(line) - len(line.lstrip(" ")) <= parent:
+                break
+            block.append(line)
+            self.i += 1
+        while block and not block[-1].strip():
+            block.pop()
+        if not block:
+            return ""
+        cut = min(len(b) - len(b.lstrip(" ")) for b in block if b.strip())
+        text = "\n".join(b[cut:] for b in block)
+        return text if style == "|-" else text + "\n"
+
+
+def _key(s):
+    m = re.match(r'^("[^"]*"|[^\s"\'#\[{][^:]*?):(?:\s+(.*))?$', s)
+    if not m:
+        return None
+    key = json.loads(m.group(1)) if m.group(1).startswith('"') else m.group(1)
+    return key, (m.group(2) or "").strip()
+
+
+def _scalar(s):
+    if s.startswith('"'):
+        end = s.rindex('"')
+        return json.loads(s[:end + 1])
+    if s.startswith("'"):
+        end = s.rindex("'")
+        return s[1:end].replace("''", "'")
+    s = re.sub(r"\s+#.*$", "", s)
+    if s.startswith("[") and s.endswith("]"):
+        inner = s[1:-1].strip()
+        return [_scalar(x.strip()) for x in inner.split(",")] if inner else []
+    if s.startswith("{") and s.endswith("}"):  # a flat flow map of scalars
+        inner = s[1:-1].strip()
+        pairs = [_key(x.strip()) for x in inner.split(",")] if inner else []
+        if any(p is None or not p[1] for p in pairs):
+            raise ValueError("unsupported flow map: %r" % s)
+        return {k: _scalar(v) for k, v in pairs}
+    if s.startswith(("{", "[", "&", "*", "!", "|", ">")):
+        raise ValueError("unsupported YAML: %r" % s)
+    if s in ("true", "false"):
+        return s == "true"
+    if s in ("null", "~"):
+        return None
+    if re.fullmatch(r"-?[0-9]+", s):
+        return int(s)
+    if re.fullmatch(r"-?[0-9]+\.[0-9]+", s):
+        return float(s)
+    return s
+
+
+if __name__ == "__main__":
+    unittest.main()
