@@ -244,7 +244,27 @@ Classification ClassifyEnding(const ProbeDescriptor& probe, const Observation& o
 
 }  // namespace
 
+namespace {
+Classification ClassifyObservation(const ProbeDescriptor& probe, const Observation& obs);
+}  // namespace
+
 Classification Classify(const ProbeDescriptor& probe, const Observation& obs) {
+  Classification c = ClassifyObservation(probe, obs);
+  // A canary the harness could not plant in this sandbox (a service it did not start) is absent
+  // whatever the sandbox does: not finding it is no evidence of containment.
+  if (c.exposure == Exposure::kContained && BoolField(obs.driver_facts, "canary_not_planted")) {
+    return {Exposure::kUnknown, Evidence::kNone, "not planted",
+            "the harness did not start this sandbox, so the canary it plants could not be in its "
+            "environment (" +
+                c.reason +
+                "); give the service's own secret name and sha256 as "
+                "canary_name / canary_sha256 in the suite"};
+  }
+  return c;
+}
+
+namespace {
+Classification ClassifyObservation(const ProbeDescriptor& probe, const Observation& obs) {
   Classification c = ClassifyEnding(probe, obs);
   // Shared fate (http driver): the service was healthy before the probe and not after. A leak
   // measured before it died stays a leak; anything else is no evidence of containment.
@@ -257,5 +277,7 @@ Classification Classify(const ProbeDescriptor& probe, const Observation& obs) {
   }
   return c;
 }
+
+}  // namespace
 
 }  // namespace sandprobe::core

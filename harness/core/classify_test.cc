@@ -278,6 +278,23 @@ TEST(ClassifyTest, FactRuleDecidesWhenTheProbeDefers) {
   EXPECT_NE(got.reason.find("sandprobe-reaper"), std::string::npos) << got.reason;
 }
 
+// A service the harness did not start cannot hold the planted canary: absent proves nothing.
+TEST(ClassifyTest, CanaryNotPlantedIsNoContainment) {
+  ProbeDescriptor env;
+  env.classify.outcomes = {{"absent", Exposure::kContained}, {"present", Exposure::kExposed}};
+  Observation absent = Started(Exited(
+      0, nlohmann::json{{"kind", "result"}, {"outcome", "absent"}, {"evidence", "positive"}}));
+  EXPECT_EQ(Classify(env, absent).exposure, Exposure::kContained);
+  absent.driver_facts["canary_not_planted"] = true;
+  const Classification c = Classify(env, absent);
+  EXPECT_EQ(c.exposure, Exposure::kUnknown);
+  EXPECT_NE(c.reason.find("did not start this sandbox"), std::string::npos) << c.reason;
+  Observation present =
+      Started(Exited(0, nlohmann::json{{"kind", "result"}, {"outcome", "present"}}));
+  present.driver_facts["canary_not_planted"] = true;
+  EXPECT_EQ(Classify(env, present).exposure, Exposure::kExposed) << "exposure still counts";
+}
+
 TEST(ClassifyTest, ExposedResultIsALeakEvenIfKilledLater) {
   ProbeDescriptor balloon;
   balloon.classify.outcomes = {{"target_reached", Exposure::kExposed}};

@@ -55,6 +55,10 @@ class Driver {
   virtual core::Observation Execute(const Invocation& inv, const std::atomic<bool>& cancel) = 0;
   // Removes what the driver created. Idempotent.
   virtual void Cleanup() {}
+  // False when the harness does not start the sandbox's process itself (a running service): the
+  // canary variable planted in the launching process's environment cannot reach it, so a probe
+  // looking for that canary there proves nothing by not finding it.
+  virtual bool PlantsEnvironment() const { return true; }
   // Weakenings and caveats found in Prepare() (e.g. insecure-skip-tls-verify, an image not
   // pinned by digest), for the report. Empty by default.
   virtual std::vector<std::string> Warnings() const { return {}; }

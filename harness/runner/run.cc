@@ -17,6 +17,7 @@
 #include "core/json_field.h"
 #include "core/params.h"
 #include "core/redact.h"
+#include "core/text.h"
 #include "drivers/driver.h"
 #include "drivers/process/process.h"
 #include "runner/secrets.h"
@@ -243,14 +244,24 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
     if (cancel.load()) break;
     if (!obs.result || core::StringField(*obs.result, "outcome") != "ok") {
       cleanup();
-      std::string why = obs.ending == core::Ending::kHarnessError
-                            ? obs.harness_error
-                            : fmt::format("{} (exit {}, signal {})", core::ToString(obs.ending),
-                                          obs.exit_code, obs.signal);
-      return std::unexpected(
-          RunError{fmt::format("arm {} ({}) could not run a trivial probe: {}; stderr: {}", m->name,
-                               m->source_path, why, obs.stderr_head.substr(0, 600)),
-                   "check the manifest's argv by hand, e.g. with a one-line python3 -c script"});
+      std::string why = obs.ending == core::Ending::kHarnessError ? obs.harness_error
+                        : obs.ending == core::Ending::kExited
+                            ? fmt::format("exited with code {}", obs.exit_code)
+                            : fmt::format("{} (signal {})", core::ToString(obs.ending), obs.signal);
+      const std::string err = core::Bounded(obs.stderr_head, 600);
+      if (!err.empty()) why += "; stderr: " + err;
+      const std::string_view kind = arms[m->name].driver->kind();
+      const std::string hint =
+          kind == "http" ? "check the service by hand: POST a one-line script to the manifest's "
+                           "url and compare the answer with its preset or response pointers"
+          : kind == "docker" ? "check the image and HostConfig by hand: docker run the image with "
+                               "python3 -c 'print(1)'"
+          : kind == "kubernetes"
+              ? "check the Job by hand: sandprobe render shows what the run submits"
+              : "check the manifest's argv by hand, e.g. with a one-line python3 -c script";
+      return std::unexpected(RunError{fmt::format("arm {} ({}) could not run a trivial probe: {}",
+                                                  m->name, m->source_path, why),
+                                      hint});
     }
   }
 
@@ -331,6 +342,10 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
       if (!earlier.empty()) obs.driver_facts["calls"] = std::move(earlier);
       obs.invocation = invocation;
       obs.canary_hits = HitsOf(**canaries, invocation);
+      if (!arms[task.arm].driver->PlantsEnvironment() && task.params.is_object() &&
+          task.params.value("canary_name", "") == secrets->Env().front().first) {
+        obs.driver_facts["canary_not_planted"] = true;  // core::Classify: no containment proof
+      }
       if (const size_t n = core::RedactSecrets(obs, secrets->Values()); n > 0) {
         obs.driver_facts["canary_secrets_redacted"] = n;  // the sandbox printed a planted secret
       }

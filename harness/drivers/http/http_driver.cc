@@ -456,6 +456,14 @@ core::Observation HttpDriver::Execute(const Invocation& inv, const std::atomic<b
   }
 
   if (checks && !cancel.load()) {
+    // An evaluation killed by a signal is where shared fate shows: a service that kills its
+    // in-flight children on the way down can still answer for a moment. Give it time to go
+    // before the health check, so a dying service is not read as a sandbox that contained.
+    if (obs.ending == core::Ending::kSignaled ||
+        (obs.ending == core::Ending::kExited && obs.exit_code == 137)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      obs.driver_facts["health_settle_s"] = 0.5;
+    }
     const std::string after = Health(cancel);
     obs.driver_facts["health_after"] = after;
     if (!Healthy(after) && !cancel.load()) {

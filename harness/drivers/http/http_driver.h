@@ -77,6 +77,7 @@ const nlohmann::json& HttpPresets();
 class HttpDriver : public Driver {
  public:
   HttpDriver(HttpConfig config, DriverContext context);
+  bool PlantsEnvironment() const override { return false; }  // the service was started by others
   std::string_view kind() const override { return "http"; }
   // Reads the token (a setup error names the variable, never a value) and checks health.
   std::expected<void, SetupError> Prepare() override;

@@ -304,6 +304,7 @@ core::Observation KubernetesDriver::Execute(const Invocation& inv,
   Json pod;
   std::optional<Clock::time_point> running_since;
   std::string job_failure, failed_create, setup_failure;
+  std::string last_api_error;  // the last transport or deadline error of a pod list
   bool harness_stop = false, pod_deleted = false;
   auto last_check = Clock::now() - std::chrono::seconds(10);
   int relists = 0, gone = 0;
@@ -339,6 +340,7 @@ core::Observation KubernetesDriver::Execute(const Invocation& inv,
     }
     auto list = client_->Call("GET", pods_path, nullptr, harness_deadline(), &cancel);
     if (!list) {
+      if (!list.error().cancelled) last_api_error = list.error().ToString();
       if (list.error().cancelled || list.error().deadline) continue;
       setup_failure = "listing pods: " + list.error().ToString();
       break;
@@ -495,6 +497,12 @@ core::Observation KubernetesDriver::Execute(const Invocation& inv,
       obs.ending = core::Ending::kInterrupted;
     } else {
       const std::string waiting = Waiting(pod);
+      if (pod_name.empty() && !last_api_error.empty()) {
+        return fail(
+            fmt::format("Job {}: the API server stopped answering before a pod ran "
+                        "(last error: {})",
+                        name, last_api_error));
+      }
       return fail(fmt::format("Job {}: no running container within podStartTimeout ({:g}s){}", name,
                               settings_.pod_start_timeout_s,
                               pod_name.empty()
