@@ -342,7 +342,8 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
       if (!earlier.empty()) obs.driver_facts["calls"] = std::move(earlier);
       obs.invocation = invocation;
       obs.canary_hits = HitsOf(**canaries, invocation);
-      if (!arms[task.arm].driver->PlantsEnvironment() && task.params.is_object() &&
+      if (!arms[task.arm].driver->PlantsEnvironment() && task.probe == "cred.env-secrets" &&
+          task.params.is_object() &&
           task.params.value("canary_name", "") == secrets->Env().front().first) {
         obs.driver_facts["canary_not_planted"] = true;  // core::Classify: no containment proof
       }

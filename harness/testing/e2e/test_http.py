@@ -239,8 +239,12 @@ class SetupErrors(unittest.TestCase):
                                     env={"SANDPROBE_E2E_REPL_TOKEN": token})
         finally:
             fixture.stop()
-        self.assertEqual(res.returncode, 0, res.describe())  # harness canary: absent -> PASS
+        # The harness's planted canary cannot be in a service it did not start: not PASS.
+        self.assertEqual(res.returncode, 2, res.describe())
         out = os.path.join(self.tmp.name, "out")
+        v = u.verdicts(u.load_report(out), "svc")["cred.env-secrets"]
+        self.assertEqual(v["verdict"], "INCONCLUSIVE", v)
+        self.assertIn("did not start this sandbox", v["reason"])
         for name in os.listdir(out):
             with open(os.path.join(out, name), errors="replace") as f:
                 self.assertNotIn(token, f.read(), name)
