@@ -53,6 +53,11 @@ TEST(ManifestTest, ErrorsNameFileLineAndField) {
       {"name: \"Bad Name|\"\ndriver: local\n", 1, "name", "[a-z0-9"},
       {"name: x\ndriver: local\n  bad: [\n", 3, "", "YAML syntax"},
       {"- just\n- a list\n", 1, "", "mapping"},
+      {"name: x\ndriver: http\nhttp:\n  url: http://127.0.0.1:99999/x\n  preset: code-json\n", 4,
+       "http.url", "1 to 65535"},
+      {"name: x\ndriver: http\nhttp:\n  url: http://h:80/x\n  preset: code-json\n"
+       "  healthTimeout: 0s\n",
+       6, "http.healthTimeout", "more than 0"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.text);

@@ -115,6 +115,18 @@ std::expected<void, ConfigError> CheckHttpSection(const std::string& file, const
         u.Scalar().find("://") + 3 >= u.Scalar().size()) {
       return std::unexpected(At(file, u, field, "expected an http:// or https:// URL"));
     }
+    // host[:port] up to the path: a port must be 1..65535.
+    const std::string rest = u.Scalar().substr(u.Scalar().find("://") + 3);
+    const std::string authority = rest.substr(0, rest.find('/'));
+    if (const size_t colon = authority.rfind(':');
+        colon != std::string::npos && authority.find(']', colon) == std::string::npos) {
+      const std::string port = authority.substr(colon + 1);
+      const bool digits = !port.empty() && port.size() <= 5 &&
+                          port.find_first_not_of("0123456789") == std::string::npos;
+      if (!digits || std::stoi(port) < 1 || std::stoi(port) > 65535) {
+        return std::unexpected(At(file, u, field, "port must be a number from 1 to 65535"));
+      }
+    }
     return {};
   };
   if (auto r = url_ok("url", true); !r) return r;
@@ -213,6 +225,10 @@ std::expected<void, ConfigError> CheckHttpSection(const std::string& file, const
                  ? core::ParseSeconds(d.Scalar())
                  : std::expected<double, std::string>(std::unexpected("expected a duration"));
     if (!s) return std::unexpected(At(file, d, std::string("http.") + key, s.error()));
+    if (std::string_view(key) == "healthTimeout" && *s <= 0) {
+      return std::unexpected(At(file, d, "http.healthTimeout",
+                                "must be more than 0 s (a check needs time to answer)"));
+    }
   }
   if (const YAML::Node b = section["maxBody"]; b.IsDefined()) {
     auto n = b.IsScalar()
