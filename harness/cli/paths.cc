@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+
+#include "config/config.h"
 
 namespace sandprobe::cli {
 
@@ -36,9 +39,40 @@ std::expected<fs::path, std::string> FindControl(const core::Manifest& candidate
       if (sub.is_directory()) tries.push_back(sub.path() / (ref + ".yaml"));
     }
   }
-  for (const fs::path& p : tries) {
+  // Beside the candidate first (and an explicit path): that is what the author meant.
+  for (size_t i = 0; i < std::min<size_t>(2, tries.size()); ++i) {
     std::error_code ec;
-    if (fs::is_regular_file(p, ec)) return p;
+    if (fs::is_regular_file(tries[i], ec)) return tries[i];
+  }
+  // Elsewhere in the tree only an unambiguous match of the candidate's own driver (or the local
+  // baseline) will do: manifests/docker/open.yaml must never control a kubernetes copy.
+  std::vector<fs::path> found;
+  std::string other;
+  for (size_t i = 2; i < tries.size(); ++i) {
+    std::error_code ec;
+    if (!fs::is_regular_file(tries[i], ec)) continue;
+    auto m = config::LoadManifest(tries[i]);
+    if (m && (m->driver == candidate.driver || m->driver == "local")) {
+      found.push_back(tries[i]);
+    } else if (m) {
+      other +=
+          fmt::format("{}{} (driver {})", other.empty() ? "" : ", ", tries[i].string(), m->driver);
+    }
+  }
+  if (found.size() == 1) return found.front();
+  if (found.size() > 1) {
+    std::string list;
+    for (const fs::path& p : found) list += (list.empty() ? "" : ", ") + p.string();
+    return std::unexpected(
+        fmt::format("control '{}' named by {} is ambiguous ({}): give "
+                    "--control or a path in control:",
+                    ref, candidate.source_path, list));
+  }
+  if (!other.empty()) {
+    return std::unexpected(fmt::format(
+        "control '{}' named by {} (driver {}) matches only other drivers' manifests: {}; give "
+        "--control or a path in control:",
+        ref, candidate.source_path, candidate.driver, other));
   }
   std::string looked;
   for (const fs::path& p : tries) looked += (looked.empty() ? "" : ", ") + p.string();

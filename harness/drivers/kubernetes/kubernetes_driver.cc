@@ -676,10 +676,16 @@ std::expected<std::vector<Json>, std::string> RenderArm(
     std::ifstream in(settings->network_policy);
     std::stringstream text;
     text << in.rdbuf();
-    if (!in) return std::unexpected("cannot read " + settings->network_policy);
+    if (!in) {
+      return std::unexpected(fmt::format("manifest {}: kubernetes.networkPolicy: cannot read {}",
+                                         manifest.source_path, settings->network_policy));
+    }
     auto p = kube::PolicyFromYaml(text.str(), settings->network_policy, run_id, manifest.name);
     if (!p) return std::unexpected(p.error());
     out.push_back(*p);
+  }
+  if (!out.empty() && !settings->namespace_name.empty()) {
+    out.front()["metadata"]["namespace"] = settings->namespace_name;  // where the policy goes
   }
   for (const Invocation& inv : invocations) {
     kube::JobRequest req{run_id,         manifest.name,
