@@ -154,6 +154,17 @@ class Cli(unittest.TestCase):
                 self.assertEqual(v["validated_by"], "")
         self.assertIn("INCONCLUSIVE", r.stdout)
 
+    def test_control_by_name_never_resolves_to_another_drivers_manifest(self):
+        # A copy of the kubernetes deny-egress manifest outside the tree says `control: open`:
+        # manifests/docker/open.yaml must not be picked (it was, by directory order).
+        with open(os.path.join(u.MANIFESTS, "kubernetes", "deny-egress.yaml")) as f:
+            path = self.write("deny-copy.yaml", f.read())
+        r = self.run_args(suite_ids=["net.interfaces"], sandbox=path, timeout=60,
+                          env={"KUBECONFIG": os.path.join(self.tmp, "no-such-kubeconfig")})
+        self.assertEqual(r.returncode, 3, r.describe())
+        self.assertIn(os.path.join("manifests", "kubernetes", "open.yaml"), r.stderr)
+        self.assertNotIn(os.path.join("manifests", "docker", "open.yaml"), r.stderr)
+
     def test_candidate_as_its_own_control_is_a_setup_error(self):
         r = self.run_args("--control", u.BWRAP_MANIFEST, suite_ids=["cred.env-secrets"],
                           sandbox=u.BWRAP_MANIFEST)
