@@ -133,6 +133,13 @@ std::expected<void, SetupError> KubernetesDriver::Prepare() {
                    "kubernetes.context; kubectl config view --minify shows what is used"});
   }
   warnings_ = conn->warnings;
+  {
+    // The manifest's jobTemplate can give back what the defaults take away: say so in the report.
+    const kube::JobRequest sample{
+        context_.run_id, manifest_.name, "template-check", "x", "", 10, ""};
+    for (std::string& w : kube::TemplateWeakenings(kube::BuildJob(settings_, sample)))
+      warnings_.push_back(std::move(w));
+  }
   if (settings_.image.find("@sha256:") == std::string::npos) {
     warnings_.push_back(
         fmt::format("image {} is not pinned by digest: the probe image can change between runs",

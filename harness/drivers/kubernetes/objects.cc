@@ -341,6 +341,46 @@ std::expected<KubeSettings, std::string> ParseSettings(const core::Manifest& m) 
   return s;
 }
 
+std::vector<std::string> TemplateWeakenings(const Json& job) {
+  std::vector<std::string> out;
+  const Json pod = job.value("/spec/template/spec"_json_pointer, Json::object());
+  for (const char* host : {"hostNetwork", "hostPID", "hostIPC"}) {
+    if (pod.value(host, false)) out.push_back(fmt::format("jobTemplate sets {}: true", host));
+  }
+  if (pod.value("automountServiceAccountToken", false)) {
+    out.push_back("jobTemplate mounts the service-account token (automountServiceAccountToken)");
+  }
+  auto root_in = [&](const Json& sc, const std::string& where) {
+    if (!sc.is_object()) return;
+    if (sc.contains("runAsUser") && sc["runAsUser"] == 0)
+      out.push_back(fmt::format("jobTemplate runs {} as uid 0", where));
+    if (sc.contains("runAsNonRoot") && sc["runAsNonRoot"] == false)
+      out.push_back(
+          fmt::format("jobTemplate allows {} to run as root (runAsNonRoot: false)", where));
+  };
+  root_in(pod.value("securityContext", Json::object()), "the pod");
+  const Json containers = pod.value("containers", Json::array());
+  if (containers.size() > 1) {
+    out.push_back(
+        fmt::format("jobTemplate adds {} container(s) beside the probe", containers.size() - 1));
+  }
+  for (const Json& c : containers) {
+    const Json sc = c.value("securityContext", Json::object());
+    const std::string who = fmt::format("container {}", c.value("name", "?"));
+    root_in(sc, who);
+    if (sc.value("privileged", false))
+      out.push_back(fmt::format("jobTemplate makes {} privileged", who));
+    if (sc.value("allowPrivilegeEscalation", false))
+      out.push_back(fmt::format("jobTemplate allows privilege escalation in {}", who));
+    if (sc.contains("readOnlyRootFilesystem") && sc["readOnlyRootFilesystem"] == false)
+      out.push_back(fmt::format("jobTemplate gives {} a writable root filesystem", who));
+    const Json add = sc.value("/capabilities/add"_json_pointer, Json::array());
+    if (add.is_array() && !add.empty())
+      out.push_back(fmt::format("jobTemplate adds capabilities {} to {}", add.dump(), who));
+  }
+  return out;
+}
+
 Json BuildJob(const KubeSettings& s, const JobRequest& r) {
   const int64_t active = static_cast<int64_t>(std::ceil(r.timeout_s + 2 + s.pod_start_timeout_s));
   Json job = {{"apiVersion", "batch/v1"},

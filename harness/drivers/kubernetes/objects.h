@@ -85,6 +85,12 @@ std::expected<nlohmann::json, std::string> PolicyFromYaml(const std::string& tex
 
 // Names and label values (DNS-1123 label rules; a hash suffix keeps truncated names unique).
 std::string JobName(const std::string& run_id, const std::string& invocation);
+
+// What a Job (as BuildJob made it, jobTemplate applied) gives back of the hardened defaults, one
+// line each, for the report's notes: hostNetwork/hostPID/hostIPC, a service-account token, root
+// (runAsUser 0 or runAsNonRoot false), privileged, allowPrivilegeEscalation, a writable root,
+// added capabilities, extra containers. Empty when the template keeps the defaults.
+std::vector<std::string> TemplateWeakenings(const nlohmann::json& job);
 std::string PolicyName(const std::string& run_id, const std::string& arm);
 std::string LabelValue(const std::string& s);
 std::string RunSelector(const std::string& run_id);  // "sandprobe.io/run=<run>"

@@ -106,6 +106,36 @@ KubeSettings Hardened() {
   return *s;
 }
 
+TEST(ObjectsTest, TemplateWeakeningsTable) {
+  KubeSettings s;
+  s.image = "img@sha256:0";
+  const JobRequest r{"run", "arm", "inv", "probe.x", "print(1)", 10, ""};
+  EXPECT_TRUE(TemplateWeakenings(BuildJob(s, r)).empty()) << "the defaults weaken nothing";
+  const struct {
+    const char* patch;
+    const char* want;
+  } cases[] = {
+      {R"({"spec":{"template":{"spec":{"hostNetwork":true}}}})", "hostNetwork"},
+      {R"({"spec":{"template":{"spec":{"automountServiceAccountToken":true}}}})",
+       "service-account"},
+      {R"({"spec":{"template":{"spec":{"securityContext":{"runAsUser":0}}}}})", "uid 0"},
+      {R"({"spec":{"template":{"spec":{"containers":[{"name":"probe","securityContext":{"privileged":true}}]}}}})",
+       "privileged"},
+      {R"({"spec":{"template":{"spec":{"containers":[{"name":"probe","securityContext":{"readOnlyRootFilesystem":false}}]}}}})",
+       "writable root"},
+      {R"({"spec":{"template":{"spec":{"containers":[{"name":"probe"},{"name":"evil","image":"x"}]}}}})",
+       "adds 1 container"},
+  };
+  for (const auto& c : cases) {
+    KubeSettings t = s;
+    t.job_template = nlohmann::json::parse(c.patch);
+    const auto w = TemplateWeakenings(BuildJob(t, r));
+    std::string all;
+    for (const auto& line : w) all += line + "\n";
+    EXPECT_NE(all.find(c.want), std::string::npos) << c.patch << "\n" << all;
+  }
+}
+
 TEST(GoldenObjects, HardenedJob) { ExpectGolden("job-hardened", BuildJob(Hardened(), Request())); }
 
 TEST(GoldenObjects, OpenControlJob) {
