@@ -153,6 +153,12 @@ std::expected<void, SetupError> KubernetesDriver::Prepare() {
   client_.emplace(*conn, options);
   const auto deadline = After(settings_.api_timeout_s * 2);
   auto version = client_->Call("GET", "/version", nullptr, deadline);
+  if (!version && (version.error().code == 401 || version.error().code == 403)) {
+    return std::unexpected(SetupError{
+        fmt::format("the API server {} ({}) refused the credentials: {}", conn->server,
+                    conn->source, version.error().ToString()),
+        "check the kubeconfig user's token or client certificate (kubectl auth whoami)"});
+  }
   if (!version) {
     return std::unexpected(
         SetupError{fmt::format("the API server {} ({}) does not answer GET /version: {}",
@@ -196,6 +202,7 @@ std::expected<void, SetupError> KubernetesDriver::Prepare() {
     if (!p) return std::unexpected(SetupError{p.error(), "give one NetworkPolicy object"});
     policy = *p;
   }
+  submitted_ = true;  // from here on, Cleanup() has something to look for
   auto created = client_->Call("POST", Path("/apis/networking.k8s.io/v1", "networkpolicies"),
                                policy, After(std::max(60.0, settings_.api_timeout_s * 2)));
   policy_stored_ = Clock::now();
@@ -288,6 +295,7 @@ core::Observation KubernetesDriver::Execute(const Invocation& inv,
     std::lock_guard lock(mu_);
     live_jobs_.insert(name);  // before the POST: a create that times out may still have landed
   }
+  submitted_ = true;
   auto created =
       client_->Call("POST", Path("/apis/batch/v1", "jobs"), job, start_deadline, &cancel);
   if (!created) {
@@ -590,7 +598,7 @@ core::Observation KubernetesDriver::Admission(const Invocation& inv,
 }
 
 void KubernetesDriver::Cleanup() {
-  if (!client_) return;
+  if (!client_ || !submitted_) return;  // nothing was ever submitted: nothing to remove
   const std::string sel = "?labelSelector=" + QueryEscape(kube::RunSelector(context_.run_id));
   // An API server that does not answer at all (transport failure, not an HTTP status) cannot be
   // cleaned now: say so once instead of spending the whole cleanup deadline on retries.

@@ -76,6 +76,7 @@ class KubernetesDriver : public Driver {
   std::string policy_name_;                               // "" = this arm has no policy
   std::string policy_created_at_;                         // metadata.creationTimestamp
   std::optional<kube::Clock::time_point> policy_stored_;  // local time of the 201
+  std::atomic<bool> submitted_{false};  // a create was sent (policy or Job): Cleanup() looks
   std::mutex mu_;
   std::set<std::string> live_jobs_;
 };

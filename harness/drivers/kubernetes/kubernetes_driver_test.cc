@@ -434,6 +434,23 @@ TEST_F(KubeFake, SetupErrorsNameTheProblem) {
   auto r2 = bad->Prepare();
   ASSERT_FALSE(r2.has_value());
   EXPECT_NE(r2.error().message.find("kubeconfig /nonexistent/kubeconfig"), std::string::npos);
+  // A wrong token is a credentials problem, not a server that does not answer.
+  std::ifstream in(fake.kubeconfig());
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string kc = text.str();
+  const size_t at = kc.find("token: ");
+  ASSERT_NE(at, std::string::npos) << "the fake's kubeconfig carries a bearer token";
+  kc.replace(at, kc.find('\n', at) - at, "token: wrong-token-for-the-test");
+  const std::string wrong = ::testing::TempDir() + "/kubeconfig-wrong-token";
+  std::ofstream(wrong) << kc;
+  auto unauthorized = Make(KubeManifest("k8s-open", wrong), "sp-x");
+  auto r3 = unauthorized->Prepare();
+  ASSERT_FALSE(r3.has_value());
+  EXPECT_NE(r3.error().message.find("refused the credentials"), std::string::npos)
+      << r3.error().message;
+  EXPECT_EQ(r3.error().message.find("wrong-token-for-the-test"), std::string::npos);
+  unauthorized->Cleanup();  // nothing was submitted: returns without calling the API server
 }
 
 }  // namespace
