@@ -12,10 +12,10 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <thread>
+#include <utility>
 
+#include "canary/datagram_server.h"
 #include "canary/dns_wire.h"
-#include "canary/net_util.h"
 
 namespace sandprobe::canary {
 
@@ -36,21 +36,20 @@ class DnsCanary {
                                                                       HitLog& log);
   ~DnsCanary() { Stop(); }
 
-  uint16_t port() const { return port_; }
+  uint16_t port() const { return server_->port(); }
   // Wakes the thread, joins it and closes the socket.
-  void Stop();
+  void Stop() {
+    if (server_) server_->Stop();
+  }
 
  private:
-  DnsCanary(std::string nonce, HitLog& log, UniqueFd socket, WakeFd wake);
-  void Run();
-  void HandlePacket(std::span<const uint8_t> packet, const sockaddr_in& peer);
+  DnsCanary(std::string nonce, HitLog& log) : nonce_(std::move(nonce)), log_(log) {}
+  // Returns the NXDOMAIN answer, or "" for a malformed or truncated packet.
+  std::string HandlePacket(std::span<const uint8_t> packet, const sockaddr_in& peer);
 
   const std::string nonce_;
   HitLog& log_;
-  UniqueFd socket_;
-  WakeFd wake_;
-  std::thread thread_;
-  uint16_t port_ = 0;
+  std::unique_ptr<DatagramServer> server_;  // last: stopped before the fields it uses go
 };
 
 }  // namespace sandprobe::canary

@@ -16,9 +16,9 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <thread>
+#include <utility>
 
-#include "canary/net_util.h"
+#include "canary/datagram_server.h"
 
 namespace sandprobe::canary {
 
@@ -40,22 +40,22 @@ class UdpCanary {
                                                                       HitLog& log);
   ~UdpCanary() { Stop(); }
 
-  uint16_t port() const { return port_; }
+  uint16_t port() const { return server_->port(); }
   // Wakes the thread, joins it and closes the socket. Prompt.
-  void Stop();
+  void Stop() {
+    if (server_) server_->Stop();
+  }
 
  private:
-  UdpCanary(std::string nonce, HitLog& log, UniqueFd socket, WakeFd wake);
-  void Run();
+  UdpCanary(std::string nonce, HitLog& log) : nonce_(std::move(nonce)), log_(log) {}
   // payload: at most the bytes read; full_size: the datagram's real size (MSG_TRUNC).
-  void HandleDatagram(std::span<const char> payload, size_t full_size, const sockaddr_in& peer);
+  // Returns the echo, or "" for foreign traffic.
+  std::string HandleDatagram(std::span<const char> payload, size_t full_size,
+                             const sockaddr_in& peer);
 
   const std::string nonce_;
   HitLog& log_;
-  UniqueFd socket_;
-  WakeFd wake_;
-  std::thread thread_;
-  uint16_t port_ = 0;
+  std::unique_ptr<DatagramServer> server_;  // last: stopped before the fields it uses go
 };
 
 }  // namespace sandprobe::canary
