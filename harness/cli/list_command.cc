@@ -8,7 +8,7 @@
 #include "cli/paths.h"
 #include "config/config.h"
 #include "core/params.h"
-#include "drivers/driver.h"
+#include "drivers/registry.h"
 #include "report/escape.h"
 #include "runner/plan.h"
 
@@ -99,7 +99,7 @@ int DoValidate(const ValidateArgs& a) {
     if (!kind) {
       error = kind.error().ToString();
     } else if (*kind == "manifest") {
-      auto m = config::LoadManifest(file);
+      auto m = drivers::LoadManifest(file);
       if (!m) {
         error = m.error().ToString();
       } else if (auto d = drivers::MakeDriver(*m, {}); !d) {
@@ -108,7 +108,7 @@ int DoValidate(const ValidateArgs& a) {
         auto control = FindControl(*m, ResolveHome(a.home));
         if (!control) {
           error = control.error();
-        } else if (auto c = config::LoadManifest(*control); !c) {
+        } else if (auto c = drivers::LoadManifest(*control); !c) {
           error = fmt::format("control {}: {}", control->string(), c.error().ToString());
         } else if (c->name == m->name) {
           error = fmt::format("{}: control '{}' has the candidate's own name", file, c->name);

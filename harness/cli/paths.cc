@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "config/config.h"
+#include "drivers/registry.h"
 
 namespace sandprobe::cli {
 
@@ -51,8 +51,9 @@ std::expected<fs::path, std::string> FindControl(const core::Manifest& candidate
   for (size_t i = 2; i < tries.size(); ++i) {
     std::error_code ec;
     if (!fs::is_regular_file(tries[i], ec)) continue;
-    auto m = config::LoadManifest(tries[i]);
-    if (m && (m->driver == candidate.driver || m->driver == "local")) {
+    auto m = drivers::LoadManifest(tries[i]);
+    const drivers::DriverKind* kind = m ? drivers::Registry().Find(m->driver) : nullptr;
+    if (m && (m->driver == candidate.driver || (kind != nullptr && kind->baseline))) {
       found.push_back(tries[i]);
     } else if (m) {
       other +=

@@ -1,8 +1,8 @@
-// `sandprobe render`: prints the exact objects a run would submit to a Kubernetes API server —
-// each arm's NetworkPolicy, then one Job per probe (the dry-run Pod for the admission probe) —
-// as multi-document YAML, with the placeholder run id and nonce `render`, for review before a
-// run. Suite parameters that the run fills (canary addresses, planted secrets) stay as
-// {placeholders}. Nothing is contacted.
+// `sandprobe render`: prints the exact objects a run would submit — for a kubernetes arm its
+// NetworkPolicy, then one Job per probe (the dry-run Pod for the admission probe) — as
+// multi-document YAML, with the placeholder run id and nonce `render`, for review before a run.
+// What to print is the driver kind's own `render` (drivers/registry.h). Suite parameters that the
+// run fills (canary addresses, planted secrets) stay as {placeholders}. Nothing is contacted.
 #include <fmt/format.h>
 
 #include <fstream>
@@ -13,7 +13,7 @@
 #include "cli/paths.h"
 #include "config/config.h"
 #include "core/params.h"
-#include "drivers/kubernetes/kubernetes_driver.h"
+#include "drivers/registry.h"
 #include "report/escape.h"
 #include "runner/plan.h"
 
@@ -58,9 +58,10 @@ int DoRender(const RenderArgs& a) {
   const std::string run_id = "render";
   bool any = false;
   for (const std::string& path : a.sandboxes) {
-    auto m = config::LoadManifest(path);
+    auto m = drivers::LoadManifest(path);
     if (!m) return Fail(m.error().ToString());
-    if (m->driver != "kubernetes") {
+    const drivers::DriverKind* kind = drivers::Registry().Find(m->driver);
+    if (kind == nullptr || !kind->render) {
       return Fail(fmt::format("{}: render prints Kubernetes objects; this manifest's driver is {}",
                               path, m->driver));
     }
@@ -73,7 +74,7 @@ int DoRender(const RenderArgs& a) {
       auto probe = std::ranges::find(*probes, entry.probe, &core::ProbeDescriptor::id);
       if (probe == probes->end())
         return Fail(fmt::format("suite names unknown probe {}", entry.probe));
-      if (!probe->AppliesTo("kubernetes")) continue;
+      if (!probe->AppliesTo(m->driver)) continue;
       auto params = core::ResolveParams(*probe, entry.params, m->limits, placeholders);
       if (!params) return Fail(params.error());
       const std::string inv = fmt::format("i{:03d}", index++);
@@ -82,15 +83,15 @@ int DoRender(const RenderArgs& a) {
       invocations.push_back({probe->id, inv, *script, deadline, {}});
     }
     if (!a.probe.empty() && invocations.empty()) {
-      return Fail(
-          fmt::format("probe {} is not in the suite (or does not apply to kubernetes)", a.probe));
+      return Fail(fmt::format("probe {} is not in the suite (or does not apply to {})", a.probe,
+                              m->driver));
     }
-    auto objects = drivers::RenderArm(*m, run_id, invocations);
-    if (!objects) return Fail(objects.error());
+    auto documents = kind->render(*m, run_id, invocations);
+    if (!documents) return Fail(documents.error());
     std::cout << fmt::format("# arm {} ({}): {} object(s), run id '{}'\n", m->name, path,
-                             objects->size(), run_id);
-    for (const nlohmann::json& o : *objects) {
-      std::cout << "---\n" << drivers::kube::JsonToYaml(o);
+                             documents->size(), run_id);
+    for (const std::string& document : *documents) {
+      std::cout << "---\n" << document;
       any = true;
     }
   }

@@ -12,11 +12,11 @@
 #include <sstream>
 
 #include "cli/commands.h"
-#include "cli/kube_arms.h"
 #include "cli/paths.h"
 #include "config/config.h"
 #include "core/matrix.h"
-#include "drivers/process/process.h"
+#include "drivers/registry.h"
+#include "process/process.h"
 #include "report/escape.h"
 #include "report/reporters.h"
 #include "runner/run.h"
@@ -155,7 +155,7 @@ int DoRun(const RunArgs& a) {
   if (sandboxes.empty()) sandboxes.push_back((home / "manifests/bubblewrap.yaml").string());
   std::vector<std::string> control_paths = a.controls;
   for (const std::string& path : sandboxes) {
-    auto m = config::LoadManifest(path);
+    auto m = drivers::LoadManifest(path);
     if (!m) return SetupError(m.error().ToString());
     if (a.controls.empty()) {
       if (m->control.empty()) {
@@ -171,14 +171,14 @@ int DoRun(const RunArgs& a) {
   }
   std::set<std::string> seen;
   for (const std::string& path : control_paths) {
-    auto m = config::LoadManifest(path);
+    auto m = drivers::LoadManifest(path);
     if (!m) return SetupError(m.error().ToString());
     if (!seen.insert(m->name).second) continue;  // several candidates may share one control
     opt.controls.push_back(std::move(*m));
   }
-  const KubeArmOptions kube{a.nodes, a.context};
+  const drivers::ArmOptions arm_options{a.nodes, a.context};
   for (auto* arms : {&opt.candidates, &opt.controls}) {
-    if (auto r = ExpandKubernetesArms(*arms, kube); !r) {
+    if (auto r = drivers::Registry().ExpandArms(*arms, arm_options); !r) {
       return SetupError(r.error(),
                         "check the kubeconfig and the cluster (sandprobe render shows "
                         "what a run would submit)");
@@ -205,7 +205,7 @@ int DoRun(const RunArgs& a) {
     test.close();
     fs::remove(probe_file, ec);
   }
-  drivers::BecomeSubreaper();  // orphans of a killed sandprobe-reaper come to us, not init
+  process::BecomeSubreaper();  // orphans of a killed sandprobe-reaper come to us, not init
   struct sigaction sa {};
   sa.sa_handler = OnSignal;
   sigemptyset(&sa.sa_mask);

@@ -35,8 +35,8 @@ Loaded<std::vector<core::ProbeDescriptor>> LoadProbeTree(const std::filesystem::
 Loaded<core::Suite> LoadSuite(const std::filesystem::path& file);
 Loaded<core::Suite> ParseSuite(const std::string& text, const std::string& source);
 
-Loaded<core::Manifest> LoadManifest(const std::filesystem::path& file);
-Loaded<core::Manifest> ParseManifest(const std::string& text, const std::string& source);
+// Manifests are loaded through the driver registry (drivers/registry.h), which checks each
+// kind's section: config/manifest_sections.h.
 
 // What kind of file a YAML document is, by its keys: "manifest" (driver:), "suite" (probes:),
 // "probe" (id: and classify:), or an error.

@@ -3,72 +3,27 @@
 
 #include <gtest/gtest.h>
 
+#include "config/manifest_sections.h"
+
 namespace sandprobe::config {
 namespace {
 
-TEST(ManifestTest, ParsesCommandManifest) {
-  auto m = ParseManifest(R"(name: bubblewrap
-driver: command
-control: local
-description: careful bwrap
-limits: {timeout: 10s, memory: 256Mi, tmp: 32Mi, pids: 64, output: 16Ki}
-weakens: [shares the host network]
-command:
-  argv: [bwrap, --unshare-all, python3, -u, -c, "{script}"]
-)",
-                         "m.yaml");
+// Manifests: common fields here; every driver section through the registry (drivers/registry_test).
+TEST(ManifestTest, CommonFieldsWithAPassThroughSection) {
+  const DriverSection kinds[] = {{"plain", nullptr}};
+  auto m = ParseManifest("name: p\ndriver: plain\nplain: {anything: [1, two]}\n", "p.yaml", kinds);
   ASSERT_TRUE(m) << m.error().ToString();
-  EXPECT_EQ(m->name, "bubblewrap");
-  EXPECT_EQ(m->control, "local");
-  EXPECT_DOUBLE_EQ(*m->limits.timeout_s, 10);
-  EXPECT_EQ(*m->limits.memory_bytes, 256u << 20);
-  EXPECT_EQ(*m->limits.pids, 64u);
-  EXPECT_EQ(*m->limits.output_bytes, 16u << 10);
-  EXPECT_EQ(m->weakens.size(), 1u);
-  EXPECT_EQ(m->driver_config["argv"].size(), 6u);
-  EXPECT_EQ(m->driver_config["argv"][5], "{script}");
-}
-
-TEST(ManifestTest, ErrorsNameFileLineAndField) {
-  const struct {
-    const char* text;
-    int line;
-    const char* field;
-    const char* message_part;
-  } cases[] = {
-      {"driver: command\ncommand: {argv: [x, \"{script}\"]}\n", 1, "name", "missing"},
-      {"name: x\ndriver: dockr\n", 2, "driver", "unknown driver"},
-      {"name: x\ndriver: command\n", 1, "command", "command: section"},
-      {"name: x\ndriver: command\ncommand:\n  argv: [a, b]\n", 4, "command.argv", "{script}"},
-      {"name: x\ndriver: command\ncommand:\n  argv: [a, \"{script}\", \"{script}\"]\n", 4,
-       "command.argv", "found 2"},
-      {"name: x\ndriver: command\ncommand:\n  argv: [a, \"x{script}\"]\n", 4, "command.argv[1]",
-       "whole argument"},
-      {"name: x\ndriver: command\ncommand:\n  argv: [a, [b]]\n", 4, "command.argv[1]", "string"},
-      {"name: x\ndriver: command\ncomand:\n  argv: [a]\n", 3, "comand", "unknown field"},
-      {"name: x\ndriver: local\nlimits:\n  memory: lots\n", 4, "limits.memory", "not a size"},
-      {"name: x\ndriver: local\nlimits:\n  timeout: 10x\n", 4, "limits.timeout", "unknown unit"},
-      {"name: x\ndriver: local\nlimits:\n  pids: 6.5\n", 4, "limits.pids", "whole number"},
-      {"name: x\ndriver: local\nlimits: {cpu: 1}\n", 3, "limits.cpu", "unknown field"},
-      {"name: \"Bad Name|\"\ndriver: local\n", 1, "name", "[a-z0-9"},
-      {"name: x\ndriver: local\n  bad: [\n", 3, "", "YAML syntax"},
-      {"- just\n- a list\n", 1, "", "mapping"},
-      {"name: x\ndriver: http\nhttp:\n  url: http://127.0.0.1:99999/x\n  preset: code-json\n", 4,
-       "http.url", "1 to 65535"},
-      {"name: x\ndriver: http\nhttp:\n  url: http://h:80/x\n  preset: code-json\n"
-       "  healthTimeout: 0s\n",
-       6, "http.healthTimeout", "more than 0"},
-  };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.text);
-    auto m = ParseManifest(c.text, "manifests/bad.yaml");
-    ASSERT_FALSE(m);
-    EXPECT_EQ(m.error().file, "manifests/bad.yaml");
-    EXPECT_EQ(m.error().line, c.line) << m.error().ToString();
-    EXPECT_EQ(m.error().field, c.field) << m.error().ToString();
-    EXPECT_NE(m.error().message.find(c.message_part), std::string::npos) << m.error().ToString();
-    EXPECT_TRUE(m.error().ToString().starts_with("manifests/bad.yaml:")) << m.error().ToString();
-  }
+  EXPECT_EQ(m->driver_config["anything"][1], "two");
+  auto unknown = ParseManifest("name: p\ndriver: fancy\n", "p.yaml", kinds);
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().message, "unknown driver 'fancy' (expected plain)");
+  auto extra = ParseManifest("name: p\ndriver: plain\nfancy: {}\n", "p.yaml", kinds);
+  ASSERT_FALSE(extra);
+  EXPECT_EQ(extra.error().field, "fancy");
+  EXPECT_NE(
+      extra.error().message.find("name, driver, control, description, limits, weakens, plain"),
+      std::string::npos)
+      << extra.error().ToString();
 }
 
 TEST(YamlTest, HostileDocumentsAreErrorsNotCrashes) {
@@ -94,7 +49,7 @@ TEST(YamlTest, HostileDocumentsAreErrorsNotCrashes) {
     ASSERT_FALSE(s) << c.text.substr(0, 80);
     EXPECT_NE(s.error().message.find(c.message_part), std::string::npos) << s.error().ToString();
   }
-  auto dir = LoadManifest(std::filesystem::temp_directory_path());
+  auto dir = LoadManifest(std::filesystem::temp_directory_path(), {});
   ASSERT_FALSE(dir);
   EXPECT_NE(dir.error().message.find("directory"), std::string::npos);
 }
@@ -144,10 +99,6 @@ TEST(RepoFilesTest, ShippedFilesLoad) {
   for (const auto& p : *probes) {
     EXPECT_FALSE(p.script.empty()) << p.id;
     EXPECT_FALSE(p.classify.outcomes.empty()) << p.id;
-  }
-  for (const char* m : {"manifests/local.yaml", "manifests/bubblewrap.yaml"}) {
-    auto loaded = LoadManifest(root / m);
-    EXPECT_TRUE(loaded) << loaded.error().ToString();
   }
   auto suite = LoadSuite(root / "suites/default.yaml");
   ASSERT_TRUE(suite) << suite.error().ToString();

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -159,19 +160,23 @@ Loaded<std::string> String(const std::string& file, const YAML::Node& map, const
 
 std::expected<void, ConfigError> OnlyKeys(const std::string& file, const YAML::Node& map,
                                           const std::string& path,
-                                          std::initializer_list<const char*> allowed) {
+                                          const std::vector<std::string>& allowed) {
   for (const auto& kv : map) {
     const std::string key = kv.first.Scalar();
-    bool ok = false;
-    for (const char* a : allowed) ok = ok || key == a;
-    if (!ok) {
+    if (std::ranges::find(allowed, key) == allowed.end()) {
       std::string list;
-      for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+      for (const std::string& a : allowed) list += (list.empty() ? "" : ", ") + a;
       return std::unexpected(At(file, kv.first, path.empty() ? key : path + "." + key,
                                 fmt::format("unknown field (expected one of: {})", list)));
     }
   }
   return {};
+}
+
+std::expected<void, ConfigError> OnlyKeys(const std::string& file, const YAML::Node& map,
+                                          const std::string& path,
+                                          std::initializer_list<const char*> allowed) {
+  return OnlyKeys(file, map, path, std::vector<std::string>(allowed.begin(), allowed.end()));
 }
 
 }  // namespace internal

@@ -1,10 +1,11 @@
-// yaml-cpp adapter helpers shared by the loaders (internal to config/).
+// yaml-cpp adapter helpers shared by the loaders and the drivers' manifest-section checks.
 #pragma once
 
 #include <yaml-cpp/yaml.h>
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "config/config.h"
 
@@ -29,5 +30,8 @@ Loaded<std::string> String(const std::string& file, const YAML::Node& map, const
 std::expected<void, ConfigError> OnlyKeys(const std::string& file, const YAML::Node& map,
                                           const std::string& path,
                                           std::initializer_list<const char*> allowed);
+std::expected<void, ConfigError> OnlyKeys(const std::string& file, const YAML::Node& map,
+                                          const std::string& path,
+                                          const std::vector<std::string>& allowed);
 
 }  // namespace sandprobe::config::internal

@@ -19,7 +19,7 @@
 #include "core/redact.h"
 #include "core/text.h"
 #include "drivers/driver.h"
-#include "drivers/process/process.h"
+#include "process/process.h"
 #include "runner/secrets.h"
 
 namespace sandprobe::runner {
@@ -209,7 +209,7 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
   std::map<std::string, Arm> arms;
   auto cleanup = [&] {
     for (auto& [name, arm] : arms) arm.driver->Cleanup();
-    drivers::SweepOrphans();  // anything a killed reaper left behind (we are its subreaper)
+    process::SweepOrphans();  // anything a killed reaper left behind (we are its subreaper)
     (*canaries)->Stop();
     secrets->Remove();
   };

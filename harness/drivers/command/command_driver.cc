@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/text.h"
-#include "drivers/process/process.h"
+#include "process/process.h"
 
 namespace sandprobe::drivers {
 namespace {
@@ -38,15 +38,15 @@ std::string CommandDriver::Expand(const std::string& arg, const std::string& inv
 
 CommandDriver::HookResult CommandDriver::RunHook(const std::vector<std::string>& hook,
                                                  const std::string& invocation) const {
-  ProcessSpec spec;
+  process::ProcessSpec spec;
   for (const std::string& a : hook) spec.argv.push_back(Expand(a, invocation));
-  spec.env = EnvironmentWith({});
+  spec.env = process::EnvironmentWith({});
   spec.deadline_s = kHookDeadlineS;
   spec.kill_grace_s = context_.kill_grace_s;
   spec.reaper_path = context_.reaper_path;
   core::OutputCollector collector(context_.nonce);
   const std::atomic<bool> never{false};  // hooks run to the end even after Ctrl-C: they clean up
-  const ProcessResult r = RunProcess(spec, never, collector);
+  const process::ProcessResult r = process::RunProcess(spec, never, collector);
   core::Observation out;
   collector.Finish(out);
   HookResult h;
@@ -68,7 +68,7 @@ CommandDriver::HookResult CommandDriver::RunHook(const std::vector<std::string>&
 std::expected<void, SetupError> CommandDriver::Prepare() {
   const std::vector<std::string>& argv = config_.argv;
   if (argv.empty()) return std::unexpected(SetupError{"empty argv", "give command.argv"});
-  if (FindExecutable(argv[0]).empty()) {
+  if (process::FindExecutable(argv[0]).empty()) {
     std::string hint = fmt::format("install {} or put it on PATH", argv[0]);
     if (argv[0] == "bwrap") hint = "install bubblewrap: apt-get install -y bubblewrap";
     if (argv[0] == "python3") hint = "install Python 3: apt-get install -y python3";
@@ -76,7 +76,7 @@ std::expected<void, SetupError> CommandDriver::Prepare() {
       hint = "install Docker: apt-get install -y docker.io (ci/services/dockerd)";
     return std::unexpected(SetupError{fmt::format("'{}' was not found on PATH", argv[0]), hint});
   }
-  if (FindExecutable(context_.reaper_path).empty()) {
+  if (process::FindExecutable(context_.reaper_path).empty()) {
     return std::unexpected(
         SetupError{fmt::format("sandprobe-reaper not found at '{}'", context_.reaper_path),
                    "build it (ci/build) or set SANDPROBE_REAPER to its path"});
@@ -94,17 +94,17 @@ std::expected<void, SetupError> CommandDriver::Prepare() {
 }
 
 core::Observation CommandDriver::Execute(const Invocation& inv, const std::atomic<bool>& cancel) {
-  ProcessSpec spec;
+  process::ProcessSpec spec;
   for (const std::string& a : config_.argv)
     spec.argv.push_back(a == "{script}" ? inv.script : Expand(a, inv.invocation));
   if (config_.stdin_mode) spec.stdin_data = inv.script;
-  spec.env = EnvironmentWith(inv.extra_env);
+  spec.env = process::EnvironmentWith(inv.extra_env);
   spec.deadline_s = inv.deadline_s;
   spec.kill_grace_s = context_.kill_grace_s;
   spec.reaper_path = context_.reaper_path;
 
   core::OutputCollector collector(context_.nonce);
-  const ProcessResult r = RunProcess(spec, cancel, collector);
+  const process::ProcessResult r = process::RunProcess(spec, cancel, collector);
   core::Observation obs;
   collector.Finish(obs);
   obs.probe = inv.probe;

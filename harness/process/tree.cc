@@ -1,4 +1,4 @@
-#include "drivers/process/tree.h"
+#include "process/tree.h"
 
 #include <dirent.h>
 #include <signal.h>
@@ -12,7 +12,7 @@
 #include <string>
 #include <thread>
 
-namespace sandprobe::drivers {
+namespace sandprobe::process {
 namespace {
 
 // pid -> ppid for every live process in /proc. Zombies are already dead and have no children.
@@ -90,4 +90,4 @@ int KillTrees(const std::vector<pid_t>& pids, int rounds) {
   return signalled;
 }
 
-}  // namespace sandprobe::drivers
+}  // namespace sandprobe::process

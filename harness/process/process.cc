@@ -1,4 +1,4 @@
-#include "drivers/process/process.h"
+#include "process/process.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -18,11 +18,11 @@
 #include <set>
 #include <thread>
 
-#include "drivers/process/tree.h"
+#include "process/tree.h"
 
 extern char** environ;
 
-namespace sandprobe::drivers {
+namespace sandprobe::process {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -293,4 +293,4 @@ ProcessResult RunProcess(const ProcessSpec& spec, const std::atomic<bool>& cance
   return result;
 }
 
-}  // namespace sandprobe::drivers
+}  // namespace sandprobe::process

@@ -10,7 +10,7 @@
 #include "core/observation.h"
 #include "core/output.h"
 
-namespace sandprobe::drivers {
+namespace sandprobe::process {
 
 struct ProcessSpec {
   std::vector<std::string> argv;          // argv[0] is looked up on PATH
@@ -51,4 +51,4 @@ std::vector<std::string> EnvironmentWith(
 // Path of argv0 on PATH (or argv0 itself when it holds a '/'), or "" when not executable.
 std::string FindExecutable(const std::string& argv0);
 
-}  // namespace sandprobe::drivers
+}  // namespace sandprobe::process

@@ -25,11 +25,11 @@
 #include <thread>
 #include <vector>
 
-#include "drivers/process/tree.h"
+#include "process/tree.h"
 
 namespace {
 
-using sandprobe::drivers::Descendants;
+using sandprobe::process::Descendants;
 
 volatile sig_atomic_t g_stop_requested = 0;
 void OnStop(int) { g_stop_requested = 1; }

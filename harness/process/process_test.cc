@@ -1,6 +1,6 @@
 // Real processes: exit statuses, deadlines, Ctrl-C, stdin, floods, and descendants that try to
 // outlive the call (setsid + double fork) are all handled; nothing is left running.
-#include "drivers/process/process.h"
+#include "process/process.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -10,7 +10,7 @@
 #include <fstream>
 #include <thread>
 
-namespace sandprobe::drivers {
+namespace sandprobe::process {
 namespace {
 
 constexpr char kNonce[] = "00112233aabbccdd";
@@ -169,4 +169,4 @@ TEST(ProcessTest, EnvironmentWithOverrides) {
 }
 
 }  // namespace
-}  // namespace sandprobe::drivers
+}  // namespace sandprobe::process

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-namespace sandprobe::drivers {
+namespace sandprobe::process {
 
 // Every live (non-zombie) process whose parent chain leads to `root`, excluding root.
 std::vector<pid_t> Descendants(pid_t root);
@@ -19,4 +19,4 @@ std::vector<pid_t> Children(pid_t parent);
 // Reaping is the caller's business (these may or may not be its children).
 int KillTrees(const std::vector<pid_t>& pids, int rounds = 50);
 
-}  // namespace sandprobe::drivers
+}  // namespace sandprobe::process

@@ -1,0 +1,35 @@
+// Loading a manifest with its driver section checked by the driver's own rules. The driver
+// registry (drivers/registry.h) supplies one DriverSection per kind; config/ checks the common
+// fields (name, driver, control, description, limits, weakens) and hands the rest over.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <expected>
+#include <filesystem>
+#include <functional>
+#include <span>
+#include <string>
+
+#include "config/config.h"
+
+namespace sandprobe::config {
+
+// Checks the `<kind>:` section of the manifest document `root` read from `file`; errors name the
+// file, line, column and dotted field.
+using SectionCheck = std::function<std::expected<void, ConfigError>(const std::string& file,
+                                                                    const YAML::Node& root)>;
+
+struct DriverSection {
+  std::string kind;    // the `driver:` value, also the section's key
+  SectionCheck check;  // null: the section is passed through verbatim
+};
+
+// Manifest YAML -> core::Manifest. `sections` lists the known driver kinds in the order error
+// messages name them. Errors: a common field, an unknown key or driver kind, the kind's check.
+Loaded<core::Manifest> ParseManifest(const std::string& text, const std::string& source,
+                                     std::span<const DriverSection> sections);
+Loaded<core::Manifest> LoadManifest(const std::filesystem::path& file,
+                                    std::span<const DriverSection> sections);
+
+}  // namespace sandprobe::config

@@ -1,0 +1,24 @@
+// Arms derived from one kubernetes manifest before a run:
+//   kubernetes.agedRerun: 60s  adds "<name>-aged": the same Job, submitted only once its own
+//                              NetworkPolicy is that old (minPolicyAge), next to the fresh arm;
+//   --nodes all|<selector>     replaces each arm by one arm per schedulable node,
+//                              "<name>@<node>" (spec.nodeName), because enforcement can differ
+//                              per node (a CNI agent down on one node);
+//   --context NAME             sets kubernetes.context on every kubernetes arm.
+#pragma once
+
+#include <expected>
+#include <string>
+#include <vector>
+
+#include "core/manifest.h"
+#include "drivers/registry.h"
+
+namespace sandprobe::drivers::kube {
+
+// The arms `manifest` stands for, in order: the arm, then its aged twin, each per node. Errors:
+// an unreadable agedRerun, a cluster that cannot list its nodes, a selector matching none.
+std::expected<std::vector<core::Manifest>, std::string> ArmVariants(core::Manifest manifest,
+                                                                    const ArmOptions& options);
+
+}  // namespace sandprobe::drivers::kube

@@ -1,0 +1,31 @@
+// The `kubernetes` kind: one Job per probe invocation (kubernetes_driver.h). It derives arms
+// (arms.h), renders what a run would submit, and sweeps dead runs' objects (leftovers.h) in the
+// cluster and namespace a manifest names.
+#include "drivers/kubernetes/arms.h"
+#include "drivers/kubernetes/kubernetes_driver.h"
+#include "drivers/kubernetes/leftovers.h"
+#include "drivers/kubernetes/objects.h"
+#include "drivers/registry.h"
+
+namespace sandprobe::drivers {
+
+DriverKind KubernetesKind() {
+  DriverKind k;
+  k.name = "kubernetes";
+  k.make = MakeKubernetesDriver;
+  k.arm_variants = kube::ArmVariants;
+  k.render = [](const core::Manifest& manifest, const std::string& run_id,
+                const std::vector<Invocation>& invocations)
+      -> std::expected<std::vector<std::string>, std::string> {
+    auto objects = RenderArm(manifest, run_id, invocations);
+    if (!objects) return std::unexpected(objects.error());
+    std::vector<std::string> documents;
+    for (const nlohmann::json& o : *objects) documents.push_back(kube::JsonToYaml(o));
+    return documents;
+  };
+  k.sweep_leftovers = kube::SweepLeftovers;
+  k.sweep_needs_manifest = true;
+  return k;
+}
+
+}  // namespace sandprobe::drivers

@@ -1,0 +1,89 @@
+#include "drivers/registry.h"
+
+#include <fmt/format.h>
+
+namespace sandprobe::drivers {
+
+// Each kind's folder defines its function.
+DriverKind LocalKind();       // local/local_kind.cc
+DriverKind CommandKind();     // command/command_kind.cc
+DriverKind DockerKind();      // docker/docker_kind.cc
+DriverKind KubernetesKind();  // kubernetes/kubernetes_kind.cc
+DriverKind HttpKind();        // http/http_kind.cc
+
+const DriverRegistry& Registry() {
+  // The one list of driver kinds, in the order messages name them.
+  static const DriverRegistry registry(
+      {LocalKind(), CommandKind(), DockerKind(), KubernetesKind(), HttpKind()});
+  return registry;
+}
+
+DriverRegistry::DriverRegistry(std::vector<DriverKind> kinds) : kinds_(std::move(kinds)) {
+  for (const DriverKind& k : kinds_) sections_.push_back({std::string(k.name), k.check_section});
+}
+
+const DriverKind* DriverRegistry::Find(std::string_view name) const {
+  for (const DriverKind& k : kinds_) {
+    if (k.name == name) return &k;
+  }
+  return nullptr;
+}
+
+std::string DriverRegistry::Names() const {
+  std::string out;
+  for (size_t i = 0; i < kinds_.size(); ++i) {
+    if (i > 0) out += i + 1 == kinds_.size() ? " or " : ", ";
+    out += kinds_[i].name;
+  }
+  return out;
+}
+
+config::Loaded<core::Manifest> DriverRegistry::LoadManifest(
+    const std::filesystem::path& file) const {
+  return config::LoadManifest(file, sections_);
+}
+
+config::Loaded<core::Manifest> DriverRegistry::ParseManifest(const std::string& text,
+                                                             const std::string& source) const {
+  return config::ParseManifest(text, source, sections_);
+}
+
+std::expected<std::unique_ptr<Driver>, SetupError> DriverRegistry::Make(
+    const core::Manifest& manifest, const DriverContext& context) const {
+  const DriverKind* kind = Find(manifest.driver);
+  if (kind == nullptr || !kind->make) {
+    return std::unexpected(
+        SetupError{fmt::format("driver '{}' (manifest {}) is not available in this build",
+                               manifest.driver, manifest.source_path),
+                   fmt::format("use a {} manifest", Names())});
+  }
+  return kind->make(manifest, context);
+}
+
+std::expected<void, std::string> DriverRegistry::ExpandArms(std::vector<core::Manifest>& manifests,
+                                                            const ArmOptions& options) const {
+  std::vector<core::Manifest> out;
+  for (core::Manifest& m : manifests) {
+    const DriverKind* kind = Find(m.driver);
+    if (kind == nullptr || !kind->arm_variants) {
+      out.push_back(std::move(m));
+      continue;
+    }
+    auto arms = kind->arm_variants(std::move(m), options);
+    if (!arms) return std::unexpected(arms.error());
+    for (core::Manifest& a : *arms) out.push_back(std::move(a));
+  }
+  manifests = std::move(out);
+  return {};
+}
+
+std::expected<std::unique_ptr<Driver>, SetupError> MakeDriver(const core::Manifest& manifest,
+                                                              const DriverContext& context) {
+  return Registry().Make(manifest, context);
+}
+
+config::Loaded<core::Manifest> LoadManifest(const std::filesystem::path& file) {
+  return Registry().LoadManifest(file);
+}
+
+}  // namespace sandprobe::drivers

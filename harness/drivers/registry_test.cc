@@ -1,0 +1,242 @@
+// The driver registry: manifests are checked by their kind's own section rules (file, line and
+// field in every error), the registry is the one list of kinds, and adding a kind is a folder
+// plus one line in the table — shown here with a minimal driver that no product code knows.
+#include "drivers/registry.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "config/yaml_util.h"
+#include "core/output.h"
+
+namespace sandprobe::drivers {
+namespace {
+
+TEST(ManifestSectionsTest, ParsesCommandManifest) {
+  auto m = Registry().ParseManifest(R"(name: bubblewrap
+driver: command
+control: local
+description: careful bwrap
+limits: {timeout: 10s, memory: 256Mi, tmp: 32Mi, pids: 64, output: 16Ki}
+weakens: [shares the host network]
+command:
+  argv: [bwrap, --unshare-all, python3, -u, -c, "{script}"]
+)",
+                                    "m.yaml");
+  ASSERT_TRUE(m) << m.error().ToString();
+  EXPECT_EQ(m->name, "bubblewrap");
+  EXPECT_EQ(m->control, "local");
+  EXPECT_DOUBLE_EQ(*m->limits.timeout_s, 10);
+  EXPECT_EQ(*m->limits.memory_bytes, 256u << 20);
+  EXPECT_EQ(*m->limits.pids, 64u);
+  EXPECT_EQ(*m->limits.output_bytes, 16u << 10);
+  EXPECT_EQ(m->weakens.size(), 1u);
+  EXPECT_EQ(m->driver_config["argv"].size(), 6u);
+  EXPECT_EQ(m->driver_config["argv"][5], "{script}");
+}
+
+TEST(ManifestSectionsTest, ErrorsNameFileLineAndField) {
+  const struct {
+    const char* text;
+    int line;
+    const char* field;
+    const char* message_part;
+  } cases[] = {
+      {"driver: command\ncommand: {argv: [x, \"{script}\"]}\n", 1, "name", "missing"},
+      {"name: x\ndriver: dockr\n", 2, "driver", "unknown driver"},
+      {"name: x\ndriver: command\n", 1, "command", "command: section"},
+      {"name: x\ndriver: command\ncommand:\n  argv: [a, b]\n", 4, "command.argv", "{script}"},
+      {"name: x\ndriver: command\ncommand:\n  argv: [a, \"{script}\", \"{script}\"]\n", 4,
+       "command.argv", "found 2"},
+      {"name: x\ndriver: command\ncommand:\n  argv: [a, \"x{script}\"]\n", 4, "command.argv[1]",
+       "whole argument"},
+      {"name: x\ndriver: command\ncommand:\n  argv: [a, [b]]\n", 4, "command.argv[1]", "string"},
+      {"name: x\ndriver: command\ncomand:\n  argv: [a]\n", 3, "comand", "unknown field"},
+      {"name: x\ndriver: local\nlimits:\n  memory: lots\n", 4, "limits.memory", "not a size"},
+      {"name: x\ndriver: local\nlimits:\n  timeout: 10x\n", 4, "limits.timeout", "unknown unit"},
+      {"name: x\ndriver: local\nlimits:\n  pids: 6.5\n", 4, "limits.pids", "whole number"},
+      {"name: x\ndriver: local\nlimits: {cpu: 1}\n", 3, "limits.cpu", "unknown field"},
+      {"name: \"Bad Name|\"\ndriver: local\n", 1, "name", "[a-z0-9"},
+      {"name: x\ndriver: local\n  bad: [\n", 3, "", "YAML syntax"},
+      {"- just\n- a list\n", 1, "", "mapping"},
+      {"name: x\ndriver: local\nlocal: {argv: [python3]}\n", 3, "local.argv", "{script}"},
+      {"name: x\ndriver: command\ncommand:\n  argv: [a, \"{script}\"]\n  after: [x, "
+       "\"{script}\"]\n",
+       5, "command.after[1]", "without {script}"},
+      {"name: x\ndriver: http\nhttp:\n  url: http://127.0.0.1:99999/x\n  preset: code-json\n", 4,
+       "http.url", "1 to 65535"},
+      {"name: x\ndriver: http\nhttp:\n  url: http://h:80/x\n  preset: code-json\n"
+       "  healthTimeout: 0s\n",
+       6, "http.healthTimeout", "more than 0"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.text);
+    auto m = Registry().ParseManifest(c.text, "manifests/bad.yaml");
+    ASSERT_FALSE(m);
+    EXPECT_EQ(m.error().file, "manifests/bad.yaml");
+    EXPECT_EQ(m.error().line, c.line) << m.error().ToString();
+    EXPECT_EQ(m.error().field, c.field) << m.error().ToString();
+    EXPECT_NE(m.error().message.find(c.message_part), std::string::npos) << m.error().ToString();
+    EXPECT_TRUE(m.error().ToString().starts_with("manifests/bad.yaml:")) << m.error().ToString();
+  }
+}
+
+TEST(RegistryTest, ListsTheBuiltInKindsOnce) {
+  std::vector<std::string> names;
+  for (const DriverKind& k : Registry().kinds()) {
+    names.emplace_back(k.name);
+    EXPECT_TRUE(k.make) << k.name;
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"local", "command", "docker", "kubernetes", "http"}));
+  EXPECT_EQ(Registry().Names(), "local, command, docker, kubernetes or http");
+  ASSERT_NE(Registry().Find("local"), nullptr);
+  EXPECT_TRUE(Registry().Find("local")->baseline);
+  EXPECT_FALSE(Registry().Find("docker")->baseline);
+  EXPECT_EQ(Registry().Find("dockr"), nullptr);
+  // The unknown-driver message lists the registry's kinds.
+  auto m = Registry().ParseManifest("name: x\ndriver: podman\n", "p.yaml");
+  ASSERT_FALSE(m);
+  EXPECT_NE(m.error().message.find("(expected local, command, docker, kubernetes or http)"),
+            std::string::npos)
+      << m.error().ToString();
+}
+
+TEST(RegistryTest, AMissingKindIsASetupErrorNamingTheKnownOnes) {
+  core::Manifest m;
+  m.driver = "podman";
+  m.source_path = "p.yaml";
+  auto d = Registry().Make(m, {});
+  ASSERT_FALSE(d);
+  EXPECT_NE(d.error().message.find("not available in this build"), std::string::npos);
+  EXPECT_EQ(d.error().hint, "use a local, command, docker, kubernetes or http manifest");
+}
+
+TEST(RegistryTest, ShippedManifestsLoadThroughTheirKinds) {
+  const std::filesystem::path root = SANDPROBE_SOURCE_ROOT;
+  for (const char* path :
+       {"manifests/local.yaml", "manifests/bubblewrap.yaml", "manifests/bubblewrap-bounded.yaml",
+        "manifests/docker/hardened.yaml", "manifests/docker/cli-hardened.yaml",
+        "manifests/kubernetes/deny-egress.yaml", "manifests/http/minimal.yaml"}) {
+    auto m = LoadManifest(root / path);
+    ASSERT_TRUE(m) << m.error().ToString();
+    auto d = MakeDriver(*m, {});
+    EXPECT_TRUE(d) << path << ": " << (d ? "" : d.error().message);
+    if (d) {
+      EXPECT_EQ((*d)->kind(), m->driver);
+    }
+  }
+}
+
+// A minimal driver kind, defined only here: an `echo` sandbox that "runs" a script by answering
+// with the record the preflight probe would print. Its folder would hold this code; the registry
+// table gets one line.
+class EchoDriver : public Driver {
+ public:
+  EchoDriver(std::string reply, DriverContext context)
+      : reply_(std::move(reply)), context_(std::move(context)) {}
+  std::string_view kind() const override { return "echo"; }
+  std::expected<void, SetupError> Prepare() override { return {}; }
+  core::Observation Execute(const Invocation& inv, const std::atomic<bool>&) override {
+    core::Observation obs;
+    core::OutputCollector out(context_.nonce);
+    out.FeedStdout(fmt::format("{} {} {{\"kind\":\"result\",\"outcome\":\"{}\"}}\n",
+                               core::kRecordMarker, context_.nonce, reply_));
+    out.Finish(obs);
+    obs.ending = core::Ending::kExited;
+    obs.driver_facts["echoed_bytes"] = inv.script.size();
+    return obs;
+  }
+
+ private:
+  std::string reply_;
+  DriverContext context_;
+};
+
+DriverKind EchoKind() {
+  DriverKind k;
+  k.name = "echo";
+  k.check_section = [](const std::string& file,
+                       const YAML::Node& root) -> std::expected<void, config::ConfigError> {
+    const YAML::Node section = root["echo"];
+    if (!section.IsMap() || !section["reply"].IsDefined() || !section["reply"].IsScalar()) {
+      return std::unexpected(config::internal::At(file, section.IsDefined() ? section : root,
+                                                  "echo.reply", "required field is missing"));
+    }
+    return {};
+  };
+  k.make = [](const core::Manifest& m,
+              const DriverContext& context) -> std::expected<std::unique_ptr<Driver>, SetupError> {
+    return std::make_unique<EchoDriver>(m.driver_config.value("reply", ""), context);
+  };
+  return k;
+}
+
+// The built-in table plus one line.
+DriverRegistry WithEcho() {
+  std::vector<DriverKind> kinds(Registry().kinds().begin(), Registry().kinds().end());
+  kinds.push_back(EchoKind());
+  return DriverRegistry(std::move(kinds));
+}
+
+TEST(RegistryTest, AddingAKindIsOneLine) {
+  // Unknown to the built-in registry...
+  const std::string text = "name: echo-arm\ndriver: echo\necho: {reply: ok}\n";
+  auto unknown = Registry().ParseManifest(text, "echo.yaml");
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().field, "echo");  // the section key is not a known field either
+  // ...and fully usable once registered: its section rules, its factory, its driver.
+  const DriverRegistry registry = WithEcho();
+  EXPECT_EQ(registry.Names(), "local, command, docker, kubernetes, http or echo");
+  auto bad = registry.ParseManifest("name: e\ndriver: echo\necho: {}\n", "echo.yaml");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().field, "echo.reply");
+  EXPECT_EQ(bad.error().line, 3);
+  auto m = registry.ParseManifest(text, "echo.yaml");
+  ASSERT_TRUE(m) << m.error().ToString();
+  auto driver = registry.Make(*m, DriverContext{"n0nce", "", 2, "run"});
+  ASSERT_TRUE(driver) << driver.error().message;
+  EXPECT_EQ((*driver)->kind(), "echo");
+  const std::atomic<bool> cancel{false};
+  core::Observation obs =
+      (*driver)->Execute({"harness.preflight", "i1", "print(1)", 5, {}}, cancel);
+  ASSERT_TRUE(obs.result.has_value());
+  EXPECT_EQ(obs.result->value("outcome", ""), "ok");
+  EXPECT_EQ(obs.driver_facts["echoed_bytes"], 8);
+}
+
+TEST(RegistryTest, AThrowingSectionCheckIsAnErrorValue) {
+  DriverKind careless = EchoKind();
+  careless.check_section = [](const std::string&,
+                              const YAML::Node& root) -> std::expected<void, config::ConfigError> {
+    (void)root["echo"]["reply"].as<int>();  // throws on a string
+    return {};
+  };
+  const DriverRegistry registry({careless});
+  auto m = registry.ParseManifest("name: e\ndriver: echo\necho: {reply: ok}\n", "e.yaml");
+  ASSERT_FALSE(m);
+  EXPECT_EQ(m.error().field, "echo");
+  EXPECT_EQ(m.error().line, 3);
+}
+
+TEST(RegistryTest, ExpandArmsAsksOnlyKindsThatDeriveArms) {
+  std::vector<core::Manifest> arms(2);
+  arms[0].name = "k";
+  arms[0].driver = "kubernetes";
+  arms[0].driver_config = {{"agedRerun", "60s"}};
+  arms[1].name = "b";
+  arms[1].driver = "command";
+  ASSERT_TRUE(Registry().ExpandArms(arms, {}));
+  ASSERT_EQ(arms.size(), 3u);
+  EXPECT_EQ(arms[0].name, "k");
+  EXPECT_EQ(arms[1].name, "k-aged");
+  EXPECT_EQ(arms[1].driver_config["minPolicyAge"], "60s");
+  EXPECT_FALSE(arms[0].driver_config.contains("agedRerun"));
+  EXPECT_EQ(arms[2].name, "b");
+  arms[0].driver_config["agedRerun"] = "soon";
+  auto bad = Registry().ExpandArms(arms, {});
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().find("kubernetes.agedRerun"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sandprobe::drivers
