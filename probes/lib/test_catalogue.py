@@ -5,7 +5,7 @@ import ast
 import os
 import unittest
 
-from probe_testing import LIB, all_probe_ids, descriptor, probe_dir, run_in_bwrap
+from probe_testing import LIB, PROBES, all_probe_ids, descriptor, probe_dir, run_in_bwrap
 
 
 def parse_probe(probe_id):
@@ -116,6 +116,16 @@ class DescriptorTest(unittest.TestCase):
             self.assertIn("def %s(" % name, preamble)
             for pid in all_probe_ids():
                 self.assertNotIn("def %s(" % name, parse_probe(pid)[0], pid)
+
+    def test_every_probe_has_its_tests_beside_it(self):
+        # probes/<category>/<name>/test_<name>.py, dashes as underscores: one module name per
+        # probe, so the files never shadow each other on one sys.path.
+        for pid in all_probe_ids():
+            with self.subTest(probe=pid):
+                category, name = pid.split(".", 1)
+                tests = sorted(f for f in os.listdir(probe_dir(pid)) if f.startswith("test_"))
+                self.assertEqual(tests, ["test_%s.py" % name.replace("-", "_")])
+        self.assertEqual(sorted(f for f in os.listdir(PROBES) if f.startswith("test_")), [])
 
 
 class SandboxedTest(unittest.TestCase):
