@@ -17,7 +17,7 @@ integers, booleans, null, lists and objects (floats may be spelled differently).
 standard, padded, one line. A newline is added after the preamble if it lacks one, as there.
 Parameters are taken as given:
 the harness fills defaults from probe.yaml, so pass every parameter the script should see
-(each probe.py falls back to the same defaults, checked by test_probes.py).
+(each probe.py falls back to the same defaults, checked by test_catalogue.py).
 
 Exit status: 0 ok, 2 usage error or an assembled script over 64 KiB (the single -c argument cap).
 """

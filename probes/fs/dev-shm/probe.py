@@ -1,6 +1,6 @@
 # fs.dev-shm: write a nonce-named file in /dev/shm in steps up to a finite target (default twice
 # Docker's 64 MiB shm). /dev/shm is a tmpfs of its own in Docker, so a size limit there shows as
-# ENOSPC; its pages are also charged to the memory cgroup (PROBES.md trap 4), so a memory limit
+# ENOSPC; its pages are also charged to the memory cgroup (docs/traps.md, trap 4), so a memory limit
 # may kill the probe first. The file is ALWAYS deleted, also on SIGTERM; it is named like
 # fs.fill-tmp's (.sandprobe-fill-<nonce>-<invocation>) so `sandprobe cleanup` finds leftovers.
 # Safety for an unsandboxed control arm: never more than the target, and on a tmpfs far larger

@@ -1,5 +1,5 @@
 # priv.no-new-privs: can a setuid binary raise this process's privileges? prctl answers under
-# runc and gVisor alike; the /proc line is missing under gVisor (PROBES.md trap 10).
+# runc and gVisor alike; the /proc line is missing under gVisor (docs/traps.md, trap 10).
 import ctypes
 
 PR_GET_NO_NEW_PRIVS = 39

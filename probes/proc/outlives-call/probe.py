@@ -1,6 +1,6 @@
 # proc.outlives-call: does a process started by the call outlive it? A REPL service or an agent's
 # subprocess tool that only waits for its child leaves a setsid + double-forked grandchild running
-# (PROBES.md trap 16: it also escapes a process-group kill). The probe cannot observe after its
+# (docs/traps.md, trap 16: it also escapes a process-group kill). The probe cannot observe after its
 # own end, so it only detaches the process and says so; the driver's `survivors` fact (or a
 # heartbeat logged by the canary) decides the row.
 

@@ -1,0 +1,357 @@
+"""What the probe tests share: assembling and running a probe as deployed, reading its records,
+the probe descriptors, bubblewrap, and small twins of the harness's canaries on 127.0.0.1.
+
+The tests live beside what they test: probes/<category>/<name>/test_<name>.py (dashes become
+underscores) for each probe, probes/lib/test_*.py for the preamble, the assembler and the
+catalogue as a whole. ctest runs each file as its own entry (label "probes"); by hand:
+
+    PYTHONPATH=probes/lib python3 -m unittest discover -s probes/net/dns
+
+Every probe is assembled with assemble.py exactly as deployed and run as `python3 -u -c SCRIPT`.
+Traffic rule: every listener binds 127.0.0.1 and every target is 127.0.0.1 (or "localhost" from
+/etc/hosts); no test may send a packet anywhere else, so the system-resolver mode of net.dns is
+never run; net.metadata and net.dns have no default target. The bubblewrap tests fail (never
+skip) when bwrap is missing or cannot create namespaces.
+
+Only tests use PyYAML (Debian's python3-yaml); the probes themselves are standard library only.
+"""
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import socketserver
+import ssl
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import unittest
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import yaml
+
+LIB = os.path.dirname(os.path.abspath(__file__))
+PROBES = os.path.dirname(LIB)
+ASSEMBLE = os.path.join(LIB, "assemble.py")
+PYTHON = os.environ.get("SANDPROBE_TEST_PYTHON") or shutil.which("python3") or sys.executable
+DEBIAN_PYTHON = "/usr/bin/python3"  # what the probe image and bubblewrap run
+MARK = "@@sandprobe"
+MIB = 1 << 20
+
+BWRAP = ["bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/usr", "/usr",
+         "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+         "--symlink", "usr/bin", "/bin", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+         "--remount-ro", "/", "--clearenv", "--setenv", "PATH", "/usr/bin:/bin"]
+
+# A self-signed test-only certificate (CN=sandprobe-test) for the TLS canary; never trusted.
+TEST_KEY_AND_CERT = """-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgw/n2jQwXuQ/22nOn
+ax52U8uGotVYb+HUmNzFz9ljK3ehRANCAASnjoo1CeMQ73ordGygh8cx4nkOXWB7
+hit+PWUKm6U8ZR79Go0okobReMWvvP1tPcPyNbWnRY8rPA2fxZ4AfwnI
+-----END PRIVATE KEY-----
+-----BEGIN CERTIFICATE-----
+MIIBiTCCAS+gAwIBAgIULNA8gHoeadYgi/w9oaEQKvAPD9gwCgYIKoZIzj0EAwIw
+GTEXMBUGA1UEAwwOc2FuZHByb2JlLXRlc3QwIBcNMjYxMTI5MTAzNDIzWhgPMjEy
+NjExMDUxMDM0MjNaMBkxFzAVBgNVBAMMDnNhbmRwcm9iZS10ZXN0MFkwEwYHKoZI
+zj0CAQYIKoZIzj0DAQcDQgAEp46KNQnjEO96K3RsoIfHMeJ5Dl1ge4Yrfj1lCpul
+PGUe/RqNKJKG0XjFr7z9bT3D8jW1p0WPKzwNn8WeAH8JyKNTMFEwHQYDVR0OBBYE
+FE5CJiwFYRTKv/7JyUFhIoK2NQ68MB8GA1UdIwQYMBaAFE5CJiwFYRTKv/7JyUFh
+IoK2NQ68MA8GA1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDSAAwRQIgA5gyvSqI
+K8wZhHoC/oAVPp8TrYF1AoBoxh4YpJf95DICIQCUf8l/kA3UysKthRXIkz1zZN1T
+E47BZAWZZzN5y8NaqQ==
+-----END CERTIFICATE-----
+"""
+
+
+# ----------------------------------------------------------------------------- the catalogue
+
+def probe_dir(probe_id):
+    category, name = probe_id.split(".", 1)
+    return os.path.join(PROBES, category, name)
+
+
+def all_probe_ids():
+    ids = []
+    for category in sorted(os.listdir(PROBES)):
+        cdir = os.path.join(PROBES, category)
+        if category == "lib" or not os.path.isdir(cdir):
+            continue
+        ids += ["%s.%s" % (category, n) for n in sorted(os.listdir(cdir))
+                if os.path.isfile(os.path.join(cdir, n, "probe.yaml"))]
+    return ids
+
+
+def descriptor(probe_id):
+    """probe.yaml as a dict, keys in file order. The harness reads it with yaml-cpp."""
+    with open(os.path.join(probe_dir(probe_id), "probe.yaml"), encoding="utf-8") as f:
+        return yaml.safe_load(f)
+
+
+def scratch_probe(directory, probe_id, body):
+    """A throw-away probe folder: a one-line probe.yaml and the given probe.py body."""
+    with open(os.path.join(directory, "probe.yaml"), "w") as f:
+        f.write("id: %s\n" % probe_id)
+    with open(os.path.join(directory, "probe.py"), "w") as f:
+        f.write(body)
+
+
+# ----------------------------------------------------------------------------- running probes
+
+def new_ids():
+    """A fresh (nonce, invocation) pair, shaped as the harness makes them."""
+    return secrets.token_hex(8), "i" + secrets.token_hex(3)
+
+
+def assemble(directory, params, nonce, invocation):
+    out = subprocess.run([sys.executable, ASSEMBLE, directory, "--params", json.dumps(params),
+                          "--nonce", nonce, "--invocation", invocation],
+                         capture_output=True, text=True, check=True)
+    return out.stdout
+
+
+class Run:
+    """One probe execution: its records (nonce-tagged lines only) and raw process facts."""
+
+    def __init__(self, nonce, invocation, stdout, stderr, returncode):
+        self.nonce, self.invocation = nonce, invocation
+        self.stdout, self.stderr, self.returncode = stdout, stderr, returncode
+        prefix = "%s %s " % (MARK, nonce)
+        lines = stdout.splitlines()
+        self.records = [json.loads(l[len(prefix):]) for l in lines if l.startswith(prefix)]
+        self.other_lines = [l for l in lines if not l.startswith(prefix)]
+
+    def kinds(self, kind):
+        return [r for r in self.records if r["kind"] == kind]
+
+    @property
+    def result(self):
+        results = self.kinds("result")
+        assert len(results) == 1, "want exactly one result, got %r\nstderr: %s" % (
+            self.records, self.stderr)
+        return results[0]
+
+
+def start_probe(probe_id, params, prefix=(), python=PYTHON, env=None, preexec_fn=None,
+                directory=None):
+    nonce, invocation = new_ids()
+    script = assemble(directory or probe_dir(probe_id), params, nonce, invocation)
+    proc = subprocess.Popen(list(prefix) + [python, "-u", "-c", script], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, preexec_fn=preexec_fn)
+    return proc, nonce, invocation
+
+
+def run_probe(probe_id, params, timeout=30, **kwargs):
+    proc, nonce, invocation = start_probe(probe_id, params, **kwargs)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return Run(nonce, invocation, out, err, proc.returncode)
+
+
+def terminate_at_first_progress(proc, timeout):
+    """SIGTERM a started probe as soon as it writes its first progress record; returns that
+    record's line ("" if none came) and what the probe wrote after it (stdout, stderr)."""
+    line = ""
+    for line in proc.stdout:
+        if '"kind":"progress"' in line:
+            proc.send_signal(signal.SIGTERM)
+            break
+    rest, err = proc.communicate(timeout=timeout)
+    return line, rest, err
+
+
+def run_in_bwrap(probe_id, params, extra=()):
+    if shutil.which("bwrap") is None:
+        raise AssertionError("bubblewrap (bwrap) is required for the sandbox tests")
+    at = BWRAP.index("--remount-ro")  # extra mounts go after (over) the default ones
+    run = run_probe(probe_id, params, prefix=BWRAP[:at] + list(extra) + BWRAP[at:],
+                    python="python3")
+    if not run.records:
+        raise AssertionError("bwrap could not run the probe (rc %s): %s" % (run.returncode,
+                                                                           run.stderr))
+    return run
+
+
+def assert_localhost_is_local():
+    """"localhost" must come from /etc/hosts before any DNS server is asked (traffic rule)."""
+    with open("/etc/hosts") as f:
+        assert any(l.split()[:1] == ["127.0.0.1"] and "localhost" in l.split() for l in f), \
+            "/etc/hosts does not map localhost to 127.0.0.1"
+    with open("/etc/nsswitch.conf") as f:  # glibc's default without this file asks DNS first
+        hosts = [l.split(":", 1)[1].split() for l in f if l.startswith("hosts:")][0]
+    assert "files" in hosts and hosts.index("files") < (hosts + ["dns"]).index("dns"), hosts
+
+
+def free_port(kind=socket.SOCK_STREAM):
+    """A 127.0.0.1 port nothing listens on (bound, then released)."""
+    with socket.socket(socket.AF_INET, kind) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ----------------------------------------------------------------------------- canaries
+
+class Canary:
+    """A socketserver on 127.0.0.1:0 served from a daemon thread; `hits` logs what it saw."""
+
+    def __init__(self, server, hits):
+        self.server, self.hits = server, hits
+        self.port = server.server_address[1]
+        self.target = "127.0.0.1:%d" % self.port
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def http_canary(canary=True, tls=False):
+    """The HTTP canary (200 + "sandprobe-canary <nonce>") or, canary=False, a plain server that
+    answers 404 without any nonce (a stand-in for a real metadata or API server)."""
+    hits = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            tag = self.headers.get("X-Sandprobe", "")
+            hits.append(tag)
+            if canary:
+                status, body = 200, ("sandprobe-canary %s\n" % tag.split(" ")[0]).encode()
+            else:
+                status, body = 404, b"not here\n"
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    if tls:
+        with tempfile.NamedTemporaryFile("w", suffix=".pem") as pem:
+            pem.write(TEST_KEY_AND_CERT)
+            pem.flush()
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(pem.name)
+        server.socket = ctx.wrap_socket(server.socket, server_side=True,
+                                        do_handshake_on_connect=False)
+    return Canary(server, hits)
+
+
+def echo_of(line):
+    """The echo canaries' answer to `SANDPROBE <nonce> <inv>`, or None for anything else."""
+    if line.startswith("SANDPROBE "):
+        return ("SANDPROBE-ECHO %s\n" % line[len("SANDPROBE "):]).encode()
+    return None
+
+
+def tcp_canary(echo=True):
+    """TCP echo canary: `SANDPROBE <nonce> <inv>` -> `SANDPROBE-ECHO <nonce> <inv>`; echo=False
+    reads the line and hangs up without a word (a local proxy's behaviour)."""
+    hits = []
+
+    class Handler(socketserver.StreamRequestHandler):
+        def handle(self):
+            line = self.rfile.readline(4096).decode(errors="replace").strip()
+            hits.append(line)
+            reply = echo_of(line) if echo else None
+            if reply:
+                self.wfile.write(reply)
+
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    return Canary(server, hits)
+
+
+def datagram_canary(answer):
+    """A UDP canary: answer(datagram) -> (what to log in hits, the datagrams to send back)."""
+    hits = []
+
+    class Handler(socketserver.BaseRequestHandler):
+        def handle(self):
+            data, sock = self.request
+            hit, replies = answer(data)
+            hits.append(hit)
+            for reply in replies:
+                sock.sendto(reply, self.client_address)
+
+    return Canary(socketserver.UDPServer(("127.0.0.1", 0), Handler), hits)
+
+
+def dns_canary():
+    """DNS over UDP: logs the query name, first sends a datagram with the wrong id (the probe
+    must skip it), then NXDOMAIN with the query's id and its question section."""
+    def answer(data):
+        qid, = struct.unpack("!H", data[:2])
+        labels, pos = [], 12
+        while data[pos]:
+            labels.append(data[pos + 1:pos + 1 + data[pos]].decode())
+            pos += 1 + data[pos]
+        question = data[12:pos + 5]
+        return ".".join(labels), [struct.pack("!6H", i, 0x8183, 1, 0, 0, 0) + question
+                                  for i in (qid ^ 1, qid)]
+    return datagram_canary(answer)
+
+
+def udp_canary(mode="echo"):
+    """UDP echo canary: a datagram `SANDPROBE <nonce> <inv>` -> `SANDPROBE-ECHO <nonce> <inv>`.
+    mode "foreign" answers a datagram without any nonce (a stand-in for another service),
+    "silent" answers nothing."""
+    def answer(data):
+        line = data.decode(errors="replace").strip()
+        reply = {"echo": echo_of(line), "foreign": b"hello from something else\n"}.get(mode)
+        return line, [reply] if reply else []
+    return datagram_canary(answer)
+
+
+# ----------------------------------------------------------------------------- shared checks
+
+class ProbeTestCase(unittest.TestCase):
+    """unittest.TestCase with the checks that several probes' tests share."""
+
+    def canary(self, canary):
+        """The canary, closed when the test ends."""
+        self.addCleanup(canary.close)
+        return canary
+
+    def assertBlockedByRefusal(self, result):
+        self.assertEqual((result["outcome"], result["evidence"], result["errno"]),
+                         ("blocked", "positive", "ECONNREFUSED"))
+
+    def assertRefusedOnLoopbackIsBlocked(self, probe_id, key, kind=socket.SOCK_STREAM, **params):
+        """params[key] = a 127.0.0.1 port nothing listens on: a refusal is positive evidence."""
+        params.update({key: "127.0.0.1:%d" % free_port(kind), "timeout_s": 2})
+        self.assertBlockedByRefusal(run_probe(probe_id, params).result)
+
+    def assertNoTargetSendsNothing(self, probe_id):
+        """A suite that forgets the target must not reach for 169.254.169.254 or the system
+        resolver: the probe says no_target and connects nowhere."""
+        r = run_probe(probe_id, {}).result
+        self.assertEqual((r["outcome"], r["evidence"]), ("no_target", "absence"))
+
+    def assertBlockedOnlyInBwrap(self, probe_id, canary):
+        """The probe reaches the canary unsandboxed (the control), then is refused in bubblewrap's
+        own network namespace, whose loopback has no listener; the canary sees the control only."""
+        try:
+            self.assertEqual(run_probe(probe_id, {"target": canary.target}).result["outcome"],
+                             "reached")
+            r = run_in_bwrap(probe_id, {"target": canary.target, "timeout_s": 2}).result
+        finally:
+            canary.close()
+        self.assertBlockedByRefusal(r)
+        self.assertEqual(len(canary.hits), 1)
+
+    def assertLowSpaceGuardStops(self, probe_id, directory):
+        """A filesystem far larger than the target with less free than the reserve: stop before
+        writing anything."""
+        r = run_probe(probe_id, {"dir": directory, "target_mib": 1,
+                                 "reserve_mib": 1 << 40}).result
+        self.assertEqual((r["outcome"], r["written_mib"], r["cleaned_up"]),
+                         ("low_space_guard", 0.0, True))
