@@ -1,6 +1,6 @@
 // Canary listeners: HTTP, TCP echo, UDP echo and DNS-over-UDP servers owned by the harness and
 // tagged with a per-run nonce. A probe that reaches one gets the nonce back and leaves a Hit in the
-// log, so "reached" rests on server-side proof, not on "connect() did not fail" (DESIGN.md,
+// log, so "reached" rests on server-side proof, not on "connect() did not fail" (docs/design.md,
 // "Canaries and hermetic targets").
 //
 // Wire protocols (what probes speak):
@@ -65,8 +65,8 @@ class UdpCanary;
 // The four listeners on one bind address, sharing one hit log. Stops in the destructor.
 class CanarySet {
  public:
-  // bind_address: an IPv4 address (tests/demo use 127.0.0.1; later a Docker --internal network
-  // gateway). nonce: 1..63 bytes of [A-Za-z0-9_-] (it must fit in one DNS label).
+  // bind_address: an IPv4 address (127.0.0.1, or the gateway of a Docker --internal network the
+  // test made, `--canary-bind`). nonce: 1..63 bytes of [A-Za-z0-9_-] (it must fit in one DNS label).
   // Errors: a message naming the failing listener and why (errno text), e.g.
   // "dns canary: bind 127.0.0.1:53: Permission denied", or the rejected argument.
   static std::expected<std::unique_ptr<CanarySet>, std::string> Start(
@@ -76,7 +76,7 @@ class CanarySet {
   CanarySet(const CanarySet&) = delete;
   CanarySet& operator=(const CanarySet&) = delete;
 
-  // "127.0.0.1:PORT" of each listener; unchanged after Stop().
+  // "<bind address>:PORT" of each listener; unchanged after Stop().
   std::string http_address() const { return http_address_; }
   std::string tcp_address() const { return tcp_address_; }
   std::string dns_address() const { return dns_address_; }

@@ -1,5 +1,5 @@
 // Test-only helpers for the canary tests: plain loopback sockets with timeouts, and a DNS query
-// builder. Every helper talks to 127.0.0.1 only (DESIGN.md traffic rule).
+// builder. Every helper talks to 127.0.0.1 only (docs/design.md traffic rule).
 #pragma once
 
 #include <arpa/inet.h>

@@ -1,6 +1,6 @@
 // sandprobe: adversarial conformance tests for sandboxes that run untrusted code.
 //
-// Exit codes (DESIGN.md): 0 every required probe PASS or SKIP; 1 a required FAIL; 2 no FAIL but a
+// Exit codes (docs/design.md): 0 every required probe PASS or SKIP; 1 a required FAIL; 2 no FAIL but a
 // required INCONCLUSIVE or ERROR, or an interrupted run; 3 usage, manifest or setup error.
 #include <CLI/CLI.hpp>
 

@@ -30,7 +30,7 @@ namespace sandprobe::core {
 // exposed into unknown, "the probe took the service down".
 Classification Classify(const ProbeDescriptor& probe, const Observation& obs);
 
-// How a process that left no result record ended, from its status alone (PROBES.md trap 5:
+// How a process that left no result record ended, from its status alone (docs/traps.md, trap 5:
 // GNU timeout 124, busybox timeout 143, SIGKILL 137; 137 alone does not tell OOM from a kill).
 enum class KillKind { kNone, kTimeout, kKill };
 KillKind KillKindOf(const Observation& obs);

@@ -128,7 +128,7 @@ Observation BalloonKilled(int exit_code, int last_mib, int claimed_mib) {
   return o;
 }
 
-// PROBES.md trap 5: a timeout kill is not a memory limit.
+// docs/traps.md, trap 5: a timeout kill is not a memory limit.
 TEST(ClassifyTest, TimeoutIsNotMemoryContainment) {
   const struct {
     int exit_code, last_mib, claimed_mib;

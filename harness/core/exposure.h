@@ -1,5 +1,5 @@
 // Exposure and evidence: how one observation is classified, before any verdict is made.
-// Pure value types; see DESIGN.md "Verdict rules".
+// Pure value types; see docs/design.md "Verdict rules".
 #pragma once
 
 #include <optional>

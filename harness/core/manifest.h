@@ -15,7 +15,7 @@ std::string_view ToString(ArmRole r);  // "control" | "candidate"
 
 struct Manifest {
   std::string name;         // arm name shown as the matrix column
-  std::string driver;       // "local" | "command" | later "docker", "kubernetes", "http"
+  std::string driver;       // a kind in the driver registry (drivers/registry.cc)
   std::string control;      // name or path of the control manifest ("" = none declared)
   std::string description;  // one line for reports
   Limits limits;            // what the candidate claims

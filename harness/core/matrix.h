@@ -69,7 +69,7 @@ struct Matrix {
   const ArmInfo* FindArm(std::string_view name) const;
 };
 
-// Exit code of `sandprobe run` (DESIGN.md): 0 every required verdict PASS or SKIP; 1 a required
+// Exit code of `sandprobe run` (docs/design.md): 0 every required verdict PASS or SKIP; 1 a required
 // FAIL; 2 no FAIL but a required INCONCLUSIVE or ERROR (or the run was interrupted).
 int RunExitCode(const Matrix& m);
 

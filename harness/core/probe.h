@@ -69,7 +69,7 @@ struct ClassifyRules {
   Exposure deadline = Exposure::kUnknown;    // still running at the harness deadline
   // Started, then exited non-zero with no result record and no kill/timeout signature: the
   // sandbox ended abnormally under the probe (gVisor dies when --pids-limit also counts its own
-  // threads, PROBES.md trap 10). Only a probe whose attack that stops may declare it contained.
+  // threads, docs/traps.md, trap 19). Only a probe whose attack that stops may declare it contained.
   Exposure crashed = Exposure::kUnknown;
   Exposure canary_hit = Exposure::kExposed;  // the canary logged this invocation
   std::optional<ExceedsRule> exceeds;

@@ -1,4 +1,4 @@
-// Verdicts and judge(): the only place a verdict is made. See DESIGN.md "Verdict rules".
+// Verdicts and judge(): the only place a verdict is made. See docs/design.md "Verdict rules".
 #pragma once
 
 #include <optional>

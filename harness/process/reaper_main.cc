@@ -3,7 +3,7 @@
 //   sandprobe-reaper STATUS_FD GRACE_MS -- ARGV...
 //
 // It becomes a child subreaper (prctl PR_SET_CHILD_SUBREAPER), so descendants that call setsid()
-// and double-fork are re-parented to it instead of init (PROBES.md trap 16: killpg is not a tree
+// and double-fork are re-parented to it instead of init (docs/traps.md, trap 16: killpg is not a tree
 // kill). It starts ARGV in a new process group with stdin/stdout/stderr inherited. When ARGV's
 // main process exits (after a 250 ms settle for what the sandbox tears down itself), or on
 // SIGTERM/SIGINT (the harness deadline or Ctrl-C), or when the harness

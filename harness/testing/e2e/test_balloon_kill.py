@@ -1,5 +1,5 @@
 """E2E: a memory balloon killed mid-way by a real memory cgroup still reports its last flushed
-progress record (PROBES.md trap 1), and the row PASSes as contained (killed).
+progress record (docs/traps.md, trap 1), and the row PASSes as contained (killed).
 
 The test makes its own memory cgroup (v1 memory.limit_in_bytes, else v2 memory.max), limited to
 96 MiB; a command manifest moves only the sandbox's own shell into it and execs Python there. The
@@ -195,7 +195,7 @@ class TimeoutIsNotAMemoryLimit(unittest.TestCase):
 
     `timeout 0.4 python3` claims limits.memory 512Mi (balloon target 1 GiB, the control reaches
     it in ~0.8 s here); GNU timeout ends the candidate with exit 124 part-way. Exit 124 is a
-    timeout by definition (PROBES.md trap 5: a kill code alone does not prove the memory limit
+    timeout by definition (docs/traps.md, trap 5: a kill code alone does not prove the memory limit
     held), so the row has no evidence of memory containment: INCONCLUSIVE, never PASS.
     (On a machine fast enough to reach the target first, the row is FAIL, also fine here.)
     """

@@ -44,7 +44,7 @@ class DefaultRun(u.RunCase):
         self.assertEqual(sorted(r["probe"] for r in self.report["rows"]), u.ALL_PROBES)
 
     def test_every_control_observation_is_exposed(self):
-        # A control that cannot show exposure means a broken probe (PROBES.md trap 18).
+        # A control that cannot show exposure means a broken probe (docs/traps.md, trap 18).
         controls = u.observations(self.report, "local")
         for probe in u.ALL_PROBES:
             if EXPECTED[probe] == "SKIP":

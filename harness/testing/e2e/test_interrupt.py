@@ -280,7 +280,7 @@ DAEMON = """\
 import signal
 import time
 emit("progress", step="daemonizing")
-if os.fork() == 0:                      # PROBES.md trap 16: setsid + double fork escapes killpg
+if os.fork() == 0:                      # docs/traps.md, trap 16: setsid + double fork escapes killpg
     os.setsid()
     if os.fork() == 0:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # and a polite SIGTERM is not enough

@@ -151,7 +151,7 @@ class RoBindRoot(WeakenedCase):
         self.assertEqual(self.res.returncode, 1, self.res.describe())
 
     def test_interfaces_pass_although_sys_class_net_lies(self):
-        # PROBES.md trap 9: /sys/class/net is the host's under --ro-bind / /; the probe must judge
+        # docs/traps.md, trap 9: /sys/class/net is the host's under --ro-bind / /; the probe must judge
         # from its own namespace (if_nameindex), which has loopback only.
         self.assert_verdicts(["net.interfaces"])
         result = u.observations(self.report, self.name)["net.interfaces"]["evidence"]["result"]

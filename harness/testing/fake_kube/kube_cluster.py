@@ -6,7 +6,7 @@ Modelled (close to Kubernetes 1.31):
     DeadlineExceeded events, status.active/succeeded/failed/startTime/completionTime and the
     conditions SuccessCriteriaMet+Complete or FailureTarget+Failed (reasons BackoffLimitExceeded,
     DeadlineExceeded). activeDeadlineSeconds kills and DELETES the pod (its logs go with it,
-    PROBES.md trap 5). ttlSecondsAfterFinished deletes the Job and its pods.
+    docs/traps.md, trap 5). ttlSecondsAfterFinished deletes the Job and its pods.
   - Scheduler: spec.nodeName, else the first schedulable node (no spec.unschedulable, taints
     NoSchedule/NoExecute tolerated) matching nodeSelector and required node affinity.
   - Kubelet: see kube_procs.py (processes, OOM by RSS, network namespace for denied egress).

@@ -8,12 +8,12 @@ How a container "runs" here (what a kubelet + runtime would do, modelled with pl
   - egress denied by a NetworkPolicy -> a fresh network namespace (`unshare --net` as root,
     `unshare --user --map-current-user --net` otherwise; see netns_wrapper): only a DOWN loopback,
     so nothing on the host (its loopback canaries included) is reachable and connect() fails
-    with ENETUNREACH. /sys is NOT remounted (PROBES.md trap 9);
+    with ENETUNREACH. /sys is NOT remounted (docs/traps.md, trap 9);
   - memory limit -> RSS of the process tree (VmRSS from /proc/<pid>/status, summed) sampled every
     50 ms and SIGKILL over the limit. This models the kubelet's cgroup OOM kill; it is coarser
     (a fast balloon can overshoot by one sampling period) and counts RSS, not page cache/tmpfs.
 Process trees: every pod process carries FAKE_KUBE_POD=<instance>/<pod uid> in its environment
-and the fake is a child subreaper, so children that setsid() and double-fork (PROBES.md trap 16)
+and the fake is a child subreaper, so children that setsid() and double-fork (docs/traps.md, trap 16)
 are still found (by /proc walk of descendants, plus that marker) and killed.
 """
 import ctypes

@@ -782,7 +782,7 @@ def _stat(pid):
 
 def _escaped(kube):
     """The pod's pids once its grandchild runs in its own session, reparented to the fake
-    (out of the pod's process tree and session: PROBES.md trap 16), else None."""
+    (out of the pod's process tree and session: docs/traps.md, trap 16), else None."""
     procs = kube.processes()
     if len(procs) != 1:
         return None
