@@ -336,6 +336,11 @@ std::expected<HttpResponse, TransportError> Send(const HttpRequest& req) {
     return fail(TransportFailure::kDeadline, "no complete answer before the deadline");
   }
   const auto [kind, summary] = Classify(rc);
+  if (kind == TransportFailure::kConnect && !req.unix_socket.empty()) {  // curl names host:80
+    return fail(kind, fmt::format("could not connect to the unix socket {} (absent, refused or "
+                                  "not permitted)",
+                                  OneLine(req.unix_socket)));
+  }
   const std::string detail = OneLine(errbuf[0] != '\0' ? errbuf : curl_easy_strerror(rc));
   return fail(kind, fmt::format("{} (curl: {})", summary, detail));
 }

@@ -312,6 +312,9 @@ TEST(HttpClientTest, UnixSocket) {
   auto r = Send(gone);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().kind, TransportFailure::kConnect);
+  EXPECT_NE(r.error().message.find("could not connect to the unix socket " + path),
+            std::string::npos)
+      << r.error().message;
 }
 
 struct Pki {
