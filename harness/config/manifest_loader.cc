@@ -108,7 +108,7 @@ Loaded<core::Manifest> ParseManifest(const std::string& text, const std::string&
       return std::unexpected(At(source, y[m.driver], m.driver, e.what()));
     }
   }
-  if (y[m.driver].IsDefined()) m.driver_config = internal::ToJson(y[m.driver]);
+  if (y[m.driver].IsDefined()) m.driver_config = YamlToJson(y[m.driver]);
   if (m.driver_config.is_null()) m.driver_config = nlohmann::json::object();
   return m;
 }

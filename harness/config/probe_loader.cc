@@ -38,7 +38,7 @@ std::expected<void, ConfigError> LoadParams(const std::string& file, const YAML:
       return r;
     }
     core::ParamSpec ps;
-    ps.default_value = internal::ToJson(spec["default"]);
+    ps.default_value = YamlToJson(spec["default"]);
     if (spec["description"].IsDefined()) ps.description = spec["description"].Scalar();
     if (spec["from_limit"].IsDefined()) {
       ps.from_limit = spec["from_limit"].Scalar();
@@ -49,7 +49,7 @@ std::expected<void, ConfigError> LoadParams(const std::string& file, const YAML:
       }
     }
     if (spec["factor"].IsDefined()) {
-      const nlohmann::json f = internal::ToJson(spec["factor"]);
+      const nlohmann::json f = YamlToJson(spec["factor"]);
       if (!f.is_number() || f.get<double>() <= 0) {
         return std::unexpected(
             At(file, spec["factor"], field + ".factor", "expected a positive number"));
@@ -181,7 +181,7 @@ Loaded<core::ProbeDescriptor> LoadProbe(const std::filesystem::path& dir) {
         At(file, y["id"], "id", "expected <category>.<name> matching category:"));
   }
   if (const YAML::Node rc = y["requires_control"]; rc.IsDefined()) {
-    const nlohmann::json v = internal::ToJson(rc);
+    const nlohmann::json v = YamlToJson(rc);
     if (!v.is_boolean())
       return std::unexpected(At(file, rc, "requires_control", "expected true or false"));
     p.requires_control = v.get<bool>();
@@ -194,13 +194,13 @@ Loaded<core::ProbeDescriptor> LoadProbe(const std::filesystem::path& dir) {
   }
   if (p.drivers.empty()) p.drivers = {"all"};
   if (const YAML::Node c = y["calls"]; c.IsDefined()) {
-    const nlohmann::json v = internal::ToJson(c);
+    const nlohmann::json v = YamlToJson(c);
     if (!v.is_number_integer() || v.get<int>() < 1 || v.get<int>() > 5)
       return std::unexpected(At(file, c, "calls", "expected a whole number from 1 to 5"));
     p.calls = v.get<int>();
   }
   if (const YAML::Node a = y["after_call_s"]; a.IsDefined()) {
-    const nlohmann::json v = internal::ToJson(a);
+    const nlohmann::json v = YamlToJson(a);
     if (!v.is_number() || v.get<double>() < 0 || v.get<double>() > 30)
       return std::unexpected(At(file, a, "after_call_s", "expected seconds from 0 to 30"));
     p.after_call_s = v.get<double>();

@@ -53,7 +53,7 @@ Loaded<core::Suite> ParseSuite(const std::string& text, const std::string& sourc
         if (!params.IsMap()) {
           return std::unexpected(At(source, params, path + ".params", "expected a mapping"));
         }
-        entry.params = internal::ToJson(params);
+        entry.params = YamlToJson(params);
       }
     } else {
       return std::unexpected(At(source, p, path, "expected a probe id or a mapping with id:"));

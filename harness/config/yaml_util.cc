@@ -54,7 +54,8 @@ std::expected<std::string, ConfigError> ReadFile(const std::string& path) {
   return ss.str();
 }
 
-// Walks the whole document once: duplicate keys (yaml-cpp keeps the first silently), nesting
+// Walks the whole document once: duplicate keys (yaml-cpp keeps the first silently), merge keys
+// (yaml-cpp 0.7 does not merge), non-scalar keys, nesting
 // deeper than kMaxDepth, and alias expansion past kMaxNodes ("billion laughs") are errors.
 std::expected<void, ConfigError> CheckTree(const std::string& source, const YAML::Node& node,
                                            int depth, size_t& visited) {
@@ -73,7 +74,14 @@ std::expected<void, ConfigError> CheckTree(const std::string& source, const YAML
   } else if (node.IsMap()) {
     std::set<std::string> keys;
     for (const auto& kv : node) {
-      if (kv.first.IsScalar() && !keys.insert(kv.first.Scalar()).second) {
+      if (!kv.first.IsScalar()) {
+        return std::unexpected(At(source, kv.first, "", "a mapping key must be a plain value"));
+      }
+      if (kv.first.Scalar() == "<<" && kv.first.Tag() == "?") {
+        return std::unexpected(
+            At(source, kv.first, "<<", "merge keys are not supported; write the keys out"));
+      }
+      if (!keys.insert(kv.first.Scalar()).second) {
         return std::unexpected(At(source, kv.first, kv.first.Scalar(), "duplicate key"));
       }
       if (auto r = CheckTree(source, kv.second, depth + 1, visited); !r) return r;
@@ -101,49 +109,6 @@ Loaded<YAML::Node> ReadYaml(const std::string& text, const std::string& source) 
                                        e.mark.is_null() ? 0 : e.mark.column + 1, "",
                                        "YAML syntax: " + e.msg});
   }
-}
-
-nlohmann::json ToJson(const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined:
-      return nullptr;
-    case YAML::NodeType::Sequence: {
-      nlohmann::json arr = nlohmann::json::array();
-      for (const auto& child : node) arr.push_back(ToJson(child));
-      return arr;
-    }
-    case YAML::NodeType::Map: {
-      nlohmann::json obj = nlohmann::json::object();
-      for (const auto& kv : node) obj[kv.first.as<std::string>()] = ToJson(kv.second);
-      return obj;
-    }
-    case YAML::NodeType::Scalar:
-      break;
-  }
-  const std::string& s = node.Scalar();
-  if (node.Tag() == "!") return s;  // quoted: always a string
-  if (s == "true" || s == "True") return true;
-  if (s == "false" || s == "False") return false;
-  if (s == "null" || s == "~") return nullptr;
-  if (!s.empty() && s.find_first_not_of("-+0123456789") == std::string::npos && s != "-" &&
-      s != "+") {
-    try {
-      size_t used = 0;
-      long long v = std::stoll(s, &used);
-      if (used == s.size()) return v;
-    } catch (...) {
-    }
-  }
-  if (!s.empty() && s.find_first_not_of("-+0123456789.eE") == std::string::npos) {
-    try {
-      size_t used = 0;
-      double v = std::stod(s, &used);
-      if (used == s.size()) return v;
-    } catch (...) {
-    }
-  }
-  return s;
 }
 
 Loaded<std::string> String(const std::string& file, const YAML::Node& map, const std::string& key,

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "config/yaml_json.h"
 
 namespace sandprobe::config::internal {
 
@@ -18,9 +19,6 @@ ConfigError At(const std::string& file, const YAML::Node& node, const std::strin
 Loaded<YAML::Node> ReadYaml(const std::string& text, const std::string& source);
 std::expected<std::string, ConfigError> ReadFile(const std::string& path);
 
-// Scalars become JSON numbers/booleans/null when they read as such (YAML 1.2 core schema),
-// strings otherwise; quoted scalars stay strings.
-nlohmann::json ToJson(const YAML::Node& node);
 
 // Required or optional string field of a map; errors name the field.
 Loaded<std::string> String(const std::string& file, const YAML::Node& map, const std::string& key,

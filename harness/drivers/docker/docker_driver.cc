@@ -190,7 +190,7 @@ core::Observation DockerDriver::Execute(const Invocation& inv, const std::atomic
 
 void DockerDriver::Cleanup() {
   const std::string filter =
-      UrlEncode(Json{{"label", {fmt::format("sandprobe.run={}", context_.run_id)}}}.dump());
+      QueryEscape(Json{{"label", {fmt::format("sandprobe.run={}", context_.run_id)}}}.dump());
   auto list =
       client_.Call("GET", Path("/containers/json?all=1&filters={}", filter), "", kCallTimeout);
   std::set<std::string> ids;

@@ -19,7 +19,7 @@ void SweepContainers(const SweepRequest& r, SweepTally& t) {
     r.say(fmt::format("docker: no daemon at {}, no containers to look at", docker.endpoint()));
     return;
   }
-  const std::string filter = UrlEncode(R"({"label":["sandprobe.run"]})");
+  const std::string filter = QueryEscape(R"({"label":["sandprobe.run"]})");
   auto list = docker.Call(
       "GET", std::string(kDockerApi) + "/containers/json?all=1&filters=" + filter, "", 15);
   const nlohmann::json arr = list && list->status == 200

@@ -1,7 +1,6 @@
-// A small Docker Engine API client over the daemon's unix socket (or tcp://host:port), on
-// libcurl (CURLOPT_UNIX_SOCKET_PATH). Debian 12's cpp-httplib (0.11.4) cannot connect to a unix
-// socket, so this driver uses libcurl, a well-kept library that can. Every call has a
-// client-side timeout; errors are values.
+// The Docker Engine API protocol layer: paths under the daemon's unix socket (or tcp://host:port)
+// and JSON bodies, sent through the harness's one HTTP client (drivers/transport). Every call has
+// a client-side timeout; errors are values.
 #pragma once
 
 #include <expected>
@@ -9,11 +8,13 @@
 #include <string>
 #include <string_view>
 
+#include "drivers/transport/http_client.h"
+
 namespace sandprobe::drivers {
 
 struct EngineResponse {
   long status = 0;   // HTTP status
-  std::string body;  // bounded to 4 MiB unless streamed
+  std::string body;  // bounded to 4 MiB (cut there) unless streamed
 };
 
 class EngineClient {
@@ -23,7 +24,8 @@ class EngineClient {
   const std::string& endpoint() const { return endpoint_; }
 
   // method: GET/POST/DELETE; path like "/v1.41/containers/create"; body: JSON or "".
-  // timeout_s bounds the whole call. on_data, when given, receives the body instead.
+  // timeout_s bounds the whole call. on_data, when given, receives a 2xx body instead.
+  // Errors: "Docker Engine API <method> <path> at <endpoint>: <transport message>".
   std::expected<EngineResponse, std::string> Call(
       std::string_view method, const std::string& path, const std::string& body, double timeout_s,
       const std::function<void(std::string_view)>& on_data = {}) const;
@@ -35,6 +37,6 @@ class EngineClient {
 // DOCKER_HOST, else unix:///var/run/docker.sock.
 std::string DefaultDockerEndpoint();
 // Percent-encodes a query value (label filters hold JSON).
-std::string UrlEncode(std::string_view s);
+using transport::QueryEscape;
 
 }  // namespace sandprobe::drivers

@@ -1,16 +1,15 @@
 #include "drivers/http/http_driver.h"
 
 #include <fmt/format.h>
-#include <httplib.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdlib>
 #include <thread>
 
 #include "core/limits.h"
 #include "core/output.h"
 #include "core/text.h"
+#include "drivers/transport/http_client.h"
 
 namespace sandprobe::drivers {
 namespace {
@@ -196,101 +195,44 @@ void HttpDriver::RedactObservation(core::Observation& obs) const {
 std::expected<HttpDriver::Reply, HttpDriver::CallError> HttpDriver::Call(
     const std::string& method, const std::string& url, const std::string& body, double deadline_s,
     const std::atomic<bool>& cancel) const {
-  const auto parts = SplitUrl(url);
-  if (!parts) return std::unexpected(CallError{Failure::kTransport, "not an http(s) URL: " + url});
-  const auto start = Clock::now();
-  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
-                                    std::chrono::duration<double>(deadline_s));
-  httplib::Client client(parts->first);
-  client.set_keep_alive(false);
-  client.set_follow_location(false);
-  const auto whole = std::chrono::duration_cast<std::chrono::microseconds>(
-      std::chrono::duration<double>(deadline_s + 1));
-  client.set_connection_timeout(std::min(whole, std::chrono::microseconds(5'000'000)));
-  client.set_read_timeout(whole);
-  client.set_write_timeout(whole);
-
-  httplib::Request req;
+  if (!SplitUrl(url)) {
+    return std::unexpected(CallError{Failure::kTransport, "not an http(s) URL: " + url});
+  }
+  transport::HttpRequest req;
   req.method = method;
-  req.path = parts->second;
-  for (const auto& [k, v] : config_.headers) req.headers.emplace(k, v);
-  if (!token_.empty()) req.headers.emplace("Authorization", "Bearer " + token_);
-  if (!body.empty()) {
-    req.headers.emplace("Content-Type", "application/json");
-    req.body = body;
+  req.url = url;
+  req.headers = config_.headers;
+  if (!token_.empty()) req.headers.emplace_back("Authorization", "Bearer " + token_);
+  if (!body.empty()) req.headers.emplace_back("Content-Type", "application/json");
+  req.body = body;
+  req.deadline = transport::After(deadline_s);
+  req.cancel = &cancel;
+  req.max_body = config_.max_body;
+  auto r = transport::Send(req);
+  if (r) return Reply{r->status, std::move(r->body)};
+  using transport::TransportFailure;
+  const transport::TransportError& e = r.error();
+  switch (e.kind) {
+    case TransportFailure::kTooBig:
+      return std::unexpected(CallError{
+          Failure::kTooBig,
+          e.announced_bytes > 0
+              ? fmt::format("the service announced a {}-byte response (Content-Length), over "
+                            "the {}-byte cap (http.maxBody)",
+                            e.announced_bytes, config_.max_body)
+              : fmt::format("the service sent more than {} bytes (http.maxBody); reading "
+                            "stopped there",
+                            config_.max_body)});
+    case TransportFailure::kCancelled:
+      return std::unexpected(CallError{Failure::kCancelled, "interrupted"});
+    case TransportFailure::kDeadline:
+      return std::unexpected(
+          CallError{Failure::kDeadline,
+                    fmt::format("no complete answer from {} within {:g}s", url, deadline_s)});
+    default:
+      return std::unexpected(
+          CallError{Failure::kTransport, fmt::format("{} {}: {}", method, url, e.message)});
   }
-  Reply reply;
-  std::string too_big;
-  req.response_handler = [&](const httplib::Response& r) {
-    reply.status = r.status;
-    if (r.has_header("Content-Length")) {
-      const uint64_t announced =
-          std::strtoull(r.get_header_value("Content-Length").c_str(), nullptr, 10);
-      if (announced > config_.max_body) {
-        too_big = fmt::format(
-            "the service announced a {}-byte response (Content-Length), over "
-            "the {}-byte cap (http.maxBody)",
-            announced, config_.max_body);
-        return false;
-      }
-    }
-    return true;
-  };
-  req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
-    if (reply.body.size() + n > config_.max_body) {
-      too_big = fmt::format(
-          "the service sent more than {} bytes (http.maxBody); reading stopped "
-          "there",
-          config_.max_body);
-      return false;
-    }
-    reply.body.append(data, n);
-    return true;
-  };
-
-  // The watchdog: the whole call ends at the deadline or on Ctrl-C, whatever httplib waits for.
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  std::optional<Failure> fired;
-  std::thread dog([&] {
-    std::unique_lock lock(mu);
-    while (!done) {
-      if (!fired && cancel.load()) fired = Failure::kCancelled;
-      if (!fired && Clock::now() >= deadline) fired = Failure::kDeadline;
-      if (fired) client.stop();  // repeated: a stop() during connect() finds no socket yet
-      cv.wait_for(lock, std::chrono::milliseconds(20));
-    }
-  });
-  httplib::Response res;
-  httplib::Error err = httplib::Error::Success;
-  const bool ok = client.send(req, res, err);
-  {
-    std::lock_guard lock(mu);
-    done = true;
-  }
-  cv.notify_all();
-  dog.join();
-  if (!too_big.empty()) return std::unexpected(CallError{Failure::kTooBig, too_big});
-  if (fired == Failure::kCancelled) return std::unexpected(CallError{*fired, "interrupted"});
-  if (fired == Failure::kDeadline || (!ok && Clock::now() >= deadline)) {
-    return std::unexpected(
-        CallError{Failure::kDeadline,
-                  fmt::format("no complete answer from {} within {:g}s", url, deadline_s)});
-  }
-  if (!ok) {
-    const char* what = err == httplib::Error::Connection ? "could not connect (refused or "
-                                                           "unreachable)"
-                       : err == httplib::Error::Read  ? "the connection closed or was reset before "
-                                                        "a complete answer"
-                       : err == httplib::Error::Write ? "the connection broke while sending"
-                                                      : "request failed";
-    return std::unexpected(CallError{
-        Failure::kTransport,
-        fmt::format("{} {}: {} (httplib: {})", method, url, what, httplib::to_string(err))});
-  }
-  reply.status = res.status;
-  return reply;
 }
 
 std::string HttpDriver::Health(const std::atomic<bool>& cancel) const {

@@ -96,7 +96,8 @@ class HttpDriver : public Driver {
     Failure kind;
     std::string message;  // one line, token-free
   };
-  // One request with a whole-call deadline (seconds), cancellable, body capped at max_body.
+  // One request through drivers/transport with a whole-call deadline (seconds), cancellable,
+  // body capped at max_body.
   std::expected<Reply, CallError> Call(const std::string& method, const std::string& url,
                                        const std::string& body, double deadline_s,
                                        const std::atomic<bool>& cancel) const;

@@ -90,7 +90,7 @@ std::expected<void, config::ConfigError> CheckHttpSection(const std::string& fil
   }
   const YAML::Node body = section["body"];
   if (body.IsDefined()) {
-    const std::string dumped = config::internal::ToJson(body).dump();
+    const std::string dumped = config::YamlToJson(body).dump();
     if (!body.IsMap() && !body.IsSequence())
       return std::unexpected(At(file, body, "http.body", "expected a JSON object (a mapping)"));
     if (dumped.find("{script}") == std::string::npos) {

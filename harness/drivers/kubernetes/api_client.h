@@ -1,13 +1,13 @@
-// A small Kubernetes API client on cpp-httplib + OpenSSL: HTTPS with the CA, client certificate
-// and key taken from memory (never written to disk), a bearer token, JSON in and out, and a
-// client-side deadline on every call (connect/read/write timeouts bounded by the time left, and a
-// body receiver that stops at the deadline). Thread-safe: each call makes its own connection.
+// The Kubernetes API protocol layer on the harness's one HTTP client (drivers/transport): HTTPS
+// with the kubeconfig's CA, client certificate and key handed over from memory (never written to
+// disk), a bearer token, JSON in and out, and a client-side deadline on every call (the transport
+// checks it, and cancel, every 50 ms). Thread-safe: each call makes its own connection.
 //
 // Errors are values: a meta/v1 Status body becomes ApiError{code, reason, message,
 // retry_after_s}; a transport failure has code 0. Retries (Call): 429 waits Retry-After (bounded)
 // and retries; 403 "exceeded quota" (a ResourceQuota used as a rate limit) backs off and retries —
 // back-pressure, never a verdict; GET/DELETE also retry 5xx and transport errors. Every retry
-// stops at the call's deadline or on cancel.
+// stops at the call's deadline or on cancel. The token never appears in an error.
 #pragma once
 
 #include <atomic>
@@ -19,10 +19,11 @@
 #include <string_view>
 
 #include "drivers/kubernetes/kubeconfig.h"
+#include "drivers/transport/http_client.h"
 
 namespace sandprobe::drivers::kube {
 
-using Clock = std::chrono::steady_clock;
+using Clock = transport::Clock;
 
 struct ApiError {
   int code = 0;              // HTTP status; 0 = transport (connect, TLS, timeout, broken stream)
@@ -88,8 +89,8 @@ class ApiClient {
                  ApiError* error = nullptr, double read_idle_s = 2) const;
 
  private:
-  // Send, with a 2xx body handed to on_data chunk by chunk (false stops the request); io_timeout_s
-  // bounds each read and write.
+  // Send, with a 2xx body handed to on_data chunk by chunk (false stops the request);
+  // io_timeout_s bounds a silence (no byte received).
   std::expected<ApiResponse, ApiError> SendStreaming(
       std::string_view method, const std::string& path, const std::string& body,
       Clock::time_point deadline, const std::atomic<bool>* cancel,
@@ -97,19 +98,16 @@ class ApiClient {
 
   ClusterConnection conn_;
   ApiOptions options_;
-  std::string host_;
-  int port_ = 443;
-  std::string prefix_;
+  std::string base_url_;  // "https://host:port[/prefix]", no trailing '/'
 };
 
 // Turns a response into an ApiError from its meta/v1 Status body (or the bare status).
 ApiError StatusError(const ApiResponse& response);
 // Percent-encodes a query value ("sandprobe.io/run=x" -> "sandprobe.io%2Frun%3Dx").
-std::string QueryEscape(std::string_view s);
-// Deadline `seconds` from now.
-Clock::time_point After(double seconds);
-// Seconds left until `deadline` (negative when past).
-double SecondsLeft(Clock::time_point deadline);
+using transport::QueryEscape;
+// Deadline `seconds` from now; seconds left until a deadline (negative when past).
+using transport::After;
+using transport::SecondsLeft;
 // Sleeps up to `seconds`, waking every 100 ms to check cancel and the deadline. False when
 // stopped early.
 bool SleepFor(double seconds, Clock::time_point deadline, const std::atomic<bool>* cancel);

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <filesystem>
 
+#include "config/yaml_json.h"
+
 namespace sandprobe::drivers::kube {
 namespace {
 
@@ -149,39 +151,12 @@ std::optional<double> SecondsField(const Json& cfg, const char* key, std::string
   return std::nullopt;
 }
 
-Json YamlNodeToJson(const YAML::Node& n) {
-  switch (n.Type()) {
-    case YAML::NodeType::Map: {
-      Json o = Json::object();
-      for (const auto& kv : n) o[kv.first.Scalar()] = YamlNodeToJson(kv.second);
-      return o;
-    }
-    case YAML::NodeType::Sequence: {
-      Json a = Json::array();
-      for (const auto& e : n) a.push_back(YamlNodeToJson(e));
-      return a;
-    }
-    case YAML::NodeType::Scalar: {
-      const std::string& s = n.Scalar();
-      if (n.Tag() == "!") return s;  // quoted: always a string
-      if (s == "true" || s == "True" || s == "TRUE") return true;
-      if (s == "false" || s == "False" || s == "FALSE") return false;
-      if (s == "null" || s == "Null" || s == "NULL" || s == "~" || s.empty()) return nullptr;
-      const Json num = Json::parse(s, nullptr, false);
-      if (num.is_number()) return num;
-      return s;
-    }
-    default:
-      return nullptr;
-  }
-}
-
 bool LooksTyped(const std::string& s) {
   if (s.empty()) return true;
   try {
     const YAML::Node n = YAML::Load(s);
     if (!n.IsDefined() || !n.IsScalar() || n.Scalar() != s) return true;  // not plain of itself
-    return !YamlNodeToJson(n).is_string();
+    return !config::YamlToJson(n).is_string();
   } catch (const YAML::Exception&) {
     return true;  // not plain YAML: quote it
   }
@@ -423,8 +398,8 @@ Json BuildDenyAllEgressPolicy(const std::string& run_id, const std::string& arm)
 
 std::expected<Json, std::string> PolicyFromYaml(const std::string& text, const std::string& source,
                                                 const std::string& run_id, const std::string& arm) {
-  auto j = YamlToJson(text);
-  if (!j) return std::unexpected(fmt::format("network policy {}: {}", source, j.error()));
+  auto j = config::YamlToJson(text, source);
+  if (!j) return std::unexpected("network policy " + j.error().ToString());
   if (!j->is_object() || j->value("kind", "") != "NetworkPolicy" || !j->contains("spec") ||
       !(*j)["spec"].is_object()) {
     return std::unexpected(fmt::format(
@@ -443,15 +418,6 @@ std::expected<Json, std::string> PolicyFromYaml(const std::string& text, const s
   p["metadata"]["annotations"]["sandprobe.io/source"] =
       original.empty() ? source : fmt::format("{} ({})", original, source);
   return p;
-}
-
-std::expected<Json, std::string> YamlToJson(const std::string& text) {
-  try {
-    return YamlNodeToJson(YAML::Load(text));
-  } catch (const YAML::Exception& e) {
-    return std::unexpected(
-        fmt::format("line {}, column {}: {}", e.mark.line + 1, e.mark.column + 1, e.msg));
-  }
 }
 
 std::string JsonToYaml(const Json& value) {

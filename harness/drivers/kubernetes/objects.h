@@ -97,9 +97,8 @@ std::string RunSelector(const std::string& run_id);  // "sandprobe.io/run=<run>"
 // Bytes as a Kubernetes quantity: "256Mi", "1Gi", "1000" (exact, never rounded).
 std::string Quantity(uint64_t bytes);
 
-// YAML <-> JSON with yaml-cpp (scalars typed by the YAML 1.2 core schema; quoted stay strings).
-std::expected<nlohmann::json, std::string> YamlToJson(const std::string& text);
-// Multi-line strings come out as literal blocks; used by `sandprobe render`.
+// JSON -> YAML with yaml-cpp; a string that config::YamlToJson would read as another type is
+// quoted, multi-line strings come out as literal blocks. Used by `sandprobe render`.
 std::string JsonToYaml(const nlohmann::json& value);
 
 }  // namespace sandprobe::drivers::kube

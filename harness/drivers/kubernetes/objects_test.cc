@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "config/yaml_json.h"
+
 namespace sandprobe::drivers::kube {
 namespace {
 
@@ -281,8 +283,8 @@ TEST(Yaml, RoundTripKeepsTypesAndScripts) {
                   {"noeol", "two\nlines"},  // no final newline: exact, double-quoted
                   {"trail", "line\n"},
                   {"arr", {1, "2", Json::object()}}};
-  auto back = YamlToJson(JsonToYaml(v));
-  ASSERT_TRUE(back.has_value()) << back.error();
+  auto back = config::YamlToJson(JsonToYaml(v), "rendered.yaml");
+  ASSERT_TRUE(back.has_value()) << back.error().ToString();
   EXPECT_EQ(*back, v) << JsonToYaml(v);
   EXPECT_NE(JsonToYaml(v).find("script: |"), std::string::npos) << JsonToYaml(v);
 }

@@ -1,0 +1,96 @@
+#include "config/yaml_json.h"
+
+#include <charconv>
+#include <cstdint>
+#include <regex>
+#include <string_view>
+
+#include "config/yaml_util.h"
+
+namespace sandprobe::config {
+namespace {
+
+using Json = nlohmann::json;
+
+bool OneOf(const std::string& s, std::initializer_list<const char*> words) {
+  for (const char* w : words) {
+    if (s == w) return true;
+  }
+  return false;
+}
+
+// Digits in `base` -> an integer JSON value; a string when it does not fit 64 bits.
+Json Integer(const std::string& text, std::string_view digits, bool negative, int base) {
+  uint64_t magnitude = 0;
+  const auto [end, ec] =
+      std::from_chars(digits.data(), digits.data() + digits.size(), magnitude, base);
+  if (ec != std::errc() || end != digits.data() + digits.size()) return text;
+  if (!negative) {
+    if (magnitude <= static_cast<uint64_t>(INT64_MAX)) return static_cast<int64_t>(magnitude);
+    return magnitude;
+  }
+  if (magnitude <= static_cast<uint64_t>(INT64_MAX)) return -static_cast<int64_t>(magnitude);
+  if (magnitude == static_cast<uint64_t>(INT64_MAX) + 1) return INT64_MIN;
+  return text;
+}
+
+// A plain (untagged, unquoted) scalar by the core schema.
+Json Plain(const std::string& s) {
+  if (OneOf(s, {"", "~", "null", "Null", "NULL"})) return nullptr;
+  if (OneOf(s, {"true", "True", "TRUE"})) return true;
+  if (OneOf(s, {"false", "False", "FALSE"})) return false;
+  static const std::regex kDecimal("[-+]?[0-9]+");
+  static const std::regex kOctal("0o[0-7]+");
+  static const std::regex kHex("0x[0-9a-fA-F]+");
+  static const std::regex kFloat(R"([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?)");
+  if (std::regex_match(s, kDecimal)) {
+    const bool sign = s[0] == '-' || s[0] == '+';
+    const std::string_view digits = std::string_view(s).substr(sign ? 1 : 0);
+    if (digits.size() > 1 && digits[0] == '0') return s;  // 0644: octal to YAML 1.1 readers
+    return Integer(s, digits, s[0] == '-', 10);
+  }
+  if (std::regex_match(s, kOctal)) return Integer(s, std::string_view(s).substr(2), false, 8);
+  if (std::regex_match(s, kHex)) return Integer(s, std::string_view(s).substr(2), false, 16);
+  if (std::regex_match(s, kFloat)) {
+    const size_t skip = s[0] == '+' ? 1 : 0;  // from_chars takes no '+'
+    double v = 0;
+    const auto [end, ec] = std::from_chars(s.data() + skip, s.data() + s.size(), v);
+    if (ec == std::errc() && end == s.data() + s.size()) return v;
+  }
+  return s;
+}
+
+}  // namespace
+
+Json YamlToJson(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      return nullptr;
+    case YAML::NodeType::Sequence: {
+      Json arr = Json::array();
+      for (const auto& child : node) arr.push_back(YamlToJson(child));
+      return arr;
+    }
+    case YAML::NodeType::Map: {
+      Json obj = Json::object();
+      for (const auto& kv : node) {
+        obj[kv.first.IsScalar() ? kv.first.Scalar() : ""] = YamlToJson(kv.second);
+      }
+      return obj;
+    }
+    case YAML::NodeType::Scalar:
+      break;
+  }
+  const std::string& tag = node.Tag();
+  if (tag == "!" || tag == "tag:yaml.org,2002:str") return node.Scalar();  // quoted or !!str
+  return Plain(node.Scalar());
+}
+
+Loaded<Json> YamlToJson(const std::string& text, const std::string& source) {
+  auto root = internal::ReadYaml(text, source);
+  if (!root) return std::unexpected(root.error());
+  return YamlToJson(*root);
+}
+
+}  // namespace sandprobe::config
