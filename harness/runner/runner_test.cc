@@ -117,6 +117,7 @@ TEST_F(RunnerTest, JobsBoundInFlightAndDeadlineProbesStartFirst) {
   probes.back().classify.deadline = core::Exposure::kExposed;  // last in the suite
   FakeArm quick;
   for (const auto& p : probes) quick.acts[p.id] = FakeAct{.run_s = 0.05};
+  quick.acts["q.slow"].run_s = 0.2;
   RunOptions o = Options(probes, {{"local", quick}, {"cand", quick}});
   o.jobs = 2;
   auto m = RunIt(o);
