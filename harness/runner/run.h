@@ -57,8 +57,12 @@ struct RunError {
   std::string hint;
 };
 
-// Runs the suite. `cancel` (Ctrl-C) stops running invocations and skips the rest; the matrix is
-// still returned with interrupted = true and what was measured.
+// Runs the suite: one driver per arm from options.make_driver (controls first), a preflight in
+// each, then every task of the plan on options.jobs workers. `cancel` (Ctrl-C) stops running
+// invocations and skips the rest; the matrix is still returned with interrupted = true and what
+// was measured. Errors (exit code 3): no make_driver, the canary dir or canaries cannot be set
+// up, a plan or control-budget error, an arm's factory, Prepare() or preflight failure. On every
+// path each driver made is cleaned up, the canaries are stopped and planted secrets removed.
 std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver& observer,
                                           const std::atomic<bool>& cancel);
 
