@@ -81,6 +81,7 @@ int DoRender(const RenderArgs& a) {
       auto script = core::BuildScript(*probe, pre.str(), *params, run_id, inv);
       if (!script) return Fail(script.error());
       invocations.push_back({probe->id, inv, *script, deadline, {}});
+      invocations.back().deploy = probe->deploy;
     }
     if (!a.probe.empty() && invocations.empty()) {
       return Fail(fmt::format("probe {} is not in the suite (or does not apply to {})", a.probe,

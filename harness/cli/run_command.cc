@@ -140,6 +140,7 @@ int DoRun(const RunArgs& a) {
     return SetupError(probes.error().ToString(), "pass --home or set SANDPROBE_HOME to the tree");
   }
   opt.probes = std::move(*probes);
+  opt.make_driver = drivers::MakeDriver;
   std::ifstream preamble(home / "probes/lib/preamble.py");
   std::stringstream pre;
   pre << preamble.rdbuf();

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "config/manifest_sections.h"
+#include <fstream>
 
 namespace sandprobe::config {
 namespace {
@@ -90,6 +91,58 @@ TEST(YamlTest, QuotedScalarsStayStrings) {
   EXPECT_TRUE(p["w"].is_number_float());
 }
 
+// A probe directory under the test's temp dir: probe.yaml (the common fields plus `extra`) and
+// an empty probe.py.
+std::filesystem::path WriteProbe(const std::string& name, const std::string& extra) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "probes" / name;
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "probe.yaml") << "id: x.y\nlabel: y\ncategory: x\ndescription: d\n"
+                                       "classify:\n  outcomes: {ok: contained}\n"
+                                    << extra;
+  std::ofstream(dir / "probe.py") << "result('ok', 'positive')\n";
+  return dir;
+}
+
+TEST(ProbeTest, NeedsAndDeploy) {
+  auto plain = LoadProbe(WriteProbe("plain", ""));
+  ASSERT_TRUE(plain) << plain.error().ToString();
+  EXPECT_TRUE(plain->needs.empty());
+  EXPECT_FALSE(plain->Needs(core::Need::kPlantedEnv));
+  EXPECT_EQ(plain->deploy, core::Deploy::kSandbox);
+
+  auto both = LoadProbe(WriteProbe("both", "needs: [planted-env]\ndeploy: harness-admission\n"));
+  ASSERT_TRUE(both) << both.error().ToString();
+  EXPECT_TRUE(both->Needs(core::Need::kPlantedEnv));
+  EXPECT_EQ(both->deploy, core::Deploy::kHarnessAdmission);
+  auto sandbox = LoadProbe(WriteProbe("sandbox", "deploy: sandbox\n"));
+  ASSERT_TRUE(sandbox) << sandbox.error().ToString();
+  EXPECT_EQ(sandbox->deploy, core::Deploy::kSandbox);
+
+  const struct {
+    const char* extra;
+    int line, column;
+    const char* field;
+  } bad[] = {
+      {"needs: [planted-env, planted-file]\n", 7, 22, "needs[1]"},
+      {"needs: planted-env\n", 7, 8, "needs"},
+      {"needs: [[planted-env]]\n", 7, 9, "needs[0]"},
+      {"deploy: admission\n", 7, 9, "deploy"},
+      {"deploy: [sandbox]\n", 7, 9, "deploy"},
+  };
+  for (const auto& b : bad) {
+    SCOPED_TRACE(b.extra);
+    auto p = LoadProbe(WriteProbe("bad", b.extra));
+    ASSERT_FALSE(p);
+    EXPECT_EQ(p.error().line, b.line) << p.error().ToString();
+    EXPECT_EQ(p.error().column, b.column) << p.error().ToString();
+    EXPECT_EQ(p.error().field, b.field) << p.error().ToString();
+    EXPECT_TRUE(p.error().ToString().ends_with("probe.yaml:" + std::to_string(b.line) + ":" +
+                                               std::to_string(b.column) + ": " + b.field + ": " +
+                                               p.error().message))
+        << p.error().ToString();
+  }
+}
+
 // The repository's own probes, suites and manifests must load.
 TEST(RepoFilesTest, ShippedFilesLoad) {
   const std::filesystem::path root = SANDPROBE_SOURCE_ROOT;
@@ -97,6 +150,10 @@ TEST(RepoFilesTest, ShippedFilesLoad) {
   ASSERT_TRUE(probes) << probes.error().ToString();
   EXPECT_GE(probes->size(), 13u);
   for (const auto& p : *probes) {
+    // The properties the runner and drivers act on are declared, not keyed on probe ids.
+    EXPECT_EQ(p.Needs(core::Need::kPlantedEnv), p.id == "cred.env-secrets") << p.id;
+    EXPECT_EQ(p.deploy == core::Deploy::kHarnessAdmission, p.id == "platform.runtime-class")
+        << p.id;
     EXPECT_FALSE(p.script.empty()) << p.id;
     EXPECT_FALSE(p.classify.outcomes.empty()) << p.id;
   }

@@ -151,6 +151,33 @@ std::expected<void, ConfigError> LoadClassify(const std::string& file, const YAM
   return {};
 }
 
+// needs: [planted-env] and deploy: sandbox | harness-admission (both optional).
+std::expected<void, ConfigError> LoadNeedsAndDeploy(const std::string& file, const YAML::Node& y,
+                                                    core::ProbeDescriptor& p) {
+  if (const YAML::Node needs = y["needs"]; needs.IsDefined()) {
+    if (!needs.IsSequence())
+      return std::unexpected(At(file, needs, "needs", "expected a list, e.g. [planted-env]"));
+    for (size_t i = 0; i < needs.size(); ++i) {
+      const YAML::Node n = needs[i];
+      const std::string field = fmt::format("needs[{}]", i);
+      if (!n.IsScalar() || n.Scalar() != "planted-env")
+        return std::unexpected(At(file, n, field, "expected planted-env"));
+      if (!p.Needs(core::Need::kPlantedEnv)) p.needs.push_back(core::Need::kPlantedEnv);
+    }
+  }
+  if (const YAML::Node d = y["deploy"]; d.IsDefined()) {
+    const std::string v = d.IsScalar() ? d.Scalar() : "";
+    if (v == "sandbox") {
+      p.deploy = core::Deploy::kSandbox;
+    } else if (v == "harness-admission") {
+      p.deploy = core::Deploy::kHarnessAdmission;
+    } else {
+      return std::unexpected(At(file, d, "deploy", "expected sandbox or harness-admission"));
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 Loaded<core::ProbeDescriptor> LoadProbe(const std::filesystem::path& dir) {
@@ -160,9 +187,10 @@ Loaded<core::ProbeDescriptor> LoadProbe(const std::filesystem::path& dir) {
   auto root = internal::ReadYaml(*text, file);
   if (!root) return std::unexpected(root.error());
   const YAML::Node& y = *root;
-  if (auto r = internal::OnlyKeys(file, y, "",
-                                  {"id", "label", "category", "description", "requires_control",
-                                   "drivers", "params", "classify", "calls", "after_call_s"});
+  if (auto r = internal::OnlyKeys(
+          file, y, "",
+          {"id", "label", "category", "description", "requires_control", "drivers", "params",
+           "classify", "calls", "after_call_s", "needs", "deploy"});
       !r) {
     return std::unexpected(r.error());
   }
@@ -205,6 +233,7 @@ Loaded<core::ProbeDescriptor> LoadProbe(const std::filesystem::path& dir) {
       return std::unexpected(At(file, a, "after_call_s", "expected seconds from 0 to 30"));
     p.after_call_s = v.get<double>();
   }
+  if (auto r = LoadNeedsAndDeploy(file, y, p); !r) return std::unexpected(r.error());
   if (auto r = LoadParams(file, y["params"], p); !r) return std::unexpected(r.error());
   if (auto r = LoadClassify(file, y["classify"], p); !r) return std::unexpected(r.error());
   auto script = internal::ReadFile((dir / "probe.py").string());

@@ -10,11 +10,15 @@
 namespace sandprobe::core {
 
 std::vector<std::string> PolicyNotEnforcedBanners(const Matrix& m) {
+  std::set<std::string> net_rows;  // probes whose row is in the network category
+  for (const Row& r : m.rows) {
+    if (r.category == "net") net_rows.insert(r.probe);
+  }
   std::set<std::string> exposed_in_control;  // net probes some control was exposed on
   for (const Cell& c : m.cells) {
     const ArmInfo* arm = m.FindArm(c.observation.arm);
     if (arm != nullptr && arm->role == ArmRole::kControl &&
-        c.classification.exposure == Exposure::kExposed && c.observation.probe.starts_with("net."))
+        c.classification.exposure == Exposure::kExposed && net_rows.contains(c.observation.probe))
       exposed_in_control.insert(c.observation.probe);
   }
   struct Leak {

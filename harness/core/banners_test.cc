@@ -25,6 +25,12 @@ Matrix TwoArms() {
   Matrix m;
   m.arms.push_back(Arm("k8s-open", ArmRole::kControl));
   m.arms.push_back(Arm("k8s-deny", ArmRole::kCandidate));
+  // The row's category decides what is a network row, not the probe id's prefix.
+  m.rows = {{"net.dns", "dns", Level::kRequired, "net"},
+            {"net.tcp-by-ip", "tcp by ip", Level::kRequired, "net"},
+            {"priv.uid", "uid", Level::kRequired, "priv"},
+            {"egress.custom", "custom egress", Level::kRequired, "net"},
+            {"net.mislabelled", "not a network row", Level::kRequired, "fs"}};
   return m;
 }
 
@@ -56,6 +62,14 @@ TEST(BannersTest, PolicyNotEnforcedTable) {
        {MakeCell("priv.uid", "k8s-open", E::kExposed),
         MakeCell("priv.uid", "k8s-deny", E::kExposed, kPolicy)},
        false},
+      {"category net without the net. prefix is a network row",
+       {MakeCell("egress.custom", "k8s-open", E::kExposed),
+        MakeCell("egress.custom", "k8s-deny", E::kExposed, kPolicy)},
+       true},
+      {"a net. prefix in another category is not a network row",
+       {MakeCell("net.mislabelled", "k8s-open", E::kExposed),
+        MakeCell("net.mislabelled", "k8s-deny", E::kExposed, kPolicy)},
+       false},
       {"unknown is not a leak",
        {MakeCell("net.dns", "k8s-open", E::kExposed),
         MakeCell("net.dns", "k8s-deny", E::kUnknown, kPolicy)},
@@ -69,7 +83,8 @@ TEST(BannersTest, PolicyNotEnforcedTable) {
     if (c.want) {
       ASSERT_EQ(banners.size(), 1u);
       EXPECT_NE(banners[0].find("accepted but not enforced"), std::string::npos);
-      EXPECT_NE(banners[0].find("k8s-deny (policy 3s old) reached net.dns"), std::string::npos)
+      EXPECT_NE(banners[0].find("k8s-deny (policy 3s old) reached " + c.cells[0].observation.probe),
+                std::string::npos)
           << banners[0];
     }
   }

@@ -30,6 +30,9 @@ struct Row {
   std::string probe;  // probe id
   std::string label;  // row label
   Level level = Level::kRequired;
+  // The probe's category ("net", "cred", ...), for run-level findings (core/banners.h). Not
+  // rendered: reports name rows by probe id and label only.
+  std::string category = "";
 };
 
 // One probe in one arm. Controls can hold several cells per probe: one per distinct parameter set

@@ -9,4 +9,8 @@ bool ProbeDescriptor::AppliesTo(const std::string& driver) const {
                              [&](const std::string& d) { return d == "all" || d == driver; });
 }
 
+bool ProbeDescriptor::Needs(Need need) const {
+  return std::ranges::find(needs, need) != needs.end();
+}
+
 }  // namespace sandprobe::core

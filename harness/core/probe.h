@@ -78,6 +78,21 @@ struct ClassifyRules {
   std::optional<QuietAfterCallRule> quiet_after_call;
 };
 
+// How a probe reaches its arm (probe.yaml `deploy:`).
+enum class Deploy {
+  kSandbox,           // "sandbox" (default): probe.py runs inside the arm's sandbox
+  kHarnessAdmission,  // "harness-admission": the driver asks the platform's admission control
+                      // itself (kubernetes: a dry-run Pod); probe.py is not run as a probe
+};
+
+// What a probe needs from the harness before its result proves anything (probe.yaml `needs:`).
+enum class Need {
+  // "planted-env": the canary variable planted in the launching process's environment, named by
+  // the probe's `canary_name` parameter. A driver that does not start the sandbox's process
+  // (PlantsEnvironment() false) cannot plant it: the runner sets driver fact canary_not_planted.
+  kPlantedEnv,
+};
+
 struct ProbeDescriptor {
   std::string id;        // stable dotted id, e.g. "net.dns"
   std::string label;     // matrix row label, e.g. "dns"
@@ -94,11 +109,15 @@ struct ProbeDescriptor {
   // Seconds a driver that cannot count survivors (http) waits after the call for late evidence
   // (proc.outlives-call's heartbeats); 0 = none. Process drivers ignore it.
   double after_call_s = 0;
+  std::vector<Need> needs;           // empty: the probe needs nothing planted
+  Deploy deploy = Deploy::kSandbox;  // how drivers deploy it (drivers::Invocation::deploy)
   std::string script;       // probe.py body (the preamble is added at deployment)
   std::string source_path;  // where the descriptor was read from, for messages
 
   // True when the probe applies to the named driver.
   bool AppliesTo(const std::string& driver) const;
+  // True when `needs` lists `need`.
+  bool Needs(Need need) const;
 };
 
 }  // namespace sandprobe::core

@@ -12,6 +12,7 @@
 
 #include "core/manifest.h"
 #include "core/observation.h"
+#include "core/probe.h"
 
 namespace sandprobe::drivers {
 
@@ -28,6 +29,9 @@ struct Invocation {
   // The probe's after_call_s: how long a driver that cannot count survivors (http) waits after
   // the call for late evidence (a detached process's canary heartbeats); 0 = do not wait.
   double after_call_s = 0;
+  // The probe's deploy mode (probe.yaml `deploy:`): kHarnessAdmission asks the platform's
+  // admission control instead of running the script (kubernetes; other drivers ignore it).
+  core::Deploy deploy = core::Deploy::kSandbox;
 };
 
 // Shared settings from the runner.
@@ -51,7 +55,9 @@ class Driver {
   // Checks that the sandbox can be used at all (binary on PATH, daemon reachable).
   virtual std::expected<void, SetupError> Prepare() = 0;
   // Runs one invocation; never throws; always returns with nothing left running. `cancel` is
-  // set on Ctrl-C. The observation's ending, exit status, output and driver facts are filled.
+  // set on Ctrl-C. The observation's ending, exit status, duration, output and driver facts are
+  // filled: what the driver measured. Its identity (probe, arm, invocation, params, deadline) is
+  // stamped by the runner.
   virtual core::Observation Execute(const Invocation& inv, const std::atomic<bool>& cancel) = 0;
   // Removes what the driver created. Idempotent.
   virtual void Cleanup() {}
@@ -62,6 +68,11 @@ class Driver {
   // Weakenings and caveats found in Prepare() (e.g. insecure-skip-tls-verify, an image not
   // pinned by digest), for the report. Empty by default.
   virtual std::vector<std::string> Warnings() const { return {}; }
+  // One line telling the operator how to check the sandbox by hand when it cannot run the
+  // runner's trivial preflight probe (shown as the setup error's hint).
+  virtual std::string PreflightHint() const {
+    return "check the manifest's argv by hand, e.g. with a one-line python3 -c script";
+  }
 };
 
 // Builds the driver a manifest names. Errors: a driver this build does not have.

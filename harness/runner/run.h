@@ -6,6 +6,8 @@
 #include <atomic>
 #include <expected>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,9 +15,17 @@
 #include "core/matrix.h"
 #include "core/probe.h"
 #include "core/suite.h"
+#include "drivers/driver.h"
 #include "runner/plan.h"
 
 namespace sandprobe::runner {
+
+// Makes the driver of one arm from its manifest (the CLI passes drivers::MakeDriver; tests pass
+// a fake). Called once per arm, controls first, before any probe runs. Errors: a setup problem
+// (exit code 3), e.g. a driver this build does not have.
+using DriverFactory =
+    std::function<std::expected<std::unique_ptr<drivers::Driver>, drivers::SetupError>(
+        const core::Manifest&, const drivers::DriverContext&)>;
 
 struct RunOptions {
   core::Suite suite;
@@ -29,6 +39,7 @@ struct RunOptions {
   std::string canary_bind = "127.0.0.1";
   std::filesystem::path canary_dir;  // where the canary token file is planted
   std::string reaper_path;
+  DriverFactory make_driver;  // required
 };
 
 // Receives the matrix as it grows. Called from worker threads, one call at a time.
@@ -46,8 +57,12 @@ struct RunError {
   std::string hint;
 };
 
-// Runs the suite. `cancel` (Ctrl-C) stops running invocations and skips the rest; the matrix is
-// still returned with interrupted = true and what was measured.
+// Runs the suite: one driver per arm from options.make_driver (controls first), a preflight in
+// each, then every task of the plan on options.jobs workers. `cancel` (Ctrl-C) stops running
+// invocations and skips the rest; the matrix is still returned with interrupted = true and what
+// was measured. Errors (exit code 3): no make_driver, the canary dir or canaries cannot be set
+// up, a plan or control-budget error, an arm's factory, Prepare() or preflight failure. On every
+// path each driver made is cleaned up, the canaries are stopped and planted secrets removed.
 std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver& observer,
                                           const std::atomic<bool>& cancel);
 

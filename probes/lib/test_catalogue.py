@@ -55,7 +55,8 @@ class DescriptorTest(unittest.TestCase):
     KEYS = ["id", "label", "category", "description", "requires_control", "drivers", "params",
             "classify"]
     EXPOSURES = {"exposed", "contained", "unknown"}
-    OPTIONAL = ["calls", "after_call_s"]  # multi-call probes; late evidence (http driver)
+    # multi-call probes; late evidence (http driver); what the harness plants; how it deploys
+    OPTIONAL = ["calls", "after_call_s", "needs", "deploy"]
 
     def test_catalogue_is_complete(self):
         self.assertEqual(all_probe_ids(), self.EXPECTED_IDS)

@@ -107,13 +107,10 @@ core::Observation CommandDriver::Execute(const Invocation& inv, const std::atomi
   const process::ProcessResult r = process::RunProcess(spec, cancel, collector);
   core::Observation obs;
   collector.Finish(obs);
-  obs.probe = inv.probe;
-  obs.invocation = inv.invocation;
   obs.ending = r.ending;
   obs.exit_code = r.exit_code;
   obs.signal = r.signal;
   obs.duration_s = r.duration_s;
-  obs.deadline_s = inv.deadline_s;
   obs.harness_error = r.error;
   obs.driver_facts["driver"] = kind_;
   obs.driver_facts["descendants_killed"] = r.descendants_killed;

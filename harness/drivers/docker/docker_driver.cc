@@ -76,9 +76,6 @@ std::expected<void, std::string> DockerDriver::Remove(const std::string& id) {
 
 core::Observation DockerDriver::Execute(const Invocation& inv, const std::atomic<bool>& cancel) {
   core::Observation obs;
-  obs.probe = inv.probe;
-  obs.invocation = inv.invocation;
-  obs.deadline_s = inv.deadline_s;
   obs.driver_facts["driver"] = "docker";
   const auto start = Clock::now();
   auto fail = [&](std::string why) {

@@ -31,6 +31,10 @@ class DockerDriver : public Driver {
   std::expected<void, SetupError> Prepare() override;
   core::Observation Execute(const Invocation& inv, const std::atomic<bool>& cancel) override;
   void Cleanup() override;
+  std::string PreflightHint() const override {
+    return "check the image and HostConfig by hand: docker run the image with python3 -c "
+           "'print(1)'";
+  }
 
   // The ContainerCreate body for one invocation (exposed for tests).
   nlohmann::json CreateBody(const Invocation& inv) const;

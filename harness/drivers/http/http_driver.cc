@@ -270,9 +270,6 @@ std::expected<void, SetupError> HttpDriver::Prepare() {
 
 core::Observation HttpDriver::Execute(const Invocation& inv, const std::atomic<bool>& cancel) {
   core::Observation obs;
-  obs.probe = inv.probe;
-  obs.invocation = inv.invocation;
-  obs.deadline_s = inv.deadline_s;
   obs.driver_facts["driver"] = "http";
   const auto start = Clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };

@@ -82,6 +82,10 @@ class HttpDriver : public Driver {
   // Reads the token (a setup error names the variable, never a value) and checks health.
   std::expected<void, SetupError> Prepare() override;
   core::Observation Execute(const Invocation& inv, const std::atomic<bool>& cancel) override;
+  std::string PreflightHint() const override {
+    return "check the service by hand: POST a one-line script to the manifest's url and compare "
+           "the answer with its preset or response pointers";
+  }
 
   // The request body for one script (exposed for tests).
   nlohmann::json RequestBody(const std::string& script) const;

@@ -248,9 +248,6 @@ std::expected<void, std::string> KubernetesDriver::DeleteJob(const std::string& 
 core::Observation KubernetesDriver::Execute(const Invocation& inv,
                                             const std::atomic<bool>& cancel) {
   core::Observation obs;
-  obs.probe = inv.probe;
-  obs.invocation = inv.invocation;
-  obs.deadline_s = inv.deadline_s;
   obs.driver_facts["driver"] = "kubernetes";
   obs.driver_facts["namespace"] = ns_;
   if (!warnings_.empty()) obs.driver_facts["warnings"] = warnings_;
@@ -262,7 +259,7 @@ core::Observation KubernetesDriver::Execute(const Invocation& inv,
     return obs;
   };
   if (!client_) return fail("kubernetes driver used before Prepare()");
-  if (inv.probe == kAdmissionProbe) return Admission(inv, cancel, std::move(obs));
+  if (inv.deploy == core::Deploy::kHarnessAdmission) return Admission(inv, cancel, std::move(obs));
 
   // Arms that are policies: wait until the policy is old enough (local time since the API server
   // answered 201 is a lower bound of its real age).
@@ -707,8 +704,9 @@ std::expected<std::vector<Json>, std::string> RenderArm(
                          inv.invocation, inv.probe,
                          inv.script,     kube::ContainerTimeout(settings->limits, inv.deadline_s),
                          inv.node};
-    Json obj = inv.probe == kAdmissionProbe ? kube::BuildAdmissionPod(*settings, req)
-                                            : kube::BuildJob(*settings, req);
+    Json obj = inv.deploy == core::Deploy::kHarnessAdmission
+                   ? kube::BuildAdmissionPod(*settings, req)
+                   : kube::BuildJob(*settings, req);
     const std::string ns = settings->namespace_name.empty() ? "" : settings->namespace_name;
     if (!ns.empty()) obj["metadata"]["namespace"] = ns;
     out.push_back(std::move(obj));

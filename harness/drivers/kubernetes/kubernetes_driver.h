@@ -21,7 +21,8 @@
 // Prepare() (deny-all-egress or the user's file, labelled with the run) and records when the
 // API server stored it; `minPolicyAge:` makes each Execute wait until the policy is that old.
 //
-// Admission probe (platform.runtime-class): no Job; a bare Pod without runtimeClassName is
+// Admission probes (Invocation.deploy == core::Deploy::kHarnessAdmission, probe.yaml `deploy:
+// harness-admission`, e.g. platform.runtime-class): no Job; a bare Pod without runtimeClassName is
 // POSTed with dryRun=All and the answer becomes the probe's result record: 201 -> `admitted`
 // (exposed), 403 from a webhook or Pod Security Admission / 422 from a ValidatingAdmissionPolicy
 // -> `rejected` (contained). A quota 403 is back-pressure (retried); an RBAC 403 or a plain
@@ -43,8 +44,6 @@
 
 namespace sandprobe::drivers {
 
-inline constexpr char kAdmissionProbe[] = "platform.runtime-class";
-
 class KubernetesDriver : public Driver {
  public:
   KubernetesDriver(core::Manifest manifest, kube::KubeSettings settings, DriverContext context,
@@ -54,6 +53,9 @@ class KubernetesDriver : public Driver {
   core::Observation Execute(const Invocation& inv, const std::atomic<bool>& cancel) override;
   void Cleanup() override;
   std::vector<std::string> Warnings() const override;
+  std::string PreflightHint() const override {
+    return "check the Job by hand: sandprobe render shows what the run submits";
+  }
 
   const kube::ApiClient* client() const { return client_ ? &*client_ : nullptr; }
   const std::string& namespace_name() const { return ns_; }

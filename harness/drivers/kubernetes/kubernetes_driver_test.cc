@@ -390,8 +390,9 @@ TEST_F(KubeFake, AdmissionDryRun) {
                        {{"spec", {{"template", {{"spec", {{"runtimeClassName", "gvisor"}}}}}}}}}}),
         run);
     ASSERT_TRUE(d->Prepare().has_value());
-    const core::Observation obs =
-        d->Execute({"platform.runtime-class", "i050aa", "print('never run')", 10, {}}, cancel_);
+    Invocation inv{"platform.runtime-class", "i050aa", "print('never run')", 10, {}};
+    inv.deploy = core::Deploy::kHarnessAdmission;  // probe.yaml deploy: harness-admission
+    const core::Observation obs = d->Execute(inv, cancel_);
     ASSERT_TRUE(obs.result.has_value()) << c.mode << ": " << obs.harness_error;
     EXPECT_EQ(core::StringField(*obs.result, "outcome"), c.outcome) << c.mode;
     EXPECT_EQ(obs.driver_facts.value("admission_status", 0), c.status) << c.mode;

@@ -1,0 +1,88 @@
+#include "runner/arms.h"
+
+#include <fmt/format.h>
+
+#include "core/json_field.h"
+#include "core/params.h"
+#include "core/redact.h"
+#include "core/text.h"
+#include "process/process.h"
+
+namespace sandprobe::runner {
+namespace {
+
+core::ProbeDescriptor PreflightProbe() {
+  core::ProbeDescriptor p;
+  p.id = "harness.preflight";
+  p.script = "emit(\"result\", outcome=\"ok\", evidence=\"positive\")\n";
+  return p;
+}
+
+// Why a preflight observation is not an ok result, in one line.
+std::string WhyNotOk(const core::Observation& obs) {
+  std::string why = obs.ending == core::Ending::kHarnessError ? obs.harness_error
+                    : obs.ending == core::Ending::kExited
+                        ? fmt::format("exited with code {}", obs.exit_code)
+                        : fmt::format("{} (signal {})", core::ToString(obs.ending), obs.signal);
+  const std::string err = core::Bounded(obs.stderr_head, 600);
+  if (!err.empty()) why += "; stderr: " + err;
+  return why;
+}
+
+}  // namespace
+
+Arms::~Arms() { Cleanup(); }
+
+std::expected<void, RunError> Arms::Open(const std::vector<const core::Manifest*>& manifests,
+                                         const DriverFactory& factory,
+                                         const drivers::DriverContext& context,
+                                         std::vector<std::string>& notes) {
+  cleaned_ = false;
+  for (const core::Manifest* m : manifests) {
+    auto driver = factory(*m, context);
+    if (!driver) return std::unexpected(RunError{driver.error().message, driver.error().hint});
+    if (auto ready = (*driver)->Prepare(); !ready) {
+      (*driver)->Cleanup();
+      return std::unexpected(
+          RunError{fmt::format("arm {} ({}): {}", m->name, m->source_path, ready.error().message),
+                   ready.error().hint});
+    }
+    for (const std::string& w : (*driver)->Warnings()) {
+      notes.push_back(fmt::format("{}: {}", m->name, w));
+    }
+    order_.push_back(m);
+    drivers_[m->name] = std::move(*driver);
+  }
+  return {};
+}
+
+std::expected<void, RunError> Arms::Preflight(const std::string& preamble, const Session& session,
+                                              RunObserver& observer,
+                                              const std::atomic<bool>& cancel) {
+  for (const core::Manifest* m : order_) {
+    observer.OnMessage(fmt::format("preflight: {} ({})", m->name, m->driver));
+    auto script = core::BuildScript(PreflightProbe(), preamble, nlohmann::json::object(),
+                                    session.nonce(), "preflight");
+    const drivers::Invocation inv{"harness.preflight", "preflight", script.value_or(""), 30,
+                                  session.Env()};
+    drivers::Driver& d = driver(m->name);
+    core::Observation obs = d.Execute(inv, cancel);
+    core::RedactSecrets(obs, session.SecretValues());
+    if (cancel.load()) break;
+    if (!obs.result || core::StringField(*obs.result, "outcome") != "ok") {
+      return std::unexpected(RunError{fmt::format("arm {} ({}) could not run a trivial probe: {}",
+                                                  m->name, m->source_path, WhyNotOk(obs)),
+                                      d.PreflightHint()});
+    }
+  }
+  return {};
+}
+
+void Arms::Cleanup() {
+  if (cleaned_) return;
+  cleaned_ = true;
+  for (auto& [name, driver] : drivers_) driver->Cleanup();
+  process::SweepOrphans();
+}
+
+}  // namespace sandprobe::runner

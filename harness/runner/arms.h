@@ -1,0 +1,57 @@
+// The run's arms: one driver per manifest, made by the run's DriverFactory, prepared and
+// preflighted before any probe runs. Every driver made is cleaned up on every exit path
+// (Cleanup() or the destructor).
+#pragma once
+
+#include <atomic>
+#include <expected>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/manifest.h"
+#include "drivers/driver.h"
+#include "runner/run.h"
+#include "runner/session.h"
+
+namespace sandprobe::runner {
+
+class Arms {
+ public:
+  Arms() = default;
+  ~Arms();  // Cleanup()
+  Arms(const Arms&) = delete;
+  Arms& operator=(const Arms&) = delete;
+
+  // Makes and prepares each manifest's driver, in order. Each driver's Warnings() become run
+  // notes "<arm>: <warning>". Errors (exit code 3): the factory's SetupError as is, or "arm
+  // <name> (<path>): <message>" with the hint of a failed Prepare(); the failing driver's own
+  // Cleanup() has run (what a half-done Prepare created, e.g. an arm's NetworkPolicy).
+  std::expected<void, RunError> Open(const std::vector<const core::Manifest*>& manifests,
+                                     const DriverFactory& factory,
+                                     const drivers::DriverContext& context,
+                                     std::vector<std::string>& notes);
+
+  // Runs a trivial probe (emits an ok result record) in each arm, in Open()'s order, with a 30 s
+  // deadline: proves the sandbox starts Python and records come back, so a broken argv is a setup
+  // error, not a column of INCONCLUSIVE. Progress goes to `observer`. Stops early, without an
+  // error, once `cancel` is set. Errors: "arm <name> (<path>) could not run a trivial probe:
+  // <why>" with the driver's PreflightHint().
+  std::expected<void, RunError> Preflight(const std::string& preamble, const Session& session,
+                                          RunObserver& observer, const std::atomic<bool>& cancel);
+
+  // The driver of an arm Open() made. Precondition: `arm` names one.
+  drivers::Driver& driver(const std::string& arm) { return *drivers_.at(arm); }
+
+  // Idempotent: every driver's Cleanup(), then process::SweepOrphans() (anything a killed reaper
+  // left behind; the harness is its subreaper).
+  void Cleanup();
+
+ private:
+  std::vector<const core::Manifest*> order_;
+  std::map<std::string, std::unique_ptr<drivers::Driver>> drivers_;
+  bool cleaned_ = false;
+};
+
+}  // namespace sandprobe::runner

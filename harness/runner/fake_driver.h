@@ -1,0 +1,249 @@
+// Test only: a fake sandbox driver for runner tests. Nothing is deployed and no process starts:
+// each Execute looks up what the test scripted for the invocation's probe and plays it (a result
+// record, a sleep to the deadline or to cancel, a planted secret printed back, a harness error).
+// Every call, its decoded parameters and every Cleanup are recorded in a FakeBook the test shares
+// with all the fakes a DriverFactory made.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <expected>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "drivers/driver.h"
+#include "runner/run.h"
+
+namespace sandprobe::runner::fakes {
+
+// What a fake does when it executes one call of a probe.
+struct FakeAct {
+  enum Kind {
+    kResult,        // runs for run_s seconds, then exits 0 with a result record
+    kToDeadline,    // runs until the invocation's deadline (kDeadline) or cancel (kInterrupted)
+    kPrintSecret,   // prints the planted env value (Invocation::extra_env) everywhere it can
+    kHarnessError,  // the driver failed
+  };
+  Kind kind = kResult;
+  // The result record for kResult / kPrintSecret. "call" and "previous" are copied in from the
+  // call's decoded parameters when present (multi-call probes).
+  nlohmann::json result = {{"outcome", "ok"}, {"evidence", "positive"}};
+  double run_s = 0;  // kResult: how long the call "runs", seconds
+};
+
+// One Execute as the fake saw it.
+struct FakeCall {
+  std::string arm;
+  std::string probe;
+  std::string invocation;
+  double deadline_s = 0;
+  core::Deploy deploy = core::Deploy::kSandbox;
+  nlohmann::json params;  // decoded from the deployed script (see core::BuildScript)
+  std::vector<std::pair<std::string, std::string>> env;
+};
+
+// Shared record of every fake's calls. Thread-safe.
+class FakeBook {
+ public:
+  void Start(FakeCall call) {
+    std::lock_guard lock(mu_);
+    calls_.push_back(std::move(call));
+    max_in_flight_ = std::max(max_in_flight_, ++in_flight_);
+    changed_.notify_all();
+  }
+  void End() {
+    std::lock_guard lock(mu_);
+    --in_flight_;
+  }
+  void Cleaned(const std::string& arm) {
+    std::lock_guard lock(mu_);
+    cleaned_.push_back(arm);
+  }
+  // Blocks until `n` probe calls (not the preflight) have started.
+  void WaitForCalls(size_t n) {
+    std::unique_lock lock(mu_);
+    changed_.wait(lock, [&] { return ProbeCallsLocked().size() >= n; });
+  }
+  // Calls of probes, in start order (the preflight left out).
+  std::vector<FakeCall> ProbeCalls() const {
+    std::lock_guard lock(mu_);
+    return ProbeCallsLocked();
+  }
+  int max_in_flight() const {
+    std::lock_guard lock(mu_);
+    return max_in_flight_;
+  }
+  std::vector<std::string> cleaned() const {
+    std::lock_guard lock(mu_);
+    return cleaned_;
+  }
+
+ private:
+  std::vector<FakeCall> ProbeCallsLocked() const {
+    std::vector<FakeCall> out;
+    for (const FakeCall& c : calls_) {
+      if (c.probe != "harness.preflight") out.push_back(c);
+    }
+    return out;
+  }
+
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  std::vector<FakeCall> calls_;
+  int in_flight_ = 0, max_in_flight_ = 0;
+  std::vector<std::string> cleaned_;
+};
+
+// The parameters inside a deployed script: line 2 is `_SANDPROBE = "<base64 JSON>"` holding
+// {probe, nonce, invocation, params} (core::BuildScript). Null when absent or malformed.
+inline nlohmann::json DecodeParams(const std::string& script) {
+  const size_t open = script.find("_SANDPROBE = \"");
+  if (open == std::string::npos) return nullptr;
+  const size_t begin = open + 14, end = script.find('"', begin);
+  if (end == std::string::npos) return nullptr;
+  static constexpr std::string_view kAlphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string bytes;
+  unsigned bits = 0;
+  int count = 0;
+  for (char c : std::string_view(script).substr(begin, end - begin)) {
+    const size_t v = kAlphabet.find(c);
+    if (v == std::string_view::npos) continue;  // '=' padding
+    bits = (bits << 6) | static_cast<unsigned>(v);
+    count += 6;
+    if (count >= 8) {
+      count -= 8;
+      bytes += static_cast<char>((bits >> count) & 0xff);
+    }
+  }
+  const auto payload = nlohmann::json::parse(bytes, nullptr, false);
+  return payload.is_object() && payload.contains("params") ? payload["params"] : nullptr;
+}
+
+// What one fake arm does, per probe id; probes not listed get FakeAct{} (an ok result).
+struct FakeArm {
+  std::map<std::string, FakeAct> acts = {};
+  bool plants_env = true;
+  std::optional<drivers::SetupError> prepare_error = std::nullopt;  // Prepare() fails with it
+  bool preflight_fails = false;  // the preflight exits 1 with no result
+  std::string preflight_hint = "fake hint";
+};
+
+class FakeDriver : public drivers::Driver {
+ public:
+  FakeDriver(std::string arm, FakeArm script, std::shared_ptr<FakeBook> book)
+      : arm_(std::move(arm)), script_(std::move(script)), book_(std::move(book)) {}
+
+  std::string_view kind() const override { return "fake"; }
+  std::expected<void, drivers::SetupError> Prepare() override {
+    if (script_.prepare_error) return std::unexpected(*script_.prepare_error);
+    return {};
+  }
+  bool PlantsEnvironment() const override { return script_.plants_env; }
+  std::string PreflightHint() const override { return script_.preflight_hint; }
+  void Cleanup() override { book_->Cleaned(arm_); }
+
+  core::Observation Execute(const drivers::Invocation& inv,
+                            const std::atomic<bool>& cancel) override {
+    const nlohmann::json params = DecodeParams(inv.script);
+    book_->Start(
+        {arm_, inv.probe, inv.invocation, inv.deadline_s, inv.deploy, params, inv.extra_env});
+    const auto start = std::chrono::steady_clock::now();
+    core::Observation obs = Play(inv, params, cancel, start);
+    obs.duration_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    book_->End();
+    return obs;
+  }
+
+ private:
+  core::Observation Play(const drivers::Invocation& inv, const nlohmann::json& params,
+                         const std::atomic<bool>& cancel,
+                         std::chrono::steady_clock::time_point start) {
+    core::Observation obs;
+    if (inv.probe == "harness.preflight") {
+      obs.ending = core::Ending::kExited;
+      if (script_.preflight_fails) {
+        obs.exit_code = 1;
+        obs.stderr_head = "python3: not found";
+      } else {
+        obs.result = nlohmann::json{{"kind", "result"}, {"outcome", "ok"}};
+      }
+      return obs;
+    }
+    const auto it = script_.acts.find(inv.probe);
+    const FakeAct act = it == script_.acts.end() ? FakeAct{} : it->second;
+    auto sleep_until = [&](std::chrono::steady_clock::time_point until) {
+      while (!cancel.load() && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+      return !cancel.load();
+    };
+    const auto after = [&](double s) {
+      return start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                         std::chrono::duration<double>(s));
+    };
+    switch (act.kind) {
+      case FakeAct::kHarnessError:
+        obs.ending = core::Ending::kHarnessError;
+        obs.harness_error = "fake driver failed";
+        return obs;
+      case FakeAct::kToDeadline:
+        obs.ending = sleep_until(after(inv.deadline_s)) ? core::Ending::kDeadline
+                                                        : core::Ending::kInterrupted;
+        return obs;
+      case FakeAct::kResult:
+        if (!sleep_until(after(act.run_s))) {
+          obs.ending = core::Ending::kInterrupted;
+          return obs;
+        }
+        break;
+      case FakeAct::kPrintSecret:
+        break;
+    }
+    nlohmann::json result = act.result;
+    result["kind"] = "result";
+    if (params.is_object() && params.contains("call")) {
+      result["call"] = params["call"];
+      result["previous"] = params["previous"];
+    }
+    if (act.kind == FakeAct::kPrintSecret && !inv.extra_env.empty()) {
+      const std::string& secret = inv.extra_env.front().second;
+      result["detail"] = "found " + secret;
+      obs.stdout_head = "env: " + secret + "\n";
+      obs.stderr_head = secret;
+    }
+    obs.ending = core::Ending::kExited;
+    obs.records.push_back(result);
+    obs.result = result;
+    return obs;
+  }
+
+  std::string arm_;
+  FakeArm script_;
+  std::shared_ptr<FakeBook> book_;
+};
+
+// A DriverFactory making a FakeDriver per manifest from `arms` (keyed by manifest name; arms
+// not listed get FakeArm{}); a name in `refuse` gets the factory's SetupError instead.
+inline DriverFactory FakeFactory(std::shared_ptr<FakeBook> book,
+                                 std::map<std::string, FakeArm> arms, std::string refuse = "") {
+  return [book, arms = std::move(arms), refuse](const core::Manifest& m,
+                                                const drivers::DriverContext&)
+             -> std::expected<std::unique_ptr<drivers::Driver>, drivers::SetupError> {
+    if (m.name == refuse) {
+      return std::unexpected(drivers::SetupError{"no fake for " + m.name, "fake factory hint"});
+    }
+    const auto it = arms.find(m.name);
+    return std::make_unique<FakeDriver>(m.name, it == arms.end() ? FakeArm{} : it->second, book);
+  };
+}
+
+}  // namespace sandprobe::runner::fakes

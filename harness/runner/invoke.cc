@@ -1,0 +1,80 @@
+#include "runner/invoke.h"
+
+#include "core/params.h"
+#include "core/redact.h"
+
+namespace sandprobe::runner {
+namespace {
+
+// An ending after which a probe's next call has nothing to build on.
+bool EndsSequence(core::Ending e) {
+  return e == core::Ending::kHarnessError || e == core::Ending::kInterrupted ||
+         e == core::Ending::kDeadline || e == core::Ending::kNotRun;
+}
+
+// The probe needs the planted env, the driver cannot plant it, and the probe looks for it.
+bool CanaryNotPlanted(const Task& task, const core::ProbeDescriptor& probe,
+                      const drivers::Driver& driver, const Session& session) {
+  return !driver.PlantsEnvironment() && probe.Needs(core::Need::kPlantedEnv) &&
+         task.params.is_object() &&
+         task.params.value("canary_name", "") == session.Env().front().first;
+}
+
+}  // namespace
+
+core::Observation Invoke(const Task& task, const core::ProbeDescriptor& probe,
+                         drivers::Driver& driver, const std::string& invocation,
+                         const std::string& preamble, const Session& session,
+                         const std::atomic<bool>& cancel) {
+  core::Observation obs;
+  obs.invocation = invocation;
+  nlohmann::json first_params = task.params;
+  if (probe.calls > 1) {
+    first_params["call"] = 1;
+    first_params["previous"] = nullptr;
+  }
+  auto script = core::BuildScript(probe, preamble, first_params, session.nonce(), invocation);
+  if (!script) {
+    obs.ending = core::Ending::kHarnessError;
+    obs.harness_error = script.error();
+    return obs;
+  }
+  drivers::Invocation inv{task.probe, invocation, *script, task.deadline_s, session.Env()};
+  inv.after_call_s = probe.after_call_s;
+  inv.deploy = probe.deploy;
+  obs = driver.Execute(inv, cancel);
+  // Multi-call probes (state.persists): call k+1 sees call k's result as `previous`; the last
+  // call is judged, earlier ones are kept as evidence.
+  nlohmann::json earlier = nlohmann::json::array();
+  for (int call = 2; call <= probe.calls; ++call) {
+    if (EndsSequence(obs.ending)) break;
+    earlier.push_back({{"call", call - 1},
+                       {"ending", core::ToString(obs.ending)},
+                       {"exit_code", obs.exit_code},
+                       {"result", obs.result.value_or(nullptr)},
+                       {"driver_facts", obs.driver_facts}});
+    nlohmann::json params = task.params;
+    params["call"] = call;
+    params["previous"] = obs.result.value_or(nullptr);
+    auto next = core::BuildScript(probe, preamble, params, session.nonce(), invocation);
+    if (!next) {
+      obs.ending = core::Ending::kHarnessError;
+      obs.harness_error = next.error();
+      break;
+    }
+    inv.script = *next;
+    obs = driver.Execute(inv, cancel);
+  }
+  if (!earlier.empty()) obs.driver_facts["calls"] = std::move(earlier);
+  obs.invocation = invocation;
+  obs.canary_hits = session.HitsFor(invocation);
+  if (CanaryNotPlanted(task, probe, driver, session)) {
+    obs.driver_facts["canary_not_planted"] = true;  // core::Classify: no containment proof
+  }
+  if (const size_t n = core::RedactSecrets(obs, session.SecretValues()); n > 0) {
+    obs.driver_facts["canary_secrets_redacted"] = n;  // the sandbox printed a planted secret
+  }
+  return obs;
+}
+
+}  // namespace sandprobe::runner

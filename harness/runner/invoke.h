@@ -1,0 +1,36 @@
+// One task of the plan, run in its arm: the deployed script, the probe's multi-call sequence,
+// the canary hits, the not-planted rule and redaction of planted secrets.
+#pragma once
+
+#include <atomic>
+#include <string>
+
+#include "core/observation.h"
+#include "core/probe.h"
+#include "drivers/driver.h"
+#include "runner/plan.h"
+#include "runner/session.h"
+
+namespace sandprobe::runner {
+
+// Runs `task` (its probe is `probe`) in `driver` under the invocation tag `invocation`, with the
+// task's deadline (seconds) and the session's planted environment:
+//  - calls: for a probe with calls > 1 call k gets the parameters `call` = k and `previous` =
+//    call k-1's result record (null for call 1); the last call is returned, earlier ones are kept
+//    in driver_facts["calls"] ({call, ending, exit_code, result, driver_facts}). A call that ends
+//    by harness error, interrupt, deadline or not run ends the sequence and is returned itself.
+//  - canary_hits: the session's hits carrying `invocation`.
+//  - driver_facts["canary_not_planted"] = true when the probe needs the planted env
+//    (core::Need::kPlantedEnv), the driver does not plant it (PlantsEnvironment() false) and the
+//    probe's `canary_name` parameter names the planted variable: absence proves nothing.
+//  - planted secret values are redacted from everything the sandbox returned; their count is
+//    driver_facts["canary_secrets_redacted"] (absent when 0).
+// A script that cannot be built (over 64 KiB) is an observation ending kHarnessError.
+// `invocation` is stamped on the result; the rest of its identity (probe, arm, params, deadline)
+// is stamped by RowBook when its row is finalized.
+core::Observation Invoke(const Task& task, const core::ProbeDescriptor& probe,
+                         drivers::Driver& driver, const std::string& invocation,
+                         const std::string& preamble, const Session& session,
+                         const std::atomic<bool>& cancel);
+
+}  // namespace sandprobe::runner

@@ -1,0 +1,82 @@
+#include "runner/row_book.h"
+
+#include <algorithm>
+
+#include "core/classify.h"
+
+namespace sandprobe::runner {
+
+RowBook::RowBook(const Plan& plan, const std::vector<core::ProbeDescriptor>& probes,
+                 core::Matrix& matrix, RunObserver& observer)
+    : plan_(plan),
+      probes_(probes),
+      matrix_(matrix),
+      observer_(observer),
+      pending_(plan.rows.size(), 0),
+      done_(plan.rows.size(), false),
+      results_(plan.tasks.size()) {
+  for (const Task& t : plan.tasks) ++pending_[t.row];
+}
+
+void RowBook::Complete(size_t task_index, core::Observation obs) {
+  std::lock_guard lock(mu_);
+  results_[task_index] = std::move(obs);
+  const size_t row = plan_.tasks[task_index].row;
+  if (--pending_[row] == 0) FinalizeRow(row);
+}
+
+void RowBook::FinalizeRemaining() {
+  std::lock_guard lock(mu_);
+  for (size_t row = 0; row < done_.size(); ++row) {
+    if (!done_[row]) FinalizeRow(row);
+  }
+}
+
+void RowBook::FinalizeRow(size_t row) {
+  done_[row] = true;
+  const core::Row& r = plan_.rows[row];
+  const core::ProbeDescriptor& probe =
+      *std::ranges::find(probes_, r.probe, &core::ProbeDescriptor::id);
+  const size_t first_cell = matrix_.cells.size();
+  for (size_t i = 0; i < plan_.tasks.size(); ++i) {
+    const Task& task = plan_.tasks[i];
+    if (task.row != row) continue;
+    core::Observation obs = results_[i].value_or(core::Observation{});
+    obs.probe = task.probe;
+    obs.arm = task.arm;
+    obs.params = task.params;
+    obs.params_key = task.params_key;
+    obs.deadline_s = task.deadline_s;
+    core::Classification cls = core::Classify(probe, obs);
+    matrix_.cells.push_back({std::move(obs), std::move(cls)});
+  }
+  std::vector<core::ArmView> controls;
+  for (size_t c = first_cell; c < matrix_.cells.size(); ++c) {
+    const core::Cell& cell = matrix_.cells[c];
+    const core::ArmInfo* arm = matrix_.FindArm(cell.observation.arm);
+    if (arm != nullptr && arm->role == core::ArmRole::kControl) {
+      controls.push_back({cell.observation.arm, &cell.observation, cell.classification});
+    }
+  }
+  for (const core::ArmInfo& arm : matrix_.arms) {
+    if (arm.role != core::ArmRole::kCandidate) continue;
+    auto skip = std::ranges::find_if(plan_.skips, [&](const PlannedSkip& s) {
+      return s.probe == r.probe && s.candidate == arm.name;
+    });
+    core::Verdict v;
+    if (skip != plan_.skips.end()) {
+      v = core::Judge(probe, {}, {}, core::Applicability{false, skip->reason});
+    } else {
+      const core::Cell* cell = nullptr;
+      for (size_t c = first_cell; c < matrix_.cells.size(); ++c) {
+        if (matrix_.cells[c].observation.arm == arm.name) cell = &matrix_.cells[c];
+      }
+      if (cell == nullptr) continue;
+      v = core::Judge(probe, controls, {arm.name, &cell->observation, cell->classification});
+    }
+    matrix_.verdicts.push_back({r.probe, arm.name, std::move(v)});
+  }
+  observer_.OnRow(matrix_, r.probe);
+}
+
+}  // namespace sandprobe::runner

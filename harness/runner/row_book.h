@@ -1,0 +1,49 @@
+// The row book: collects each task's observation and, when the last cell of a row is in,
+// stamps the cells' identity, classifies them, judges every candidate of the row and appends
+// cells and verdicts to the matrix. Thread-safe; rows complete in whatever order tasks finish.
+#pragma once
+
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "core/matrix.h"
+#include "core/observation.h"
+#include "core/probe.h"
+#include "runner/plan.h"
+#include "runner/run.h"
+
+namespace sandprobe::runner {
+
+class RowBook {
+ public:
+  // `plan`, `probes` (every probe the plan names), `matrix` (arms and rows already filled) and
+  // `observer` must outlive the book.
+  RowBook(const Plan& plan, const std::vector<core::ProbeDescriptor>& probes, core::Matrix& matrix,
+          RunObserver& observer);
+
+  // Stores the observation of plan.tasks[task_index]; finalizes its row when it was the row's
+  // last task (then observer.OnRow is called, under the book's lock).
+  void Complete(size_t task_index, core::Observation obs);
+
+  // Finalizes rows not finalized yet: rows with no tasks (every candidate skipped) and rows left
+  // incomplete by an interrupt (a missing observation becomes a default one: not run).
+  void FinalizeRemaining();
+
+ private:
+  // Stamps each cell's identity from its task (probe, arm, params, params_key, deadline_s:
+  // drivers fill only what they measured), classifies it, then judges each candidate against
+  // the row's control cells (or records its planned SKIP).
+  void FinalizeRow(size_t row);
+
+  const Plan& plan_;
+  const std::vector<core::ProbeDescriptor>& probes_;
+  core::Matrix& matrix_;
+  RunObserver& observer_;
+  std::mutex mu_;
+  std::vector<int> pending_;
+  std::vector<bool> done_;
+  std::vector<std::optional<core::Observation>> results_;
+};
+
+}  // namespace sandprobe::runner

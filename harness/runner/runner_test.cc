@@ -1,0 +1,365 @@
+// runner::Run with fake drivers (runner/fake_driver.h), no sandbox: scheduling, deadlines,
+// multi-call probes, interruption and cleanup, redaction of planted secrets, setup errors and
+// the not-planted rule.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include "core/redact.h"
+#include "runner/fake_driver.h"
+#include "runner/run.h"
+
+namespace sandprobe::runner {
+namespace {
+
+using fakes::FakeAct;
+using fakes::FakeArm;
+using fakes::FakeBook;
+using fakes::FakeCall;
+
+core::ProbeDescriptor Probe(std::string id) {
+  core::ProbeDescriptor p;
+  p.label = id;
+  p.category = id.substr(0, id.find('.'));
+  p.id = std::move(id);
+  p.drivers = {"all"};
+  p.classify.outcomes = {{"ok", core::Exposure::kContained}, {"reached", core::Exposure::kExposed}};
+  p.script = "result('ok', 'positive')\n";
+  return p;
+}
+
+core::Manifest Arm(std::string name, std::optional<double> timeout_s = {}) {
+  core::Manifest m;
+  m.name = std::move(name);
+  m.driver = "fake";
+  m.source_path = m.name + ".yaml";
+  m.limits.timeout_s = timeout_s;
+  return m;
+}
+
+class RunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    canary_dir_ = std::filesystem::path(::testing::TempDir()) / "runner_test" /
+                  ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::remove_all(canary_dir_);
+    std::filesystem::create_directories(canary_dir_);
+  }
+
+  // One control ("local") and one candidate ("cand") running every probe of `probes` in order.
+  RunOptions Options(std::vector<core::ProbeDescriptor> probes, std::map<std::string, FakeArm> arms,
+                     std::string refuse = "") {
+    RunOptions o;
+    o.suite.name = "t";
+    for (const auto& p : probes) o.suite.entries.push_back({p.id, core::Level::kRequired, {}});
+    o.probes = std::move(probes);
+    o.controls = {Arm("local")};
+    o.candidates = {Arm("cand")};
+    o.preamble = "# preamble\n";
+    o.jobs = 2;
+    o.timing = {0.5, 0.5};
+    o.canary_dir = canary_dir_;
+    o.make_driver = fakes::FakeFactory(book_, std::move(arms), std::move(refuse));
+    return o;
+  }
+
+  std::expected<core::Matrix, RunError> RunIt(const RunOptions& o) {
+    RunObserver observer;
+    return runner::Run(o, observer, cancel_);
+  }
+
+  // Nothing planted is left: the run's folder under the canary dir is gone.
+  bool CanaryDirEmpty() const { return std::filesystem::is_empty(canary_dir_); }
+
+  const core::Cell& CellOf(const core::Matrix& m, std::string_view probe, std::string_view arm) {
+    const core::Cell* c = m.Find(probe, arm);
+    EXPECT_NE(c, nullptr) << probe << " in " << arm;
+    static const core::Cell kNone;
+    return c != nullptr ? *c : kNone;
+  }
+
+  std::filesystem::path canary_dir_;
+  std::shared_ptr<FakeBook> book_ = std::make_shared<FakeBook>();
+  std::atomic<bool> cancel_{false};
+};
+
+// The HTTP canary's port from the run note "canaries listen on ... (http 127.0.0.1:PORT, ...".
+int HttpCanaryPort(const core::Matrix& m) {
+  static const std::regex kNote(R"(\(http [0-9.]+:([0-9]+),)");
+  for (const std::string& note : m.notes) {
+    std::smatch match;
+    if (std::regex_search(note, match, kNote)) return std::stoi(match[1]);
+  }
+  return 0;
+}
+
+bool Listening(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  close(fd);
+  return ok;
+}
+
+TEST_F(RunnerTest, JobsBoundInFlightAndDeadlineProbesStartFirst) {
+  std::vector<core::ProbeDescriptor> probes;
+  for (const char* id : {"q.a", "q.b", "q.c", "q.d", "q.slow"}) probes.push_back(Probe(id));
+  probes.back().classify.deadline = core::Exposure::kExposed;  // last in the suite
+  FakeArm quick;
+  for (const auto& p : probes) quick.acts[p.id] = FakeAct{.run_s = 0.05};
+  quick.acts["q.slow"].run_s = 0.2;
+  RunOptions o = Options(probes, {{"local", quick}, {"cand", quick}});
+  o.jobs = 2;
+  auto m = RunIt(o);
+  ASSERT_TRUE(m) << m.error().message;
+
+  const std::vector<FakeCall> calls = book_->ProbeCalls();
+  ASSERT_EQ(calls.size(), 10u);  // 5 probes x 2 arms
+  std::set<std::pair<std::string, std::string>> once;
+  for (const FakeCall& c : calls) {
+    EXPECT_TRUE(once.insert({c.probe, c.arm}).second) << c.probe << " ran twice in " << c.arm;
+  }
+  EXPECT_LE(book_->max_in_flight(), 2);
+  EXPECT_EQ(book_->max_in_flight(), 2) << "--jobs 2 runs two invocations at once";
+  EXPECT_EQ(calls[0].probe, "q.slow");
+  EXPECT_EQ(calls[1].probe, "q.slow");
+  EXPECT_EQ(m->cells.size(), 10u);
+  EXPECT_EQ(m->verdicts.size(), 5u);
+  EXPECT_FALSE(m->interrupted);
+}
+
+TEST_F(RunnerTest, DeadlineIsClaimedTimeoutPlusGrace) {
+  RunOptions o = Options({Probe("t.quick"), Probe("t.hang")},
+                         {{"plain", FakeArm{.acts = {{"t.hang", {FakeAct::kToDeadline}}}}}});
+  o.timing = {0.4, 0.2};
+  o.candidates = {Arm("claims", 1.5), Arm("plain")};
+  auto m = RunIt(o);
+  ASSERT_TRUE(m) << m.error().message;
+  const std::map<std::string, double> want = {{"claims", 1.7}, {"plain", 0.6}, {"local", 1.7}};
+  const std::vector<FakeCall> calls = book_->ProbeCalls();
+  EXPECT_EQ(calls.size(), 6u);
+  for (const FakeCall& c : calls) {
+    EXPECT_DOUBLE_EQ(c.deadline_s, want.at(c.arm)) << c.probe << " in " << c.arm;
+    EXPECT_DOUBLE_EQ(CellOf(*m, c.probe, c.arm).observation.deadline_s, want.at(c.arm));
+  }
+  const core::Observation& hang = CellOf(*m, "t.hang", "plain").observation;
+  EXPECT_EQ(hang.ending, core::Ending::kDeadline);
+  EXPECT_GE(hang.duration_s, 0.6);
+}
+
+TEST_F(RunnerTest, RunnerStampsIdentityAndPassesDeployMode) {
+  core::ProbeDescriptor adm = Probe("platform.admission");
+  adm.deploy = core::Deploy::kHarnessAdmission;
+  adm.params["size"] = core::ParamSpec{7, "", "", 1, ""};
+  auto m = RunIt(Options({Probe("t.plain"), adm}, {}));
+  ASSERT_TRUE(m) << m.error().message;
+  for (const FakeCall& c : book_->ProbeCalls()) {
+    EXPECT_EQ(c.deploy, c.probe == "platform.admission" ? core::Deploy::kHarnessAdmission
+                                                        : core::Deploy::kSandbox)
+        << c.probe;
+    // The fake stamps nothing: the cell's identity is the runner's.
+    const core::Observation& obs = CellOf(*m, c.probe, c.arm).observation;
+    EXPECT_EQ(obs.probe, c.probe);
+    EXPECT_EQ(obs.arm, c.arm);
+    EXPECT_EQ(obs.invocation, c.invocation);
+    EXPECT_EQ(obs.params, c.params);
+    EXPECT_FALSE(obs.params_key.empty());
+    EXPECT_DOUBLE_EQ(obs.deadline_s, 1.0);
+  }
+  EXPECT_EQ(CellOf(*m, "platform.admission", "cand").observation.params["size"], 7);
+  const auto& rows = m->rows;
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1].category, "platform");  // carried for banners, never rendered
+}
+
+TEST_F(RunnerTest, MultiCallPassesPreviousAndKeepsEarlierCalls) {
+  core::ProbeDescriptor twice = Probe("state.twice");
+  twice.calls = 2;
+  auto m = RunIt(Options({twice}, {}));
+  ASSERT_TRUE(m) << m.error().message;
+  for (const std::string arm : {"local", "cand"}) {
+    SCOPED_TRACE(arm);
+    std::vector<FakeCall> calls;
+    for (const FakeCall& c : book_->ProbeCalls()) {
+      if (c.arm == arm) calls.push_back(c);
+    }
+    ASSERT_EQ(calls.size(), 2u);
+    EXPECT_EQ(calls[0].params["call"], 1);
+    EXPECT_TRUE(calls[0].params["previous"].is_null());
+    EXPECT_EQ(calls[1].params["call"], 2);
+    EXPECT_EQ(calls[1].params["previous"]["call"], 1) << "call 2 sees call 1's result";
+    EXPECT_EQ(calls[1].params["previous"]["outcome"], "ok");
+    EXPECT_EQ(calls[0].invocation, calls[1].invocation);
+    const core::Observation& obs = CellOf(*m, "state.twice", arm).observation;
+    ASSERT_TRUE(obs.result.has_value());
+    EXPECT_EQ((*obs.result)["call"], 2) << "the last call is judged";
+    ASSERT_TRUE(obs.driver_facts.contains("calls"));
+    ASSERT_EQ(obs.driver_facts["calls"].size(), 1u);
+    EXPECT_EQ(obs.driver_facts["calls"][0]["call"], 1);
+    EXPECT_EQ(obs.driver_facts["calls"][0]["ending"], "exited");
+    EXPECT_EQ(obs.driver_facts["calls"][0]["result"]["call"], 1);
+  }
+}
+
+TEST_F(RunnerTest, MultiCallEndsAtDeadlineOrHarnessError) {
+  core::ProbeDescriptor hangs = Probe("state.hangs"), broken = Probe("state.broken");
+  hangs.calls = broken.calls = 3;
+  FakeArm cand;
+  cand.acts["state.hangs"] = {FakeAct::kToDeadline};
+  cand.acts["state.broken"] = {FakeAct::kHarnessError};
+  RunOptions o = Options({hangs, broken}, {{"cand", cand}});
+  o.timing = {0.2, 0.1};
+  auto m = RunIt(o);
+  ASSERT_TRUE(m) << m.error().message;
+  std::map<std::pair<std::string, std::string>, int> count;
+  for (const FakeCall& c : book_->ProbeCalls()) ++count[{c.probe, c.arm}];
+  EXPECT_EQ((count[{"state.hangs", "cand"}]), 1);
+  EXPECT_EQ((count[{"state.broken", "cand"}]), 1);
+  EXPECT_EQ((count[{"state.hangs", "local"}]), 3);
+  const core::Observation& hung = CellOf(*m, "state.hangs", "cand").observation;
+  EXPECT_EQ(hung.ending, core::Ending::kDeadline);
+  EXPECT_FALSE(hung.driver_facts.contains("calls"));
+  EXPECT_EQ(CellOf(*m, "state.broken", "cand").observation.ending, core::Ending::kHarnessError);
+  EXPECT_EQ(CellOf(*m, "state.hangs", "local").observation.driver_facts["calls"].size(), 2u);
+}
+
+TEST_F(RunnerTest, InterruptSkipsTheRestAndCleansUp) {
+  std::vector<core::ProbeDescriptor> probes;
+  FakeArm hangs;
+  for (const char* id : {"i.a", "i.b", "i.c", "i.d"}) {
+    probes.push_back(Probe(id));
+    hangs.acts[id] = {FakeAct::kToDeadline};
+  }
+  RunOptions o = Options(probes, {{"local", hangs}, {"cand", hangs}});
+  o.jobs = 1;
+  o.timing = {30, 5};
+  std::thread ctrl_c([&] {
+    book_->WaitForCalls(1);
+    cancel_ = true;
+  });
+  auto m = RunIt(o);
+  ctrl_c.join();
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_TRUE(m->interrupted);
+  EXPECT_NE(std::ranges::find(m->notes, "run interrupted: unfinished probes are not run"),
+            m->notes.end());
+  EXPECT_EQ(book_->ProbeCalls().size(), 1u);
+  ASSERT_EQ(m->cells.size(), 8u);
+  int interrupted = 0, not_run = 0;
+  for (const core::Cell& c : m->cells) {
+    interrupted += c.observation.ending == core::Ending::kInterrupted;
+    not_run += c.observation.ending == core::Ending::kNotRun;
+  }
+  EXPECT_EQ(interrupted, 1);
+  EXPECT_EQ(not_run, 7);
+  EXPECT_EQ(m->verdicts.size(), 4u);
+  std::vector<std::string> cleaned = book_->cleaned();
+  std::ranges::sort(cleaned);
+  EXPECT_EQ(cleaned, (std::vector<std::string>{"cand", "local"}));
+  const int port = HttpCanaryPort(*m);
+  ASSERT_GT(port, 0);
+  EXPECT_FALSE(Listening(port)) << "canaries stopped";
+  EXPECT_TRUE(CanaryDirEmpty());
+}
+
+TEST_F(RunnerTest, PlantedSecretPrintedBackIsRedacted) {
+  auto m = RunIt(Options({Probe("cred.leak")},
+                         {{"cand", FakeArm{.acts = {{"cred.leak", {FakeAct::kPrintSecret}}}}}}));
+  ASSERT_TRUE(m) << m.error().message;
+  const std::vector<FakeCall> calls = book_->ProbeCalls();
+  ASSERT_FALSE(calls.empty());
+  ASSERT_FALSE(calls[0].env.empty());
+  const std::string secret = calls[0].env.front().second;
+  ASSERT_GE(secret.size(), 8u);
+  for (const core::Cell& c : m->cells) {
+    const core::Observation& o = c.observation;
+    for (const std::string& text :
+         {o.stdout_head, o.stderr_head, o.harness_error, o.result.value_or(nullptr).dump(),
+          nlohmann::json(o.records).dump(), o.driver_facts.dump(), o.params.dump()}) {
+      EXPECT_EQ(text.find(secret), std::string::npos) << o.arm << ": " << text;
+    }
+  }
+  const core::Observation& leak = CellOf(*m, "cred.leak", "cand").observation;
+  EXPECT_GE(leak.driver_facts.value("canary_secrets_redacted", 0), 3);
+  EXPECT_NE(leak.stdout_head.find(core::kRedacted), std::string::npos);
+  EXPECT_FALSE(CellOf(*m, "cred.leak", "local")
+                   .observation.driver_facts.contains("canary_secrets_redacted"));
+}
+
+TEST_F(RunnerTest, FactoryErrorIsRunErrorAndCleansUp) {
+  auto m = RunIt(Options({Probe("t.a")}, {}, /*refuse=*/"cand"));
+  ASSERT_FALSE(m);
+  EXPECT_EQ(m.error().message, "no fake for cand");
+  EXPECT_EQ(m.error().hint, "fake factory hint");
+  EXPECT_EQ(book_->cleaned(), std::vector<std::string>{"local"});
+  EXPECT_TRUE(book_->ProbeCalls().empty());
+  EXPECT_TRUE(CanaryDirEmpty());
+}
+
+TEST_F(RunnerTest, PrepareErrorIsRunErrorAndCleansUp) {
+  FakeArm broken{.prepare_error = drivers::SetupError{"daemon down", "start it"}};
+  auto m = RunIt(Options({Probe("t.a")}, {{"cand", broken}}));
+  ASSERT_FALSE(m);
+  EXPECT_EQ(m.error().message, "arm cand (cand.yaml): daemon down");
+  EXPECT_EQ(m.error().hint, "start it");
+  std::vector<std::string> cleaned = book_->cleaned();
+  std::ranges::sort(cleaned);
+  EXPECT_EQ(cleaned, (std::vector<std::string>{"cand", "local"}));
+  EXPECT_TRUE(CanaryDirEmpty());
+}
+
+TEST_F(RunnerTest, PreflightFailureNamesTheArmWithItsDriversHint) {
+  FakeArm broken{.preflight_fails = true, .preflight_hint = "run it by hand"};
+  auto m = RunIt(Options({Probe("t.a")}, {{"cand", broken}}));
+  ASSERT_FALSE(m);
+  EXPECT_EQ(m.error().message,
+            "arm cand (cand.yaml) could not run a trivial probe: exited with code 1; stderr: "
+            "python3: not found");
+  EXPECT_EQ(m.error().hint, "run it by hand");
+  EXPECT_TRUE(book_->ProbeCalls().empty());
+  EXPECT_EQ(book_->cleaned().size(), 2u);
+  EXPECT_TRUE(CanaryDirEmpty());
+}
+
+TEST_F(RunnerTest, CanaryNotPlantedRule) {
+  const struct {
+    const char* name;
+    bool needs, plants;
+    std::string canary_name;
+    bool want;
+  } cases[] = {
+      {"needs it, not planted, looks for it", true, false, "{canary.env_name}", true},
+      {"the driver plants it", true, true, "{canary.env_name}", false},
+      {"the probe does not need it", false, false, "{canary.env_name}", false},
+      {"looks for another variable", true, false, "OTHER_TOKEN", false},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    book_ = std::make_shared<FakeBook>();
+    core::ProbeDescriptor env = Probe("cred.env");
+    env.params["canary_name"] = core::ParamSpec{"", "", "", 1, ""};
+    if (c.needs) env.needs = {core::Need::kPlantedEnv};
+    RunOptions o = Options({env}, {{"cand", FakeArm{.plants_env = c.plants}}});
+    o.suite.entries[0].params = {{"canary_name", c.canary_name}};
+    auto m = RunIt(o);
+    ASSERT_TRUE(m) << m.error().message;
+    EXPECT_EQ(
+        CellOf(*m, "cred.env", "cand").observation.driver_facts.contains("canary_not_planted"),
+        c.want);
+    EXPECT_FALSE(
+        CellOf(*m, "cred.env", "local").observation.driver_facts.contains("canary_not_planted"));
+  }
+}
+
+}  // namespace
+}  // namespace sandprobe::runner

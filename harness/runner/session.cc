@@ -1,0 +1,80 @@
+#include "runner/session.h"
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+#include <sys/utsname.h>
+
+#include <ctime>
+
+namespace sandprobe::runner {
+namespace {
+
+// "127.0.0.1:8080" -> {"127.0.0.1", "8080"}.
+std::pair<std::string, std::string> SplitHostPort(const std::string& hostport) {
+  const size_t colon = hostport.rfind(':');
+  return {hostport.substr(0, colon), hostport.substr(colon + 1)};
+}
+
+}  // namespace
+
+std::expected<std::unique_ptr<Session>, RunError> Session::Open(
+    const std::filesystem::path& canary_dir, const std::string& canary_bind) {
+  std::string run_id =
+      fmt::format("sp-{:%Y%m%dT%H%M%SZ}-{}", fmt::gmtime(std::time(nullptr)), RandomHex(3));
+  std::string nonce = RandomHex(8);
+  auto secrets = PlantedSecrets::Plant(canary_dir, run_id);
+  if (!secrets) return std::unexpected(RunError{secrets.error(), "pass --canary-dir DIR"});
+  auto canaries = canary::CanarySet::Start(canary_bind, nonce);
+  if (!canaries) {
+    return std::unexpected(RunError{"cannot start canaries: " + canaries.error(),
+                                    "pass --canary-bind with a loopback address"});
+  }
+  return std::unique_ptr<Session>(new Session(std::move(run_id), std::move(nonce), canary_bind,
+                                              std::move(*secrets), std::move(*canaries)));
+}
+
+Session::Session(std::string run_id, std::string nonce, std::string bind, PlantedSecrets secrets,
+                 std::unique_ptr<canary::CanarySet> canaries)
+    : run_id_(std::move(run_id)),
+      nonce_(std::move(nonce)),
+      bind_(std::move(bind)),
+      secrets_(std::move(secrets)),
+      canaries_(std::move(canaries)),
+      subs_(secrets_.Substitutions()) {
+  subs_["canary.http"] = canaries_->http_address();
+  subs_["canary.tcp"] = canaries_->tcp_address();
+  subs_["canary.dns"] = canaries_->dns_address();
+  subs_["canary.udp"] = canaries_->udp_address();
+  subs_["canary.host"] = SplitHostPort(canaries_->http_address()).first;
+  subs_["canary.http_port"] = SplitHostPort(canaries_->http_address()).second;
+  subs_["canary.tcp_port"] = SplitHostPort(canaries_->tcp_address()).second;
+  subs_["canary.dns_port"] = SplitHostPort(canaries_->dns_address()).second;
+  subs_["canary.udp_port"] = SplitHostPort(canaries_->udp_address()).second;
+  struct utsname host {};
+  uname(&host);
+  subs_["host.kernel_release"] = host.release;  // kernel.boundary compares against it
+}
+
+Session::~Session() { Close(); }
+
+std::string Session::nonce_hash() const { return Sha256Hex(nonce_).substr(0, 12); }
+
+std::vector<core::CanaryHit> Session::HitsFor(const std::string& invocation) const {
+  std::vector<core::CanaryHit> out;
+  for (const canary::Hit& h : canaries_->HitsFor(invocation)) {
+    out.push_back({h.kind, h.peer, h.detail});
+  }
+  return out;
+}
+
+std::string Session::CanaryNote() const {
+  return fmt::format("canaries listen on {} (http {}, tcp {}, dns {})", bind_,
+                     subs_.at("canary.http"), subs_.at("canary.tcp"), subs_.at("canary.dns"));
+}
+
+void Session::Close() {
+  canaries_->Stop();
+  secrets_.Remove();
+}
+
+}  // namespace sandprobe::runner

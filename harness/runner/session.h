@@ -1,0 +1,63 @@
+// A run's session: its identity (run id, nonce), the canary secrets planted for it, the canary
+// listeners, and the "{name}" placeholders suites fill from them. Closing it (Close() or the
+// destructor, so on every exit path of runner::Run) stops the canaries and removes the planted
+// secrets.
+#pragma once
+
+#include <expected>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "canary/canary.h"
+#include "core/observation.h"
+#include "runner/run.h"
+#include "runner/secrets.h"
+
+namespace sandprobe::runner {
+
+class Session {
+ public:
+  // Draws the run id ("sp-<UTC yyyymmddThhmmssZ>-<6 hex>") and a 16-hex nonce, plants the canary
+  // secrets under `canary_dir`/<run id> and starts the canaries on `canary_bind` (an IPv4
+  // address). Errors: RunError naming what failed, with a hint (--canary-dir, --canary-bind);
+  // nothing is left behind.
+  static std::expected<std::unique_ptr<Session>, RunError> Open(
+      const std::filesystem::path& canary_dir, const std::string& canary_bind);
+  ~Session();  // Close()
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  const std::string& run_id() const { return run_id_; }
+  const std::string& nonce() const { return nonce_; }
+  // The first 12 hex characters of sha256(nonce): what reports carry instead of the nonce.
+  std::string nonce_hash() const;
+  // Every placeholder of kPlaceholders (plan.h) -> its value for this run.
+  const std::map<std::string, std::string>& substitutions() const { return subs_; }
+  // The planted environment, {name, value} (drivers::Invocation::extra_env); the first entry is
+  // the canary variable a probe's `canary_name` parameter names.
+  std::vector<std::pair<std::string, std::string>> Env() const { return secrets_.Env(); }
+  // The planted values, for core::RedactSecrets.
+  std::vector<std::string> SecretValues() const { return secrets_.Values(); }
+  // Canary hits carrying `invocation` (readable after Close()).
+  std::vector<core::CanaryHit> HitsFor(const std::string& invocation) const;
+  size_t dropped_hits() const { return canaries_->dropped_hits(); }
+  // The run note naming where the canaries listen.
+  std::string CanaryNote() const;
+  // Idempotent: stops the canaries (no port listens afterwards), removes the planted secrets.
+  void Close();
+
+ private:
+  Session(std::string run_id, std::string nonce, std::string bind, PlantedSecrets secrets,
+          std::unique_ptr<canary::CanarySet> canaries);
+
+  std::string run_id_, nonce_, bind_;
+  PlantedSecrets secrets_;
+  std::unique_ptr<canary::CanarySet> canaries_;
+  std::map<std::string, std::string> subs_;
+};
+
+}  // namespace sandprobe::runner
