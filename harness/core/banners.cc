@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "core/facts.h"
 #include "core/json_field.h"
 
 namespace sandprobe::core {
@@ -29,12 +30,12 @@ std::vector<std::string> PolicyNotEnforcedBanners(const Matrix& m) {
   for (const Cell& c : m.cells) {
     const ArmInfo* arm = m.FindArm(c.observation.arm);
     if (arm == nullptr || arm->role != ArmRole::kCandidate) continue;
-    if (StringField(c.observation.driver_facts, "network_policy").empty()) continue;
+    if (StringField(c.observation.driver_facts, fact::kNetworkPolicy).empty()) continue;
     if (c.classification.exposure != Exposure::kExposed) continue;
     if (!exposed_in_control.contains(c.observation.probe)) continue;
     Leak& leak = leaks[c.observation.arm];
     leak.rows.insert(c.observation.probe);
-    const auto age = c.observation.driver_facts.find("policy_age_s");
+    const auto age = c.observation.driver_facts.find(fact::kPolicyAgeS);
     if (age != c.observation.driver_facts.end() && age->is_number()) {
       const double a = age->get<double>();
       if (leak.min_age < 0 || a < leak.min_age) leak.min_age = a;

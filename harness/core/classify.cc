@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/facts.h"
 #include "core/json_field.h"
 #include "core/text.h"
 
@@ -125,7 +126,7 @@ std::optional<Classification> FromOutput(const ClassifyRules& rules, const Obser
 // rules.quiet_after_call: the driver waited after the call and the canary heard nothing.
 std::optional<Classification> FromQuiet(const ClassifyRules& rules, const Observation& obs) {
   if (!rules.quiet_after_call || !obs.canary_hits.empty()) return std::nullopt;
-  const auto wait = obs.driver_facts.find("after_call_wait_s");
+  const auto wait = obs.driver_facts.find(fact::kAfterCallWaitS);
   if (wait == obs.driver_facts.end() || !wait->is_number() || wait->get<double>() <= 0)
     return std::nullopt;
   const auto target = obs.params.find(rules.quiet_after_call->param);
@@ -183,7 +184,7 @@ Classification ClassifyEnding(const ProbeDescriptor& probe, const Observation& o
   // was killed whole by the harness.
   const bool ended_itself = obs.ending == Ending::kExited || obs.ending == Ending::kSignaled;
   if (auto output = FromOutput(rules, obs, started, ended_itself)) return *output;
-  if (BoolField(obs.driver_facts, "oom_killed")) {
+  if (BoolField(obs.driver_facts, fact::kOomKilled)) {
     return {rules.killed, Evidence::kPositive, "OOM killed",
             "driver fact: OOMKilled" + ProgressNote(obs)};
   }
@@ -252,7 +253,7 @@ Classification Classify(const ProbeDescriptor& probe, const Observation& obs) {
   Classification c = ClassifyObservation(probe, obs);
   // A canary the harness could not plant in this sandbox (a service it did not start) is absent
   // whatever the sandbox does: not finding it is no evidence of containment.
-  if (c.exposure == Exposure::kContained && BoolField(obs.driver_facts, "canary_not_planted")) {
+  if (c.exposure == Exposure::kContained && BoolField(obs.driver_facts, fact::kCanaryNotPlanted)) {
     return {Exposure::kUnknown, Evidence::kNone, "not planted",
             "the harness did not start this sandbox, so the canary it plants could not be in its "
             "environment (" +
@@ -268,12 +269,12 @@ Classification ClassifyObservation(const ProbeDescriptor& probe, const Observati
   Classification c = ClassifyEnding(probe, obs);
   // Shared fate (http driver): the service was healthy before the probe and not after. A leak
   // measured before it died stays a leak; anything else is no evidence of containment.
-  if (BoolField(obs.driver_facts, "service_died") && c.exposure != Exposure::kExposed &&
+  if (BoolField(obs.driver_facts, fact::kServiceDied) && c.exposure != Exposure::kExposed &&
       obs.ending != Ending::kHarnessError) {
     c = {Exposure::kUnknown, Evidence::kNone, "service died",
          fmt::format("the probe took the service down (health after: {}); the probe's own "
                      "answer: {}",
-                     Bounded(StringField(obs.driver_facts, "health_after"), 300), c.reason)};
+                     Bounded(StringField(obs.driver_facts, fact::kHealthAfter), 300), c.reason)};
   }
   return c;
 }

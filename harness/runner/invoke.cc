@@ -1,5 +1,6 @@
 #include "runner/invoke.h"
 
+#include "core/facts.h"
 #include "core/params.h"
 #include "core/redact.h"
 
@@ -65,14 +66,15 @@ core::Observation Invoke(const Task& task, const core::ProbeDescriptor& probe,
     inv.script = *next;
     obs = driver.Execute(inv, cancel);
   }
-  if (!earlier.empty()) obs.driver_facts["calls"] = std::move(earlier);
+  if (!earlier.empty()) obs.driver_facts[core::fact::kCalls] = std::move(earlier);
   obs.invocation = invocation;
   obs.canary_hits = session.HitsFor(invocation);
   if (CanaryNotPlanted(task, probe, driver, session)) {
-    obs.driver_facts["canary_not_planted"] = true;  // core::Classify: no containment proof
+    obs.driver_facts[core::fact::kCanaryNotPlanted] = true;  // core::Classify: no containment proof
   }
   if (const size_t n = core::RedactSecrets(obs, session.SecretValues()); n > 0) {
-    obs.driver_facts["canary_secrets_redacted"] = n;  // the sandbox printed a planted secret
+    obs.driver_facts[core::fact::kCanarySecretsRedacted] =
+        n;  // the sandbox printed a planted secret
   }
   return obs;
 }

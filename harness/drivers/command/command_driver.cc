@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/facts.h"
 #include "core/text.h"
 #include "process/process.h"
 
@@ -112,15 +113,17 @@ core::Observation CommandDriver::Execute(const Invocation& inv, const std::atomi
   obs.signal = r.signal;
   obs.duration_s = r.duration_s;
   obs.harness_error = r.error;
-  obs.driver_facts["driver"] = kind_;
-  obs.driver_facts["descendants_killed"] = r.descendants_killed;
-  if (r.ending == core::Ending::kDeadline) obs.driver_facts["ended_by"] = "harness deadline";
+  obs.driver_facts[core::fact::kDriver] = kind_;
+  obs.driver_facts[core::fact::kDescendantsKilled] = r.descendants_killed;
+  if (r.ending == core::Ending::kDeadline)
+    obs.driver_facts[core::fact::kEndedBy] = "harness deadline";
   if (r.ending == core::Ending::kExited || r.ending == core::Ending::kSignaled) {
-    obs.driver_facts["ended_by"] = "sandbox";  // the process ended before the harness deadline
+    obs.driver_facts[core::fact::kEndedBy] =
+        "sandbox";  // the process ended before the harness deadline
     // What was still alive in the sandbox command's process tree when it ended by itself: a
     // detached process that outlived the call (proc.outlives-call), until the reaper killed it.
-    obs.driver_facts["survivors"] = r.descendants_killed;
-    obs.driver_facts["survivors_source"] =
+    obs.driver_facts[core::fact::kSurvivors] = r.descendants_killed;
+    obs.driver_facts[core::fact::kSurvivorsSource] =
         "sandprobe-reaper: processes of the sandbox command's tree still alive when it exited "
         "(the harness then killed them)";
   }

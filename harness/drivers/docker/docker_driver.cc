@@ -5,6 +5,7 @@
 #include <chrono>
 #include <thread>
 
+#include "core/facts.h"
 #include "core/output.h"
 #include "drivers/docker/log_stream.h"
 
@@ -76,7 +77,7 @@ std::expected<void, std::string> DockerDriver::Remove(const std::string& id) {
 
 core::Observation DockerDriver::Execute(const Invocation& inv, const std::atomic<bool>& cancel) {
   core::Observation obs;
-  obs.driver_facts["driver"] = "docker";
+  obs.driver_facts[core::fact::kDriver] = "docker";
   const auto start = Clock::now();
   auto fail = [&](std::string why) {
     obs.ending = core::Ending::kHarnessError;
@@ -98,7 +99,7 @@ core::Observation DockerDriver::Execute(const Invocation& inv, const std::atomic
     std::lock_guard lock(mu_);
     live_.insert(id);
   }
-  obs.driver_facts["container"] = id.substr(0, 12);
+  obs.driver_facts[core::fact::kContainer] = id.substr(0, 12);
   auto started = client_.Call("POST", Path("/containers/{}/start", id), "", kCallTimeout);
   if (!started || (started->status != 204 && started->status != 304)) {
     Remove(id);
@@ -132,11 +133,12 @@ core::Observation DockerDriver::Execute(const Invocation& inv, const std::atomic
   }
   obs.duration_s = std::chrono::duration<double>(Clock::now() - start).count();
   const Json& st = state["State"];
-  obs.driver_facts["oom_killed"] =
+  obs.driver_facts[core::fact::kOomKilled] =
       st.value("OOMKilled", false);  // ContainerInspect State.OOMKilled
-  obs.driver_facts["exit_code"] = st.value("ExitCode", -1);
-  obs.driver_facts["runtime"] = state.value("/HostConfig/Runtime"_json_pointer, std::string());
-  obs.driver_facts["ended_by"] = stopped_by_harness ? "harness deadline" : "sandbox";
+  obs.driver_facts[core::fact::kExitCode] = st.value("ExitCode", -1);
+  obs.driver_facts[core::fact::kRuntime] =
+      state.value("/HostConfig/Runtime"_json_pointer, std::string());
+  obs.driver_facts[core::fact::kEndedBy] = stopped_by_harness ? "harness deadline" : "sandbox";
   if (!stopped_by_harness) {
     obs.ending = core::Ending::kExited;
     obs.exit_code = st.value("ExitCode", -1);
@@ -145,8 +147,8 @@ core::Observation DockerDriver::Execute(const Invocation& inv, const std::atomic
     // container's) that proof does not hold, and no survivors fact is given.
     const std::string pid_mode = state.value("/HostConfig/PidMode"_json_pointer, std::string());
     if (pid_mode.empty() || pid_mode == "private") {
-      obs.driver_facts["survivors"] = 0;
-      obs.driver_facts["survivors_source"] =
+      obs.driver_facts[core::fact::kSurvivors] = 0;
+      obs.driver_facts[core::fact::kSurvivorsSource] =
           "Engine API ContainerInspect: State.Running false, HostConfig.PidMode private: the "
           "container's PID namespace ended with its init";
     }

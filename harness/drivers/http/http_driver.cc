@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "core/facts.h"
 #include "core/limits.h"
 #include "core/output.h"
 #include "core/text.h"
@@ -270,7 +271,7 @@ std::expected<void, SetupError> HttpDriver::Prepare() {
 
 core::Observation HttpDriver::Execute(const Invocation& inv, const std::atomic<bool>& cancel) {
   core::Observation obs;
-  obs.driver_facts["driver"] = "http";
+  obs.driver_facts[core::fact::kDriver] = "http";
   const auto start = Clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   auto fail = [&](core::Ending ending, std::string why) {
@@ -281,7 +282,7 @@ core::Observation HttpDriver::Execute(const Invocation& inv, const std::atomic<b
   const bool checks = !config_.health.empty();
   if (checks) {
     const std::string before = Health(cancel);
-    obs.driver_facts["health_before"] = before;
+    obs.driver_facts[core::fact::kHealthBefore] = before;
     if (!Healthy(before)) {
       std::string culprit;
       {
@@ -309,16 +310,16 @@ core::Observation HttpDriver::Execute(const Invocation& inv, const std::atomic<b
       case Failure::kDeadline:
         obs.ending = core::Ending::kDeadline;
         obs.duration_s = elapsed();
-        obs.driver_facts["ended_by"] = "harness deadline";
-        obs.driver_facts["note"] =
+        obs.driver_facts[core::fact::kEndedBy] = "harness deadline";
+        obs.driver_facts[core::fact::kNote] =
             "the client gave up at the harness deadline; the service may still be running it";
         break;
       default:
         fail(core::Ending::kHarnessError, reply.error().message);
     }
   } else {
-    obs.driver_facts["http_status"] = reply->status;
-    obs.driver_facts["response_bytes"] = reply->body.size();
+    obs.driver_facts[core::fact::kHttpStatus] = reply->status;
+    obs.driver_facts[core::fact::kResponseBytes] = reply->body.size();
     const Json doc = Json::parse(reply->body, nullptr, false);
     const Json* out = doc.is_object() ? At(doc, config_.stdout_ptr) : nullptr;
     const Json* err = doc.is_object() ? At(doc, config_.stderr_ptr) : nullptr;
@@ -331,8 +332,8 @@ core::Observation HttpDriver::Execute(const Invocation& inv, const std::atomic<b
                      v->get<std::string>().find(*config_.timeout->contains) != std::string::npos) ||
                     (config_.timeout->equals && *v == *config_.timeout->equals);
         if (timed_out) {
-          obs.driver_facts["service_timeout"] = true;
-          obs.driver_facts["service_timeout_source"] =
+          obs.driver_facts[core::fact::kServiceTimeout] = true;
+          obs.driver_facts[core::fact::kServiceTimeoutSource] =
               fmt::format("response {} = {}", config_.timeout->pointer, OneLine(v->dump(), 120));
         }
       }
@@ -357,14 +358,14 @@ core::Observation HttpDriver::Execute(const Invocation& inv, const std::atomic<b
       if (out != nullptr && out->is_string()) collector.FeedStdout(out->get<std::string>());
       if (err != nullptr && err->is_string()) collector.FeedStderr(err->get<std::string>());
       if (service_error != nullptr && !service_error->is_null() && !timed_out) {
-        obs.driver_facts["service_error"] = OneLine(
+        obs.driver_facts[core::fact::kServiceError] = OneLine(
             service_error->is_string() ? service_error->get<std::string>() : service_error->dump());
       }
       obs.ending = core::Ending::kExited;
-      obs.driver_facts["ended_by"] = "service";
+      obs.driver_facts[core::fact::kEndedBy] = "service";
       if (code != nullptr && code->is_number_integer()) {
         const int n = code->get<int>();
-        obs.driver_facts["service_exit_code"] = n;
+        obs.driver_facts[core::fact::kServiceExitCode] = n;
         if (n < 0) {  // a subprocess killed by signal -n (Python's returncode convention)
           obs.ending = core::Ending::kSignaled;
           obs.signal = -n;
@@ -372,7 +373,7 @@ core::Observation HttpDriver::Execute(const Invocation& inv, const std::atomic<b
           obs.exit_code = n;
         }
       } else {
-        obs.driver_facts["service_exit_code"] =
+        obs.driver_facts[core::fact::kServiceExitCode] =
             code == nullptr ? "not in the response" : "not an integer";
       }
       if (timed_out) {  // reported like GNU timeout, so the probe's timed_out rule applies
@@ -391,7 +392,7 @@ core::Observation HttpDriver::Execute(const Invocation& inv, const std::atomic<b
                                           std::chrono::duration<double>(linger));
     while (Clock::now() < until && !cancel.load())
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    obs.driver_facts["after_call_wait_s"] = linger;
+    obs.driver_facts[core::fact::kAfterCallWaitS] = linger;
   }
 
   if (checks && !cancel.load()) {
@@ -401,12 +402,12 @@ core::Observation HttpDriver::Execute(const Invocation& inv, const std::atomic<b
     if (obs.ending == core::Ending::kSignaled ||
         (obs.ending == core::Ending::kExited && obs.exit_code == 137)) {
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
-      obs.driver_facts["health_settle_s"] = 0.5;
+      obs.driver_facts[core::fact::kHealthSettleS] = 0.5;
     }
     const std::string after = Health(cancel);
-    obs.driver_facts["health_after"] = after;
+    obs.driver_facts[core::fact::kHealthAfter] = after;
     if (!Healthy(after) && !cancel.load()) {
-      obs.driver_facts["service_died"] = true;
+      obs.driver_facts[core::fact::kServiceDied] = true;
       const std::string who = fmt::format("probe {} (invocation {})", inv.probe, inv.invocation);
       {
         std::lock_guard lock(mu_);

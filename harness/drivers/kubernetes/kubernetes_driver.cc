@@ -8,6 +8,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "core/facts.h"
 #include "core/output.h"
 
 namespace sandprobe::drivers {
@@ -248,9 +249,9 @@ std::expected<void, std::string> KubernetesDriver::DeleteJob(const std::string& 
 core::Observation KubernetesDriver::Execute(const Invocation& inv,
                                             const std::atomic<bool>& cancel) {
   core::Observation obs;
-  obs.driver_facts["driver"] = "kubernetes";
-  obs.driver_facts["namespace"] = ns_;
-  if (!warnings_.empty()) obs.driver_facts["warnings"] = warnings_;
+  obs.driver_facts[core::fact::kDriver] = "kubernetes";
+  obs.driver_facts[core::fact::kNamespace] = ns_;
+  if (!warnings_.empty()) obs.driver_facts[core::fact::kWarnings] = warnings_;
   const auto start = Clock::now();
   auto fail = [&](std::string why) {
     obs.ending = core::Ending::kHarnessError;
@@ -266,7 +267,7 @@ core::Observation KubernetesDriver::Execute(const Invocation& inv,
   if (policy_stored_ && settings_.min_policy_age_s > 0) {
     const double wait = settings_.min_policy_age_s - Since(*policy_stored_);
     if (wait > 0) {
-      obs.driver_facts["policy_wait_s"] = Round1(wait);
+      obs.driver_facts[core::fact::kPolicyWaitS] = Round1(wait);
       if (!kube::SleepFor(wait, After(wait + 1), &cancel)) {
         obs.ending = core::Ending::kInterrupted;
         obs.duration_s = Since(start);
@@ -280,11 +281,11 @@ core::Observation KubernetesDriver::Execute(const Invocation& inv,
                        inv.node};
   const Json job = kube::BuildJob(settings_, req);
   const std::string name = job["metadata"]["name"];
-  obs.driver_facts["job"] = name;
+  obs.driver_facts[core::fact::kJob] = name;
   if (!policy_name_.empty()) {
-    obs.driver_facts["network_policy"] = policy_name_;
-    obs.driver_facts["policy_created_at"] = policy_created_at_;
-    obs.driver_facts["policy_age_s"] = Round1(Since(*policy_stored_));
+    obs.driver_facts[core::fact::kNetworkPolicy] = policy_name_;
+    obs.driver_facts[core::fact::kPolicyCreatedAt] = policy_created_at_;
+    obs.driver_facts[core::fact::kPolicyAgeS] = Round1(Since(*policy_stored_));
   }
   const auto created_at = Clock::now();
   const auto start_deadline = After(settings_.pod_start_timeout_s);
@@ -334,7 +335,7 @@ core::Observation KubernetesDriver::Execute(const Invocation& inv,
     pod = p;
     if (!running_since && Running(pod)) {
       running_since = Clock::now();
-      obs.driver_facts["start_wait_s"] = Round1(Since(created_at));
+      obs.driver_facts[core::fact::kStartWaitS] = Round1(Since(created_at));
     }
   };
   while (true) {
@@ -418,18 +419,18 @@ core::Observation KubernetesDriver::Execute(const Invocation& inv,
       break;
     }
   }
-  obs.driver_facts["pod_relists"] = relists;
-  if (gone > 0) obs.driver_facts["watch_gone"] = gone;
+  obs.driver_facts[core::fact::kPodRelists] = relists;
+  if (gone > 0) obs.driver_facts[core::fact::kWatchGone] = gone;
   const std::string pod_name = Str(pod, "/metadata/name");
-  if (!pod_name.empty()) obs.driver_facts["pod"] = pod_name;
+  if (!pod_name.empty()) obs.driver_facts[core::fact::kPod] = pod_name;
   if (const std::string node = Str(pod, "/spec/nodeName"); !node.empty()) {
-    obs.driver_facts["node"] = node;
+    obs.driver_facts[core::fact::kNode] = node;
   }
   const bool finished = pod.is_object() && Finished(pod);
   if (!finished && !cancel.load() && running_since && Clock::now() >= harness_deadline()) {
     harness_stop = true;
     obs.ending = core::Ending::kDeadline;
-    obs.driver_facts["ended_by"] = "harness deadline";
+    obs.driver_facts[core::fact::kEndedBy] = "harness deadline";
   }
   if (!finished && cancel.load()) {
     harness_stop = true;
@@ -456,16 +457,17 @@ core::Observation KubernetesDriver::Execute(const Invocation& inv,
       }
     }
     collector.Finish(obs);
-    obs.driver_facts["logs"] = logs_ok ? "combined stdout+stderr (pods/log)" : "unavailable";
+    obs.driver_facts[core::fact::kLogs] =
+        logs_ok ? "combined stdout+stderr (pods/log)" : "unavailable";
   }
   obs.duration_s = Since(running_since.value_or(created_at));
 
   if (const Json* t = Terminated(pod)) {
     const std::string reason = t->value("reason", "");
-    obs.driver_facts["terminated_reason"] = reason;
-    obs.driver_facts["exit_code"] = t->value("exitCode", -1);
-    obs.driver_facts["oom_killed"] = reason == "OOMKilled";
-    if (t->value("signal", 0) != 0) obs.driver_facts["signal"] = t->value("signal", 0);
+    obs.driver_facts[core::fact::kTerminatedReason] = reason;
+    obs.driver_facts[core::fact::kExitCode] = t->value("exitCode", -1);
+    obs.driver_facts[core::fact::kOomKilled] = reason == "OOMKilled";
+    if (t->value("signal", 0) != 0) obs.driver_facts[core::fact::kSignal] = t->value("signal", 0);
     if (!harness_stop) {
       obs.ending = core::Ending::kExited;
       obs.exit_code = t->value("exitCode", -1);
@@ -473,21 +475,21 @@ core::Observation KubernetesDriver::Execute(const Invocation& inv,
   }
   const std::string pod_reason = Str(pod, "/status/reason");
   if (!pod_reason.empty()) {
-    obs.driver_facts["pod_reason"] = pod_reason;
-    obs.driver_facts["pod_message"] =
+    obs.driver_facts[core::fact::kPodReason] = pod_reason;
+    obs.driver_facts[core::fact::kPodMessage] =
         core::SanitizeUtf8(Str(pod, "/status/message").substr(0, 500));
   }
   if (pod_reason == "Evicted") {
-    obs.driver_facts["evicted"] = true;
+    obs.driver_facts[core::fact::kEvicted] = true;
     if (Terminated(pod) == nullptr && !harness_stop) {
       obs.ending = core::Ending::kSignaled;  // the kubelet killed it; no exit status recorded
       obs.signal = 9;
     }
   }
   if (!job_failure.empty()) {
-    obs.driver_facts["job_condition"] = job_failure;
+    obs.driver_facts[core::fact::kJobCondition] = job_failure;
     if (job_failure == "DeadlineExceeded" && !logs_ok) {
-      obs.driver_facts["logs"] =
+      obs.driver_facts[core::fact::kLogs] =
           "gone: the Job's activeDeadlineSeconds ended it and deleted its pods and logs";
     }
     if (Terminated(pod) == nullptr && obs.ending == core::Ending::kNotRun &&
@@ -498,9 +500,9 @@ core::Observation KubernetesDriver::Execute(const Invocation& inv,
   }
 
   auto deleted = DeleteJob(name, harness_stop || !finished);
-  obs.driver_facts["job_deleted"] = deleted.has_value();
+  obs.driver_facts[core::fact::kJobDeleted] = deleted.has_value();
   if (!failed_create.empty()) {
-    obs.driver_facts["failed_create"] = failed_create;
+    obs.driver_facts[core::fact::kFailedCreate] = failed_create;
     return fail(fmt::format("Job {}: FailedCreate: {}", name, failed_create));
   }
   if (!setup_failure.empty()) return fail(fmt::format("Job {}: {}", name, setup_failure));
@@ -539,7 +541,7 @@ core::Observation KubernetesDriver::Admission(const Invocation& inv,
                        inv.script,      kube::ContainerTimeout(settings_.limits, inv.deadline_s),
                        inv.node};
   const Json pod = kube::BuildAdmissionPod(settings_, req);
-  obs.driver_facts["admission_pod"] = pod["metadata"]["name"];
+  obs.driver_facts[core::fact::kAdmissionPod] = pod["metadata"]["name"];
   auto r = client_->Call("POST", Path("/api/v1", "pods") + "?dryRun=All", pod,
                          After(std::max(inv.deadline_s, 60.0)), &cancel);
   obs.duration_s = Since(start);
@@ -580,7 +582,7 @@ core::Observation KubernetesDriver::Admission(const Invocation& inv,
     result["message"] = e.message;
     result["detail"] = fmt::format("HTTP {} {}: {}", e.code, e.reason, e.message.substr(0, 400));
   }
-  obs.driver_facts["admission_status"] = result["http_status"];
+  obs.driver_facts[core::fact::kAdmissionStatus] = result["http_status"];
   // The answer travels as the probe's own records would, through the same parser.
   core::OutputCollector collector(context_.nonce);
   const Json start_rec = {{"kind", "start"}, {"probe", inv.probe}, {"seq", 1}};

@@ -1,0 +1,79 @@
+// Driver fact keys: the names under Observation::driver_facts, in one place. Facts are what a
+// driver or the runner measured about one invocation; core::Classify reads some of them (driver
+// facts beat a probe's self-report) and every report shows them verbatim, so the names are part
+// of report.json's contract. Each key says who writes it, its type and where the fact comes from.
+#pragma once
+
+namespace sandprobe::core::fact {
+
+// --- Every driver ---------------------------------------------------------------------------
+inline constexpr char kDriver[] = "driver";       // string: the driver kind that ran it
+inline constexpr char kEndedBy[] = "ended_by";    // "sandbox" | "service" | "harness deadline"
+inline constexpr char kExitCode[] = "exit_code";  // int: the runtime's own exit code
+inline constexpr char kSignal[] = "signal";       // int: the signal the runtime reported
+// bool: the runtime killed it for memory. Docker Engine API ContainerInspect State.OOMKilled;
+// Pod containerStatuses[].state.terminated.reason OOMKilled; a command `after` hook.
+inline constexpr char kOomKilled[] = "oom_killed";
+// int: processes of the invocation still alive when its main process ended (sandprobe-reaper's
+// count; 0 from ContainerInspect for a private PID namespace). Read by FactRule `survivors`.
+inline constexpr char kSurvivors[] = "survivors";
+inline constexpr char kSurvivorsSource[] = "survivors_source";  // string: where it came from
+inline constexpr char kNote[] = "note";                        // string: a caveat for the report
+
+// --- Runner (runner/invoke.cc) -----------------------------------------------------------------
+// [{call, ending, exit_code, result, driver_facts}]: the earlier calls of a multi-call probe.
+inline constexpr char kCalls[] = "calls";
+// bool: the probe looks for the planted env canary, but this driver never plants it (a service
+// the harness did not start): a clean result proves nothing (docs/traps.md, trap 22).
+inline constexpr char kCanaryNotPlanted[] = "canary_not_planted";
+// int: planted secrets the sandbox printed, redacted from every field.
+inline constexpr char kCanarySecretsRedacted[] = "canary_secrets_redacted";
+
+// --- command / local (drivers/command) ----------------------------------------------------------
+inline constexpr char kDescendantsKilled[] = "descendants_killed";  // int: killed by the reaper
+
+// --- docker (drivers/docker) ----------------------------------------------------------------------
+inline constexpr char kContainer[] = "container";  // string: short container id
+inline constexpr char kRuntime[] = "runtime";      // string: ContainerInspect HostConfig.Runtime
+
+// --- http (drivers/http) --------------------------------------------------------------------------
+inline constexpr char kHttpStatus[] = "http_status";        // int: the service's response status
+inline constexpr char kResponseBytes[] = "response_bytes";  // int: body size
+inline constexpr char kHealthBefore[] = "health_before";    // "ok" or why not
+inline constexpr char kHealthAfter[] = "health_after";      // "ok" or why not
+inline constexpr char kHealthSettleS[] = "health_settle_s";  // s waited before the after-check
+// bool: healthy before, not after: the probe took the service down (shared fate).
+inline constexpr char kServiceDied[] = "service_died";
+inline constexpr char kServiceTimeout[] = "service_timeout";  // bool: the service said timed out
+inline constexpr char kServiceTimeoutSource[] = "service_timeout_source";  // the matching rule
+inline constexpr char kServiceError[] = "service_error";          // string: the service's error
+inline constexpr char kServiceExitCode[] = "service_exit_code";   // the reported exit code
+// s the driver waited after the call for late evidence (probe after_call_s).
+inline constexpr char kAfterCallWaitS[] = "after_call_wait_s";
+
+// --- kubernetes (drivers/kubernetes) -----------------------------------------------------------
+inline constexpr char kNamespace[] = "namespace";  // string
+inline constexpr char kWarnings[] = "warnings";    // [string]: the arm's Prepare() warnings
+inline constexpr char kJob[] = "job";              // string: the Job's name
+inline constexpr char kPod[] = "pod";              // string: the Pod's name
+inline constexpr char kNode[] = "node";            // string: Pod spec.nodeName
+inline constexpr char kNetworkPolicy[] = "network_policy";        // string: the arm's policy
+inline constexpr char kPolicyCreatedAt[] = "policy_created_at";   // its creationTimestamp
+inline constexpr char kPolicyAgeS[] = "policy_age_s";             // s: its age at Job creation
+inline constexpr char kPolicyWaitS[] = "policy_wait_s";           // s waited for minPolicyAge
+inline constexpr char kStartWaitS[] = "start_wait_s";             // s: Job created to running
+inline constexpr char kPodRelists[] = "pod_relists";              // int: watch re-lists
+inline constexpr char kWatchGone[] = "watch_gone";                // int: 410 Gone seen
+inline constexpr char kLogs[] = "logs";                           // string: how logs were read
+inline constexpr char kTerminatedReason[] = "terminated_reason";  // terminated.reason
+inline constexpr char kPodReason[] = "pod_reason";                // Pod status.reason
+inline constexpr char kPodMessage[] = "pod_message";              // Pod status.message
+inline constexpr char kEvicted[] = "evicted";                     // bool: status.reason Evicted
+// string: Job status.conditions[type=Failed].reason (DeadlineExceeded: the logs are gone).
+inline constexpr char kJobCondition[] = "job_condition";
+inline constexpr char kJobDeleted[] = "job_deleted";        // bool: deletion confirmed
+inline constexpr char kFailedCreate[] = "failed_create";    // Event FailedCreate on the Job
+inline constexpr char kAdmissionPod[] = "admission_pod";    // the dry-run Pod's name
+inline constexpr char kAdmissionStatus[] = "admission_status";  // the API server's status
+
+}  // namespace sandprobe::core::fact
