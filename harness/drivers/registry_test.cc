@@ -8,6 +8,7 @@
 
 #include "config/yaml_util.h"
 #include "core/output.h"
+#include "runner/run.h"
 
 namespace sandprobe::drivers {
 namespace {
@@ -139,8 +140,10 @@ class EchoDriver : public Driver {
   core::Observation Execute(const Invocation& inv, const std::atomic<bool>&) override {
     core::Observation obs;
     core::OutputCollector out(context_.nonce);
+    // The harness's preflight asks every arm for "ok"; every other probe gets the manifest's reply.
+    const std::string outcome = inv.probe == "harness.preflight" ? "ok" : reply_;
     out.FeedStdout(fmt::format("{} {} {{\"kind\":\"result\",\"outcome\":\"{}\"}}\n",
-                               core::kRecordMarker, context_.nonce, reply_));
+                               core::kRecordMarker, context_.nonce, outcome));
     out.Finish(obs);
     obs.ending = core::Ending::kExited;
     obs.driver_facts["echoed_bytes"] = inv.script.size();
@@ -202,6 +205,47 @@ TEST(RegistryTest, AddingAKindIsOneLine) {
   ASSERT_TRUE(obs.result.has_value());
   EXPECT_EQ(obs.result->value("outcome", ""), "ok");
   EXPECT_EQ(obs.driver_facts["echoed_bytes"], 8);
+}
+
+// The one-line kind in a whole run: manifests loaded through the registry, drivers built by its
+// factory, a control that shows the exposure and a candidate that contains it.
+TEST(RegistryTest, AnAddedKindRunsAWholeMatrix) {
+  const DriverRegistry registry = WithEcho();
+  auto control = registry.ParseManifest("name: echo-open\ndriver: echo\necho: {reply: reached}\n",
+                                        "open.yaml");
+  auto candidate = registry.ParseManifest(
+      "name: echo-shut\ndriver: echo\ncontrol: echo-open\necho: {reply: blocked}\n", "shut.yaml");
+  ASSERT_TRUE(control && candidate);
+  core::ProbeDescriptor probe;
+  probe.id = "net.echo";
+  probe.label = "echo";
+  probe.category = "net";
+  probe.drivers = {"all"};
+  probe.classify.outcomes = {{"reached", core::Exposure::kExposed},
+                             {"blocked", core::Exposure::kContained}};
+  probe.script = "pass\n";
+  runner::RunOptions options;
+  options.suite.name = "echo";
+  options.suite.entries = {{"net.echo", core::Level::kRequired, {}}};
+  options.probes = {probe};
+  options.controls = {*control};
+  options.candidates = {*candidate};
+  options.preamble = "# preamble\n";
+  options.canary_dir = std::filesystem::path(::testing::TempDir()) / "registry_test_echo";
+  std::filesystem::create_directories(options.canary_dir);
+  options.make_driver = [&registry](const core::Manifest& m, const DriverContext& c) {
+    return registry.Make(m, c);
+  };
+  runner::RunObserver observer;
+  const std::atomic<bool> cancel{false};
+  auto matrix = runner::Run(options, observer, cancel);
+  ASSERT_TRUE(matrix) << matrix.error().message;
+  ASSERT_EQ(matrix->verdicts.size(), 1u);
+  EXPECT_EQ(matrix->verdicts[0].candidate, "echo-shut");
+  EXPECT_EQ(matrix->verdicts[0].verdict.kind, core::VerdictKind::kPass)
+      << matrix->verdicts[0].verdict.reason;
+  EXPECT_EQ(matrix->verdicts[0].verdict.validated_by, "echo-open");
+  EXPECT_EQ(core::RunExitCode(*matrix), 0);
 }
 
 TEST(RegistryTest, AThrowingSectionCheckIsAnErrorValue) {
