@@ -3,7 +3,7 @@
 // core::SanitizeUtf8, but labels, reasons and names may be built from anything.
 #include <string>
 
-#include "report/fixtures.h"
+#include "report/report_test_fixtures.h"
 
 namespace sandprobe::report::fixtures {
 

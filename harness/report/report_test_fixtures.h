@@ -1,4 +1,4 @@
-// Fixture matrices for the reporter tests and their approved baselines
+// Test code: fixture matrices for the reporter tests and their approved baselines
 // (reports/baselines/<name>.{txt,md,json,xml}). Fixed run ids and times, so output is
 // deterministic. Test-only: linked into report_test, not into sandprobe_report.
 #pragma once

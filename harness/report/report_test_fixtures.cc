@@ -1,4 +1,4 @@
-#include "report/fixtures.h"
+#include "report/report_test_fixtures.h"
 
 #include "core/params.h"
 
