@@ -16,6 +16,8 @@
 #include <functional>
 #include <thread>
 
+#include "drivers/transport/http_test_server.h"
+
 namespace sandprobe::drivers {
 namespace {
 
@@ -28,27 +30,11 @@ std::string Record(const Json& rec) {
   return std::string("@@sandprobe ") + kNonce + " " + rec.dump();
 }
 
-// An httplib server on 127.0.0.1:<any port>, run on its own thread for one test.
-class Service {
+// An httplib server on 127.0.0.1:<any port>, running from construction to the end of the test.
+class Service : public http_test::Running<httplib::Server> {
  public:
-  Service() {
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  ~Service() {
-    server_.stop();
-    thread_.join();
-  }
-  httplib::Server& server() { return server_; }
-  std::string Url(const std::string& path) const {
-    return "http://127.0.0.1:" + std::to_string(port_) + path;
-  }
-
- private:
-  httplib::Server server_;
-  int port_ = 0;
-  std::thread thread_;
+  Service() { Start(); }
+  std::string Url(const std::string& path) const { return Running::Url("http", path); }
 };
 
 // Reads one whole request (headers, then Content-Length bytes of body) so that what follows
@@ -293,19 +279,7 @@ TEST(HttpDriverTest, TokenIsSentButNeverWritten) {
 
 TEST(HttpDriverTest, BodyOverTheCapIsAHarnessErrorNamingTheSize) {
   Service s;
-  s.server().Post("/sized", [](const httplib::Request&, httplib::Response& r) {
-    r.set_content(std::string(5000, 'x'), "application/json");
-  });
-  s.server().Post("/chunked", [](const httplib::Request&, httplib::Response& r) {
-    r.set_chunked_content_provider("application/json", [](size_t, httplib::DataSink& sink) {
-      const std::string chunk(1000, 'y');
-      for (int i = 0; i < 50; ++i) {
-        if (!sink.write(chunk.data(), chunk.size())) return false;
-      }
-      sink.done();
-      return true;
-    });
-  });
+  http_test::ServeOverCapBodies(s.server(), "POST", "application/json");
   for (const char* path : {"/sized", "/chunked"}) {
     HttpDriver d = MakeDriver({{"url", s.Url(path)}, {"preset", "code-json"}, {"maxBody", "4Ki"}});
     const core::Observation obs = d.Execute(Inv(), kNever);
