@@ -13,7 +13,6 @@ import time
 import unittest
 
 import e2e_util as u
-from test_http import Fixture, write_http_manifest
 
 SELFTEST = {"one": ("fault one", "result(OUTCOME, 'positive')\n"),
             "two": ("fault two", "result(OUTCOME, 'positive')\n"),
@@ -27,10 +26,10 @@ def run_faulty(fault, *fixture_args, jobs=2, probes=SELFTEST):
     wall seconds)."""
     with tempfile.TemporaryDirectory(prefix="sandprobe-e2e-http-fault-") as base:
         home, suite, _ = u.make_selftest_home(base, probes)
-        fixture = Fixture("unsafe", "--timeout", "3", "--fault", fault, *fixture_args, cwd=base)
+        fixture = u.Fixture("unsafe", "--timeout", "3", "--fault", fault, *fixture_args, cwd=base)
         try:
-            manifest = write_http_manifest(os.path.join(base, "faulty.yaml"), "faulty",
-                                           fixture.url)
+            manifest = u.write_http_manifest(os.path.join(base, "faulty.yaml"), "faulty",
+                                             fixture.url)
             out = os.path.join(base, "out")
             start = time.monotonic()
             res = u.run_sandprobe(
