@@ -70,32 +70,32 @@ void Exit(core::Cell& cell, int code, double duration_s, std::vector<json> recor
 
 json Start(const std::string& probe) { return {{"kind", "start"}, {"probe", probe}, {"seq", 0}}; }
 
-// The control cell of a network row: the probe reached the `hit.kind` canary and said `detail`; the
-// canary logged the one hit.
-core::Cell ReachedControl(const std::string& probe, const json& params, double duration_s,
-                          std::string detail, core::CanaryHit hit) {
-  core::Cell cell =
+// A network row's two cells: the control's (local), which reached the `hit.kind` canary, said
+// `detail` and left the one hit; then the candidate's (bubblewrap), returned for the caller to end.
+core::Cell& AddNetworkCells(core::Matrix& m, const std::string& probe, const json& params,
+                            double control_s, std::string detail, core::CanaryHit hit,
+                            core::Classification candidate) {
+  core::Cell& control = m.cells.emplace_back(
       MakeCell(probe, "local", params,
                {Exposure::kExposed, Evidence::kPositive, "REACHED",
-                hit.kind + " canary logged this invocation from " + hit.peer + " (1 hit(s))"});
-  Exit(cell, 0, duration_s,
+                hit.kind + " canary logged this invocation from " + hit.peer + " (1 hit(s))"}));
+  Exit(control, 0, control_s,
        {Start(probe),
         {{"kind", "result"},
          {"outcome", "reached"},
          {"evidence", "positive"},
          {"detail", std::move(detail)}}});
-  cell.observation.canary_hits.push_back(std::move(hit));
-  return cell;
+  control.observation.canary_hits.push_back(std::move(hit));
+  return m.cells.emplace_back(MakeCell(probe, "bubblewrap", params, std::move(candidate)));
 }
 
 void AddDns(core::Matrix& m) {
   const json params = {{"name", "canary.sandprobe.test"}, {"server", "127.0.0.1:40125"}};
-  core::Cell local =
-      ReachedControl("net.dns", params, 0.118, "answer 127.0.0.1 carried the nonce",
-                     {"dns", "127.0.0.1:51234", "A? 4f2a9c-net.dns.canary.sandprobe.test"});
-  core::Cell cand = MakeCell("net.dns", "bubblewrap", params,
-                             {Exposure::kContained, Evidence::kPositive, "blocked",
-                              "outcome blocked (ENETUNREACH): sendto 127.0.0.1:40125 failed"});
+  core::Cell& cand =
+      AddNetworkCells(m, "net.dns", params, 0.118, "answer 127.0.0.1 carried the nonce",
+                      {"dns", "127.0.0.1:51234", "A? 4f2a9c-net.dns.canary.sandprobe.test"},
+                      {Exposure::kContained, Evidence::kPositive, "blocked",
+                       "outcome blocked (ENETUNREACH): sendto 127.0.0.1:40125 failed"});
   Exit(cand, 0, 0.052,
        {Start("net.dns"),
         {{"kind", "result"},
@@ -103,8 +103,6 @@ void AddDns(core::Matrix& m) {
          {"evidence", "positive"},
          {"errno", "ENETUNREACH"},
          {"detail", "sendto 127.0.0.1:40125 failed"}}});
-  m.cells.push_back(std::move(local));
-  m.cells.push_back(std::move(cand));
   m.verdicts.push_back(MakeVerdict(
       "net.dns", "bubblewrap", VerdictKind::kPass,
       "contained, positive evidence: outcome blocked (ENETUNREACH): sendto 127.0.0.1:40125 "
@@ -167,19 +165,16 @@ void AddSkipAndError(core::Matrix& m) {
   m.verdicts.push_back(MakeVerdict("k8s.admission-privileged", "bubblewrap", VerdictKind::kSkip,
                                    "Kubernetes-only probe on driver command"));
   const json params = {{"url", "https://127.0.0.1:40123/"}};
-  core::Cell local =
-      ReachedControl("net.https-ip", params, 0.204, "HTTP 200",
-                     {"http", "127.0.0.1:51240", "GET / x-sandprobe: 4f2a9c-net.https-ip@local"});
-  core::Cell cand = MakeCell("net.https-ip", "bubblewrap", params,
-                             {Exposure::kUnknown, Evidence::kNone, "error",
-                              "harness error: bwrap: setting up uid map: Permission denied"});
+  core::Cell& cand =
+      AddNetworkCells(m, "net.https-ip", params, 0.204, "HTTP 200",
+                      {"http", "127.0.0.1:51240", "GET / x-sandprobe: 4f2a9c-net.https-ip@local"},
+                      {Exposure::kUnknown, Evidence::kNone, "error",
+                       "harness error: bwrap: setting up uid map: Permission denied"});
   cand.observation.ending = Ending::kHarnessError;
   cand.observation.duration_s = 0.004;
   cand.observation.harness_error = "bwrap: setting up uid map: Permission denied";
   cand.observation.stderr_head = "bwrap: setting up uid map: Permission denied\n";
   cand.observation.stderr_bytes = cand.observation.stderr_head.size();
-  m.cells.push_back(std::move(local));
-  m.cells.push_back(std::move(cand));
   m.verdicts.push_back(
       MakeVerdict("net.https-ip", "bubblewrap", VerdictKind::kError,
                   "harness/driver failed: bwrap: setting up uid map: Permission denied"));
