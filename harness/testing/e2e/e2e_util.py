@@ -182,6 +182,23 @@ class RunCase(unittest.TestCase):
     cls.res (run_sandprobe's result) and cls.report (report_or_none)."""
 
     @classmethod
+    def make_tmp(cls, prefix):
+        """cls.tmp, a TemporaryDirectory removed by tearDownClass, and in it cls.out and
+        cls.canary_dir (out/ and canary/, made by sandprobe); returns its path."""
+        cls.tmp = tempfile.TemporaryDirectory(prefix=prefix)
+        cls.out = os.path.join(cls.tmp.name, "out")
+        cls.canary_dir = os.path.join(cls.tmp.name, "canary")
+        return cls.tmp.name
+
+    @classmethod
+    def run_once(cls, args, timeout=120, **kwargs):
+        """cls.res: `sandprobe run --out OUT --canary-dir CANARY ARGS...` (after make_tmp);
+        cls.report: its report.json, or None."""
+        cls.res = run_sandprobe(["run", "--out", cls.out, "--canary-dir", cls.canary_dir] +
+                                list(args), timeout=timeout, **kwargs)
+        cls.report = report_or_none(cls.out)
+
+    @classmethod
     def tearDownClass(cls):
         cls.tmp.cleanup()
 
@@ -382,13 +399,14 @@ def state_files(*directories):
             if n.startswith(".sandprobe-state-")]
 
 
-def run_fixture_matrix(cls, base, mode, fixture_cwd):
-    """The run of the fixture matrices (test_http.py, test_docker_http.py), for setUpClass under
-    base: fixture.py in `mode` (cwd fixture_cwd) with a planted credential, MATRIX_ROWS and
-    res.cpu-loop against it with the local control. Sets on cls: run_cwd, token, secret, fixture,
-    out, res, wall_s, report, fixture_exit, left_before_stop and left_after_stop (this run's
-    processes before and after the fixture stopped)."""
+def run_fixture_matrix(cls, mode, fixture_cwd):
+    """The run of the fixture matrices (test_http.py, test_docker_http.py), for a RunCase's
+    setUpClass after make_tmp: fixture.py in `mode` (cwd fixture_cwd) with a planted credential,
+    MATRIX_ROWS and res.cpu-loop against it with the local control. Sets on cls: run_cwd, token,
+    secret, fixture, res, wall_s, report, fixture_exit, left_before_stop and left_after_stop (this
+    run's processes before and after the fixture stopped)."""
     import time
+    base = cls.tmp.name
     cls.run_cwd = os.path.join(base, "run")
     os.makedirs(cls.run_cwd)
     env, cls.token, cred_params = planted_credential(base)
@@ -400,11 +418,10 @@ def run_fixture_matrix(cls, base, mode, fixture_cwd):
         suite = write_suite(base, "http-" + mode, MATRIX_ROWS + ["res.cpu-loop"], params)
         manifest = write_http_manifest(os.path.join(base, mode + ".yaml"), "runcode-" + mode,
                                        cls.fixture.url)
-        cls.out = os.path.join(base, "out")
         start = time.monotonic()
         cls.res = run_sandprobe(
             ["run", "--suite", suite, "--sandbox", manifest, "--control", LOCAL_MANIFEST,
-             "--out", cls.out, "--canary-dir", os.path.join(base, "canary"), "--jobs", "2",
+             "--out", cls.out, "--canary-dir", cls.canary_dir, "--jobs", "2",
              "--format", "json"] + FAST_FLAGS, timeout=80, env=env, cwd=cls.run_cwd)
         cls.wall_s = time.monotonic() - start
         cls.report = report_or_none(cls.out)

@@ -8,7 +8,6 @@ or the image. Traffic: 127.0.0.1 only (the containers have no network at all).
 import json
 import os
 import sys
-import tempfile
 import urllib.parse
 import unittest
 
@@ -26,8 +25,8 @@ class IsolatedMatrix(u.RunCase):
     def setUpClass(cls):
         require_docker()
         u.require_sandprobe()
-        cls.tmp = tempfile.TemporaryDirectory(prefix="sandprobe-e2e-docker-http-")
-        u.run_fixture_matrix(cls, cls.tmp.name, "isolated", cls.tmp.name)
+        base = cls.make_tmp("sandprobe-e2e-docker-http-")
+        u.run_fixture_matrix(cls, "isolated", base)
 
     def test_every_row_passes_and_exit_0(self):
         self.assertEqual(self.res.returncode, 0, self.res.describe())

@@ -25,10 +25,10 @@ class UnsafeMatrix(u.RunCase):
     @classmethod
     def setUpClass(cls):
         u.require_sandprobe()
-        cls.tmp = tempfile.TemporaryDirectory(prefix="sandprobe-e2e-http-")
-        cls.fixture_cwd = os.path.join(cls.tmp.name, "fixture-cwd")
+        base = cls.make_tmp("sandprobe-e2e-http-")
+        cls.fixture_cwd = os.path.join(base, "fixture-cwd")
         os.makedirs(cls.fixture_cwd)
-        u.run_fixture_matrix(cls, cls.tmp.name, "unsafe", cls.fixture_cwd)
+        u.run_fixture_matrix(cls, "unsafe", cls.fixture_cwd)
 
     def test_leak_rows_fail_and_exit_1(self):
         self.assertEqual(self.res.returncode, 1, self.res.describe())
