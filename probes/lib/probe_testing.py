@@ -356,6 +356,11 @@ class ProbeTestCase(unittest.TestCase):
         self.assertEqual((r["outcome"], r["written_mib"], r["cleaned_up"]),
                          ("low_space_guard", 0.0, True))
 
+    def assertOutcomeShowsRoot(self, probe_id, as_root, otherwise):
+        """The probe runs here as root (CI and this machine) or not: its row must show which."""
+        r = run_probe(probe_id, {}).result
+        self.assertEqual(r["outcome"], as_root if os.geteuid() == 0 else otherwise)
+
     def assertMissingDirAndLowSpaceGuard(self, probe_id, missing_outcome):
         """A missing "dir": missing_outcome on absence evidence (ENOENT); then the low-space guard
         in a temp dir, which the probe leaves empty."""
