@@ -37,72 +37,19 @@ class Service : public http_test::Running<httplib::Server> {
   std::string Url(const std::string& path) const { return Running::Url("http", path); }
 };
 
-// Reads one whole request (headers, then Content-Length bytes of body) so that what follows
-// (a reset) happens after the client has sent everything.
-void ReadRequest(int fd) {
-  std::string got;
-  char buf[4096];
-  while (true) {
-    const size_t end = got.find("\r\n\r\n");
-    if (end != std::string::npos) {
-      const size_t at = got.find("Content-Length: ");
-      const size_t length = at == std::string::npos ? 0 : std::stoul(got.substr(at + 16));
-      if (got.size() >= end + 4 + length) return;
-    }
-    const ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n <= 0) return;
-    got.append(buf, static_cast<size_t>(n));
-  }
-}
-
 // A raw TCP listener on 127.0.0.1 that reads a request and then closes at once (reset) or holds
 // the connection open without answering (hang) until the test ends.
 class RawService {
  public:
   explicit RawService(bool hang, std::function<void()> on_request = {})
-      : hang_(hang), on_request_(std::move(on_request)) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa));
-    socklen_t len = sizeof(sa);
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len);
-    port_ = ntohs(sa.sin_port);
-    ::listen(fd_, 8);
-    thread_ = std::thread([this] {
-      while (true) {
-        const int c = ::accept(fd_, nullptr, nullptr);
-        if (c < 0) return;
-        ReadRequest(c);
-        if (on_request_) on_request_();
-        if (hang_) {
-          held_.push_back(c);
-          continue;
-        }
-        linger lg{1, 0};  // RST instead of FIN
-        ::setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-        ::close(c);
-      }
-    });
-  }
-  ~RawService() {
-    ::shutdown(fd_, SHUT_RDWR);
-    ::close(fd_);
-    thread_.join();
-    for (int c : held_) ::close(c);
-  }
+      : listener_(http_test::TcpListener(&port_), hang ? "" : "RST", std::move(on_request)) {}
   std::string Url(const std::string& path) const {
     return "http://127.0.0.1:" + std::to_string(port_) + path;
   }
 
  private:
-  bool hang_;
-  std::function<void()> on_request_;
-  int fd_ = -1;
   int port_ = 0;
-  std::vector<int> held_;
-  std::thread thread_;
+  http_test::RawListener listener_;
 };
 
 HttpDriver MakeDriver(const Json& section) {

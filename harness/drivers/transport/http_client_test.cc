@@ -20,69 +20,14 @@
 namespace sandprobe::drivers::transport {
 namespace {
 
+using http_test::RawListener;
 using http_test::Running;
+using http_test::TcpListener;
 
 constexpr char kSecret[] = "tok-SECRET-never-printed";
 
 double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-// Accepts connections on `fd`, reads until the end of the request headers, then answers
-// `reply` (empty: hold the connection; "RST": reset it).
-class RawListener {
- public:
-  RawListener(int fd, std::string reply) : fd_(fd), reply_(std::move(reply)) {
-    thread_ = std::thread([this] {
-      while (true) {
-        const int c = ::accept(fd_, nullptr, nullptr);
-        if (c < 0) return;
-        std::string got;
-        char buf[4096];
-        while (got.find("\r\n\r\n") == std::string::npos) {
-          const ssize_t n = ::read(c, buf, sizeof(buf));
-          if (n <= 0) break;
-          got.append(buf, static_cast<size_t>(n));
-        }
-        if (reply_.empty()) {
-          held_.push_back(c);
-          continue;
-        }
-        if (reply_ == "RST") {
-          linger lg{1, 0};
-          ::setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-        } else {
-          (void)!::write(c, reply_.data(), reply_.size());
-        }
-        ::close(c);
-      }
-    });
-  }
-  ~RawListener() {
-    ::shutdown(fd_, SHUT_RDWR);
-    ::close(fd_);
-    thread_.join();
-    for (int c : held_) ::close(c);
-  }
-
- private:
-  int fd_;
-  std::string reply_;
-  std::vector<int> held_;
-  std::thread thread_;
-};
-
-int TcpListener(int* port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa));
-  socklen_t len = sizeof(sa);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-  *port = ntohs(sa.sin_port);
-  ::listen(fd, 8);
-  return fd;
 }
 
 HttpRequest Get(const std::string& url, double seconds = 5) {
