@@ -68,21 +68,20 @@ class Faults(unittest.TestCase):
         self.assertEqual(code, 0)
         self.assertLess(wall, 30)  # 3 probes x a 5 s deadline over 2 workers, plus setup
 
-    def test_garbage_json_is_an_error_per_cell(self):
-        res, report, code, left, _ = run_faulty("garbage")
+    def check_every_cell_errors(self, fault, says):
+        """A run against `fault` completes, every cell ERROR with `says` in its reason."""
+        res, report, code, left, _ = run_faulty(fault)
         self.check_completed(res, report, left)
         for probe, v in u.verdicts(report, "faulty").items():
             self.assertEqual(v["verdict"], "ERROR", probe)
-            self.assertIn("not a JSON object", v["reason"])
+            self.assertIn(says, v["reason"])
         self.assertEqual(code, 0)
 
+    def test_garbage_json_is_an_error_per_cell(self):
+        self.check_every_cell_errors("garbage", "not a JSON object")
+
     def test_huge_body_is_an_error_naming_the_cap(self):
-        res, report, code, left, _ = run_faulty("huge")
-        self.check_completed(res, report, left)
-        for probe, v in u.verdicts(report, "faulty").items():
-            self.assertEqual(v["verdict"], "ERROR", probe)
-            self.assertIn("16777216 bytes", v["reason"])
-        self.assertEqual(code, 0)
+        self.check_every_cell_errors("huge", "16777216 bytes")
 
     def test_service_dying_mid_suite_is_named_and_later_cells_error_fast(self):
         # preflight + selftest.one + selftest.two are answered; selftest.three kills the service
