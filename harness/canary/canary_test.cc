@@ -24,20 +24,14 @@ using testing::PortOf;
 using testing::TcpExchange;
 using testing::UdpExchange;
 
-class CanarySetTest : public ::testing::Test {
+class CanarySetTest : public testing::CanarySetTest {
  protected:
-  void SetUp() override {
-    auto started = CanarySet::Start("127.0.0.1", "n0nce");
-    ASSERT_TRUE(started.has_value()) << started.error();
-    set_ = std::move(*started);
-  }
   httplib::Result Get(const std::string& path, const httplib::Headers& headers = {}) {
     httplib::Client client("127.0.0.1", PortOf(set_->http_address()));
     client.set_connection_timeout(2);
     client.set_read_timeout(2);
     return client.Get(path, headers);
   }
-  std::unique_ptr<CanarySet> set_;
 };
 
 TEST_F(CanarySetTest, AddressesAreLoopbackWithKernelPorts) {
@@ -54,12 +48,7 @@ TEST_F(CanarySetTest, HttpHitWithHeader) {
   EXPECT_EQ(result->status, 200);
   EXPECT_EQ(result->body, "sandprobe-canary n0nce\n");
   EXPECT_EQ(result->get_header_value("Content-Type"), "text/plain");
-  const auto hits = set_->HitsFor("inv-1");
-  ASSERT_EQ(hits.size(), 1u);
-  EXPECT_EQ(hits[0].kind, "http");
-  EXPECT_EQ(hits[0].detail, "GET /latest/meta-data/");
-  EXPECT_TRUE(hits[0].peer.starts_with("127.0.0.1:")) << hits[0].peer;
-  EXPECT_GT(hits[0].unix_ms, 1'600'000'000'000);
+  ExpectOneHit("inv-1", "http", "GET /latest/meta-data/");
 }
 
 TEST_F(CanarySetTest, HttpWithoutHeaderStillAnswersAndLogsNoInvocation) {

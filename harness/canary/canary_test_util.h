@@ -1,8 +1,10 @@
-// Test-only helpers for the canary tests: plain loopback sockets with timeouts, and a DNS query
-// builder. Every helper talks to 127.0.0.1 only (docs/design.md traffic rule).
+// Test-only helpers for the canary tests: a CanarySet per test, plain loopback sockets with
+// timeouts, and a DNS query builder. Every helper talks to 127.0.0.1 only (docs/design.md traffic
+// rule).
 #pragma once
 
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -10,11 +12,13 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "canary/canary.h"
 #include "canary/net_util.h"
 
 namespace sandprobe::canary::testing {
@@ -36,6 +40,38 @@ inline void SetTimeouts(int fd, int seconds) {
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
+
+// A CanarySet on 127.0.0.1 with the nonce "n0nce", started for each test.
+class CanarySetTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto started = CanarySet::Start("127.0.0.1", "n0nce");
+    ASSERT_TRUE(started.has_value()) << started.error();
+    set_ = std::move(*started);
+  }
+  // The one hit logged for `invocation`: its kind and detail, a loopback peer and a real time.
+  void ExpectOneHit(std::string_view invocation, std::string_view kind, std::string_view detail) {
+    const auto hits = set_->HitsFor(invocation);
+    ASSERT_EQ(hits.size(), 1u);
+    EXPECT_EQ(hits[0].kind, kind);
+    EXPECT_EQ(hits[0].detail, detail);
+    EXPECT_TRUE(hits[0].peer.starts_with("127.0.0.1:")) << hits[0].peer;
+    EXPECT_GT(hits[0].unix_ms, 1'600'000'000'000);
+  }
+  std::unique_ptr<CanarySet> set_;
+};
+
+// The same, and port_, the port of the canary under test (Address: &CanarySet::tcp_address, ...).
+template <std::string (CanarySet::*Address)() const>
+class OneCanaryTest : public CanarySetTest {
+ protected:
+  void SetUp() override {
+    CanarySetTest::SetUp();
+    if (HasFatalFailure()) return;
+    port_ = PortOf((*set_.*Address)());
+  }
+  uint16_t port_ = 0;
+};
 
 // A blocking TCP connection to 127.0.0.1:port with 3 s send/receive timeouts; invalid on error.
 inline UniqueFd ConnectTcp(uint16_t port) {

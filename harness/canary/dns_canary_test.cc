@@ -16,7 +16,6 @@ namespace sandprobe::canary {
 namespace {
 
 using testing::BuildQuery;
-using testing::PortOf;
 using testing::UdpExchange;
 using Bytes = std::vector<uint8_t>;
 
@@ -128,17 +127,7 @@ TEST(DnsWireTest, InvocationFromQuery) {
   EXPECT_EQ(invocation("a\x01z.n0nce.sandprobe.test"), "");
 }
 
-class DnsCanaryTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    auto started = CanarySet::Start("127.0.0.1", "n0nce");
-    ASSERT_TRUE(started.has_value()) << started.error();
-    set_ = std::move(*started);
-    port_ = PortOf(set_->dns_address());
-  }
-  std::unique_ptr<CanarySet> set_;
-  uint16_t port_ = 0;
-};
+using DnsCanaryTest = testing::OneCanaryTest<&CanarySet::dns_address>;
 
 TEST_F(DnsCanaryTest, QueryRoundTrip) {
   const Bytes query = BuildQuery(0xabcd, "inv-1.n0nce.sandprobe.test");
@@ -152,11 +141,7 @@ TEST_F(DnsCanaryTest, QueryRoundTrip) {
   EXPECT_EQ(Bytes(answer->begin() + 4, answer->begin() + 12), Bytes({0, 1, 0, 0, 0, 0, 0, 0}));
   EXPECT_EQ(Bytes(answer->begin() + 12, answer->end()), Bytes(query.begin() + 12, query.end()));
 
-  const auto hits = set_->HitsFor("inv-1");
-  ASSERT_EQ(hits.size(), 1u);
-  EXPECT_EQ(hits[0].kind, "dns");
-  EXPECT_EQ(hits[0].detail, "inv-1.n0nce.sandprobe.test");
-  EXPECT_TRUE(hits[0].peer.starts_with("127.0.0.1:")) << hits[0].peer;
+  ExpectOneHit("inv-1", "dns", "inv-1.n0nce.sandprobe.test");
 }
 
 TEST_F(DnsCanaryTest, ForeignNameIsAnsweredWithoutInvocation) {

@@ -17,33 +17,17 @@ namespace sandprobe::canary {
 namespace {
 
 using testing::ConnectTcp;
-using testing::PortOf;
 using testing::ReceiveAll;
 using testing::SendAll;
 using testing::TcpExchange;
 using Clock = std::chrono::steady_clock;
 
-class TcpCanaryTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    auto started = CanarySet::Start("127.0.0.1", "n0nce");
-    ASSERT_TRUE(started.has_value()) << started.error();
-    set_ = std::move(*started);
-    port_ = PortOf(set_->tcp_address());
-  }
-  std::unique_ptr<CanarySet> set_;
-  uint16_t port_ = 0;
-};
+using TcpCanaryTest = testing::OneCanaryTest<&CanarySet::tcp_address>;
 
 TEST_F(TcpCanaryTest, EchoRoundTrip) {
   EXPECT_EQ(TcpExchange(port_, "SANDPROBE n0nce inv-1\n"), "SANDPROBE-ECHO n0nce inv-1\n");
   EXPECT_EQ(TcpExchange(port_, "SANDPROBE n0nce inv-2\r\n"), "SANDPROBE-ECHO n0nce inv-2\n");
-  const auto hits = set_->HitsFor("inv-1");
-  ASSERT_EQ(hits.size(), 1u);
-  EXPECT_EQ(hits[0].kind, "tcp");
-  EXPECT_EQ(hits[0].detail, "SANDPROBE n0nce inv-1");
-  EXPECT_TRUE(hits[0].peer.starts_with("127.0.0.1:")) << hits[0].peer;
-  EXPECT_GT(hits[0].unix_ms, 0);
+  ExpectOneHit("inv-1", "tcp", "SANDPROBE n0nce inv-1");
 }
 
 TEST_F(TcpCanaryTest, ForeignNonceIsClosedWithoutAnswerAndHasNoInvocation) {

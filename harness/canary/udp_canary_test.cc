@@ -19,7 +19,6 @@ namespace sandprobe::canary {
 namespace {
 
 using testing::Loopback;
-using testing::PortOf;
 using testing::UdpExchange;
 using Clock = std::chrono::steady_clock;
 
@@ -46,29 +45,14 @@ TEST(ParseUdpEchoRequestTest, AcceptsOnlyThisNonceAndOneLineEnd) {
   EXPECT_EQ(ParseUdpEchoRequest(std::string(kMaxUdpDatagramBytes + 1, 'S'), "n0nce"), std::nullopt);
 }
 
-class UdpCanaryTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    auto started = CanarySet::Start("127.0.0.1", "n0nce");
-    ASSERT_TRUE(started.has_value()) << started.error();
-    set_ = std::move(*started);
-    port_ = PortOf(set_->udp_address());
-  }
-  std::unique_ptr<CanarySet> set_;
-  uint16_t port_ = 0;
-};
+using UdpCanaryTest = testing::OneCanaryTest<&CanarySet::udp_address>;
 
 TEST_F(UdpCanaryTest, EchoRoundTripAndHit) {
   EXPECT_TRUE(set_->udp_address().starts_with("127.0.0.1:")) << set_->udp_address();
   EXPECT_NE(set_->udp_address(), set_->dns_address());
   EXPECT_EQ(Exchange(port_, "SANDPROBE n0nce inv-1\n"), "SANDPROBE-ECHO n0nce inv-1\n");
   EXPECT_EQ(Exchange(port_, "SANDPROBE n0nce inv-2"), "SANDPROBE-ECHO n0nce inv-2\n");
-  const auto hits = set_->HitsFor("inv-1");
-  ASSERT_EQ(hits.size(), 1u);
-  EXPECT_EQ(hits[0].kind, "udp");
-  EXPECT_EQ(hits[0].detail, "SANDPROBE n0nce inv-1");
-  EXPECT_TRUE(hits[0].peer.starts_with("127.0.0.1:")) << hits[0].peer;
-  EXPECT_GT(hits[0].unix_ms, 1'600'000'000'000);
+  ASSERT_NO_FATAL_FAILURE(ExpectOneHit("inv-1", "udp", "SANDPROBE n0nce inv-1"));
   EXPECT_EQ(set_->HitsFor("inv-2").size(), 1u);
 }
 

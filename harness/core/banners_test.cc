@@ -36,6 +36,12 @@ Matrix TwoArms() {
 
 const nlohmann::json kPolicy = {{"network_policy", "sandprobe-r1-k8s-deny"}, {"policy_age_s", 3}};
 
+// One row's cells: the control's (k8s-open) and the candidate's (k8s-deny, with `facts`).
+std::vector<Cell> Row(const std::string& probe, Exposure control, Exposure candidate,
+                      const nlohmann::json& facts = kPolicy) {
+  return {MakeCell(probe, "k8s-open", control), MakeCell(probe, "k8s-deny", candidate, facts)};
+}
+
 TEST(BannersTest, PolicyNotEnforcedTable) {
   using E = Exposure;
   struct Case {
@@ -43,37 +49,19 @@ TEST(BannersTest, PolicyNotEnforcedTable) {
     std::vector<Cell> cells;
     bool want;
   } cases[] = {
-      {"blocked arm reached what the control reached",
-       {MakeCell("net.dns", "k8s-open", E::kExposed),
-        MakeCell("net.dns", "k8s-deny", E::kExposed, kPolicy)},
+      {"blocked arm reached what the control reached", Row("net.dns", E::kExposed, E::kExposed),
        true},
-      {"policy held",
-       {MakeCell("net.dns", "k8s-open", E::kExposed),
-        MakeCell("net.dns", "k8s-deny", E::kContained, kPolicy)},
-       false},
+      {"policy held", Row("net.dns", E::kExposed, E::kContained), false},
       {"no policy on the arm: not a policy finding",
-       {MakeCell("net.dns", "k8s-open", E::kExposed), MakeCell("net.dns", "k8s-deny", E::kExposed)},
+       Row("net.dns", E::kExposed, E::kExposed, nlohmann::json()), false},
+      {"control not exposed: nothing to compare", Row("net.dns", E::kContained, E::kExposed),
        false},
-      {"control not exposed: nothing to compare",
-       {MakeCell("net.dns", "k8s-open", E::kContained),
-        MakeCell("net.dns", "k8s-deny", E::kExposed, kPolicy)},
-       false},
-      {"not a network row",
-       {MakeCell("priv.uid", "k8s-open", E::kExposed),
-        MakeCell("priv.uid", "k8s-deny", E::kExposed, kPolicy)},
-       false},
+      {"not a network row", Row("priv.uid", E::kExposed, E::kExposed), false},
       {"category net without the net. prefix is a network row",
-       {MakeCell("egress.custom", "k8s-open", E::kExposed),
-        MakeCell("egress.custom", "k8s-deny", E::kExposed, kPolicy)},
-       true},
+       Row("egress.custom", E::kExposed, E::kExposed), true},
       {"a net. prefix in another category is not a network row",
-       {MakeCell("net.mislabelled", "k8s-open", E::kExposed),
-        MakeCell("net.mislabelled", "k8s-deny", E::kExposed, kPolicy)},
-       false},
-      {"unknown is not a leak",
-       {MakeCell("net.dns", "k8s-open", E::kExposed),
-        MakeCell("net.dns", "k8s-deny", E::kUnknown, kPolicy)},
-       false},
+       Row("net.mislabelled", E::kExposed, E::kExposed), false},
+      {"unknown is not a leak", Row("net.dns", E::kExposed, E::kUnknown), false},
   };
   for (const Case& c : cases) {
     Matrix m = TwoArms();

@@ -30,6 +30,33 @@ ProcessResult RunArgv(std::vector<std::string> argv, double deadline_s = 10,
 
 bool Alive(pid_t pid) { return kill(pid, 0) == 0; }
 
+// python3 whose grandchild leaves the session and the process group, writes its pid to `pidfile`
+// and sleeps 60 s, while its child exits at once; the top process then runs `then` (python).
+std::vector<std::string> EscapeeArgv(const std::string& pidfile, const std::string& then) {
+  return {"python3", "-c",
+          "import os,signal,time\n"
+          "if os.fork()==0:\n"
+          "  os.setsid()\n"
+          "  if os.fork()==0:\n"
+          "    open('" +
+              pidfile +
+              "','w').write(str(os.getpid())); time.sleep(60)\n"
+              "  os._exit(0)\n" +
+              then};
+}
+
+// The pid written to `pidfile` by a descendant of the call is gone (within 1 s of the call's end).
+void ExpectGone(const std::string& pidfile, const std::string& what_it_outlived) {
+  std::ifstream in(pidfile);
+  pid_t pid = 0;
+  in >> pid;
+  ASSERT_GT(pid, 0);
+  for (int i = 0; i < 50 && Alive(pid); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_FALSE(Alive(pid)) << "pid " << pid << " survived " << what_it_outlived;
+}
+
 TEST(ProcessTest, ExitCodesAndSignals) {
   auto r = RunArgv({"sh", "-c", "exit 7"});
   EXPECT_EQ(r.ending, core::Ending::kExited);
@@ -56,26 +83,11 @@ TEST(ProcessTest, SetsidDoubleForkDoesNotSurvive) {
   const std::string pidfile = testing::TempDir() + "/escapee.pid";
   std::remove(pidfile.c_str());
   // The grandchild leaves the session and the process group, then outlives its parent.
-  auto r = RunArgv({"python3", "-c",
-                    "import os,time\n"
-                    "if os.fork()==0:\n"
-                    "  os.setsid()\n"
-                    "  if os.fork()==0:\n"
-                    "    open('" +
-                        pidfile +
-                        "','w').write(str(os.getpid())); time.sleep(60)\n"
-                        "  os._exit(0)\n"
-                        "time.sleep(0.5)\n"});
+  auto r = RunArgv(EscapeeArgv(pidfile, "time.sleep(0.5)\n"));
   EXPECT_EQ(r.ending, core::Ending::kExited);
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_GE(r.descendants_killed, 1);
-  std::ifstream in(pidfile);
-  pid_t escapee = 0;
-  in >> escapee;
-  ASSERT_GT(escapee, 0);
-  for (int i = 0; i < 50 && Alive(escapee); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  EXPECT_FALSE(Alive(escapee)) << "pid " << escapee << " survived the call";
+  ASSERT_NO_FATAL_FAILURE(ExpectGone(pidfile, "the call"));
 }
 
 // A hostile sandbox can kill its own sandprobe-reaper; its tree then comes to the harness (a
@@ -84,29 +96,14 @@ TEST(ProcessTest, KillingTheReaperLeavesNothingBehind) {
   BecomeSubreaper();
   const std::string pidfile = testing::TempDir() + "/daemon.pid";
   std::remove(pidfile.c_str());
-  auto r = RunArgv({"python3", "-c",
-                    "import os,signal,time\n"
-                    "if os.fork()==0:\n"
-                    "  os.setsid()\n"
-                    "  if os.fork()==0:\n"
-                    "    open('" +
-                        pidfile +
-                        "','w').write(str(os.getpid())); time.sleep(60)\n"
-                        "  os._exit(0)\n"
-                        "time.sleep(0.3)\n"
-                        "os.kill(os.getppid(), signal.SIGKILL)\n"
-                        "time.sleep(60)\n"},
+  auto r = RunArgv(EscapeeArgv(pidfile,
+                               "time.sleep(0.3)\n"
+                               "os.kill(os.getppid(), signal.SIGKILL)\n"
+                               "time.sleep(60)\n"),
                    20);
   EXPECT_EQ(r.ending, core::Ending::kHarnessError) << r.error;  // the reaper could not report
   EXPECT_GE(r.descendants_killed, 1);
-  std::ifstream in(pidfile);
-  pid_t daemon = 0;
-  in >> daemon;
-  ASSERT_GT(daemon, 0);
-  for (int i = 0; i < 50 && Alive(daemon); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  EXPECT_FALSE(Alive(daemon)) << "pid " << daemon << " survived its reaper's death";
+  ASSERT_NO_FATAL_FAILURE(ExpectGone(pidfile, "its reaper's death"));
   EXPECT_LT(r.duration_s, 10);
 }
 

@@ -1,4 +1,4 @@
-// Approved baselines: every fixture (fixtures.h) rendered by every reporter must equal
+// Approved baselines: every fixture (report_test_fixtures.h) rendered by every reporter must equal
 // reports/baselines/<fixture>.<ext> byte for byte.
 //
 // To approve an intended change, rewrite the baselines and review them by eye:
@@ -14,7 +14,7 @@
 #include <string>
 #include <tuple>
 
-#include "report/fixtures.h"
+#include "report/report_test_fixtures.h"
 #include "report/reporters.h"
 
 namespace sandprobe::report {

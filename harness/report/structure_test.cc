@@ -10,7 +10,7 @@
 #include <string>
 
 #include "core/output.h"
-#include "report/fixtures.h"
+#include "report/report_test_fixtures.h"
 #include "report/reporters.h"
 
 namespace sandprobe::report {

@@ -4,7 +4,7 @@
 
 #include <sstream>
 
-#include "report/fixtures.h"
+#include "report/report_test_fixtures.h"
 #include "report/reporters.h"
 
 namespace sandprobe::report {

@@ -355,3 +355,44 @@ class ProbeTestCase(unittest.TestCase):
                                  "reserve_mib": 1 << 40}).result
         self.assertEqual((r["outcome"], r["written_mib"], r["cleaned_up"]),
                          ("low_space_guard", 0.0, True))
+
+    def assertOutcomeShowsRoot(self, probe_id, as_root, otherwise):
+        """The probe runs here as root (CI and this machine) or not: its row must show which."""
+        r = run_probe(probe_id, {}).result
+        self.assertEqual(r["outcome"], as_root if os.geteuid() == 0 else otherwise)
+
+    def assertMissingDirAndLowSpaceGuard(self, probe_id, missing_outcome):
+        """A missing "dir": missing_outcome on absence evidence (ENOENT); then the low-space guard
+        in a temp dir, which the probe leaves empty."""
+        with tempfile.TemporaryDirectory() as tmp:
+            r = run_probe(probe_id, {"dir": os.path.join(tmp, "missing"), "target_mib": 8}).result
+            self.assertEqual((r["outcome"], r["evidence"], r["errno"]),
+                             (missing_outcome, "absence", "ENOENT"))
+            self.assertLowSpaceGuardStops(probe_id, tmp)
+            self.assertEqual(os.listdir(tmp), [])
+
+    def assertSigtermCleansUp(self, probe_id, params):
+        """The probe writing into a temp "dir" gets SIGTERM at its first progress record: it exits
+        143 without a result and leaves the dir empty. Returns that progress record's line."""
+        with tempfile.TemporaryDirectory() as tmp:
+            proc, _, _ = start_probe(probe_id, dict(params, dir=tmp))
+            line, rest, _ = terminate_at_first_progress(proc, timeout=10)
+            self.assertEqual(os.listdir(tmp), [])
+        self.assertEqual(proc.returncode, 143)
+        self.assertNotIn('"kind":"result"', rest)
+        return line
+
+
+class UntargetedAndRefusedTests:
+    """A mixin for a network probe with no safe default target (net.metadata, net.dns, net.udp):
+    its ProbeTestCase gets the two tests every such probe needs. Set PROBE (the probe id), and
+    TARGET_KEY and KIND where the target parameter or its socket type differ."""
+    PROBE = None
+    TARGET_KEY = "target"
+    KIND = socket.SOCK_STREAM
+
+    def test_targets_with_no_safe_default_send_nothing_without_one(self):
+        self.assertNoTargetSendsNothing(self.PROBE)
+
+    def test_refused_on_loopback_is_blocked(self):
+        self.assertRefusedOnLoopbackIsBlocked(self.PROBE, self.TARGET_KEY, self.KIND)

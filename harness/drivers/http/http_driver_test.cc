@@ -16,6 +16,8 @@
 #include <functional>
 #include <thread>
 
+#include "drivers/transport/http_test_server.h"
+
 namespace sandprobe::drivers {
 namespace {
 
@@ -28,95 +30,26 @@ std::string Record(const Json& rec) {
   return std::string("@@sandprobe ") + kNonce + " " + rec.dump();
 }
 
-// An httplib server on 127.0.0.1:<any port>, run on its own thread for one test.
-class Service {
+// An httplib server on 127.0.0.1:<any port>, running from construction to the end of the test.
+class Service : public http_test::Running<httplib::Server> {
  public:
-  Service() {
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  ~Service() {
-    server_.stop();
-    thread_.join();
-  }
-  httplib::Server& server() { return server_; }
-  std::string Url(const std::string& path) const {
-    return "http://127.0.0.1:" + std::to_string(port_) + path;
-  }
-
- private:
-  httplib::Server server_;
-  int port_ = 0;
-  std::thread thread_;
+  Service() { Start(); }
+  std::string Url(const std::string& path) const { return Running::Url("http", path); }
 };
-
-// Reads one whole request (headers, then Content-Length bytes of body) so that what follows
-// (a reset) happens after the client has sent everything.
-void ReadRequest(int fd) {
-  std::string got;
-  char buf[4096];
-  while (true) {
-    const size_t end = got.find("\r\n\r\n");
-    if (end != std::string::npos) {
-      const size_t at = got.find("Content-Length: ");
-      const size_t length = at == std::string::npos ? 0 : std::stoul(got.substr(at + 16));
-      if (got.size() >= end + 4 + length) return;
-    }
-    const ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n <= 0) return;
-    got.append(buf, static_cast<size_t>(n));
-  }
-}
 
 // A raw TCP listener on 127.0.0.1 that reads a request and then closes at once (reset) or holds
 // the connection open without answering (hang) until the test ends.
 class RawService {
  public:
   explicit RawService(bool hang, std::function<void()> on_request = {})
-      : hang_(hang), on_request_(std::move(on_request)) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa));
-    socklen_t len = sizeof(sa);
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len);
-    port_ = ntohs(sa.sin_port);
-    ::listen(fd_, 8);
-    thread_ = std::thread([this] {
-      while (true) {
-        const int c = ::accept(fd_, nullptr, nullptr);
-        if (c < 0) return;
-        ReadRequest(c);
-        if (on_request_) on_request_();
-        if (hang_) {
-          held_.push_back(c);
-          continue;
-        }
-        linger lg{1, 0};  // RST instead of FIN
-        ::setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-        ::close(c);
-      }
-    });
-  }
-  ~RawService() {
-    ::shutdown(fd_, SHUT_RDWR);
-    ::close(fd_);
-    thread_.join();
-    for (int c : held_) ::close(c);
-  }
+      : listener_(http_test::TcpListener(&port_), hang ? "" : "RST", std::move(on_request)) {}
   std::string Url(const std::string& path) const {
     return "http://127.0.0.1:" + std::to_string(port_) + path;
   }
 
  private:
-  bool hang_;
-  std::function<void()> on_request_;
-  int fd_ = -1;
   int port_ = 0;
-  std::vector<int> held_;
-  std::thread thread_;
+  http_test::RawListener listener_;
 };
 
 HttpDriver MakeDriver(const Json& section) {
@@ -293,19 +226,7 @@ TEST(HttpDriverTest, TokenIsSentButNeverWritten) {
 
 TEST(HttpDriverTest, BodyOverTheCapIsAHarnessErrorNamingTheSize) {
   Service s;
-  s.server().Post("/sized", [](const httplib::Request&, httplib::Response& r) {
-    r.set_content(std::string(5000, 'x'), "application/json");
-  });
-  s.server().Post("/chunked", [](const httplib::Request&, httplib::Response& r) {
-    r.set_chunked_content_provider("application/json", [](size_t, httplib::DataSink& sink) {
-      const std::string chunk(1000, 'y');
-      for (int i = 0; i < 50; ++i) {
-        if (!sink.write(chunk.data(), chunk.size())) return false;
-      }
-      sink.done();
-      return true;
-    });
-  });
+  http_test::ServeOverCapBodies(s.server(), "POST", "application/json");
   for (const char* path : {"/sized", "/chunked"}) {
     HttpDriver d = MakeDriver({{"url", s.Url(path)}, {"preset", "code-json"}, {"maxBody", "4Ki"}});
     const core::Observation obs = d.Execute(Inv(), kNever);

@@ -15,98 +15,19 @@
 #include <thread>
 
 #include "drivers/kubernetes/test_certs.h"
+#include "drivers/transport/http_test_server.h"
 
 namespace sandprobe::drivers::transport {
 namespace {
+
+using http_test::RawListener;
+using http_test::Running;
+using http_test::TcpListener;
 
 constexpr char kSecret[] = "tok-SECRET-never-printed";
 
 double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-template <typename Server>
-class Running {
- public:
-  template <typename... Args>
-  explicit Running(Args&&... args) : server_(std::forward<Args>(args)...) {}
-  void Start() {
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  ~Running() {
-    release = true;
-    server_.stop();
-    if (thread_.joinable()) thread_.join();
-  }
-  Server& server() { return server_; }
-  std::string Url(const std::string& scheme, const std::string& path) const {
-    return scheme + "://127.0.0.1:" + std::to_string(port_) + path;
-  }
-  std::atomic<bool> release{false};
-
- private:
-  Server server_;
-  int port_ = 0;
-  std::thread thread_;
-};
-
-// Accepts connections on `fd`, reads until the end of the request headers, then answers
-// `reply` (empty: hold the connection; "RST": reset it).
-class RawListener {
- public:
-  RawListener(int fd, std::string reply) : fd_(fd), reply_(std::move(reply)) {
-    thread_ = std::thread([this] {
-      while (true) {
-        const int c = ::accept(fd_, nullptr, nullptr);
-        if (c < 0) return;
-        std::string got;
-        char buf[4096];
-        while (got.find("\r\n\r\n") == std::string::npos) {
-          const ssize_t n = ::read(c, buf, sizeof(buf));
-          if (n <= 0) break;
-          got.append(buf, static_cast<size_t>(n));
-        }
-        if (reply_.empty()) {
-          held_.push_back(c);
-          continue;
-        }
-        if (reply_ == "RST") {
-          linger lg{1, 0};
-          ::setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-        } else {
-          (void)!::write(c, reply_.data(), reply_.size());
-        }
-        ::close(c);
-      }
-    });
-  }
-  ~RawListener() {
-    ::shutdown(fd_, SHUT_RDWR);
-    ::close(fd_);
-    thread_.join();
-    for (int c : held_) ::close(c);
-  }
-
- private:
-  int fd_;
-  std::string reply_;
-  std::vector<int> held_;
-  std::thread thread_;
-};
-
-int TcpListener(int* port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa));
-  socklen_t len = sizeof(sa);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-  *port = ntohs(sa.sin_port);
-  ::listen(fd, 8);
-  return fd;
 }
 
 HttpRequest Get(const std::string& url, double seconds = 5) {
@@ -192,19 +113,7 @@ TEST(HttpClientTest, StreamsOnly2xxBodiesAndStopsWhenAsked) {
 
 TEST(HttpClientTest, BodyCapIsAnErrorOrACut) {
   Running<httplib::Server> s;
-  s.server().Get("/sized", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(std::string(5000, 'x'), "text/plain");
-  });
-  s.server().Get("/chunked", [](const httplib::Request&, httplib::Response& res) {
-    res.set_chunked_content_provider("text/plain", [](size_t, httplib::DataSink& sink) {
-      const std::string chunk(1000, 'y');
-      for (int i = 0; i < 50; ++i) {
-        if (!sink.write(chunk.data(), chunk.size())) return false;
-      }
-      sink.done();
-      return true;
-    });
-  });
+  http_test::ServeOverCapBodies(s.server(), "GET", "text/plain");
   s.Start();
   const struct {
     const char* path;

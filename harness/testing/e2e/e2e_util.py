@@ -14,7 +14,10 @@ import hashlib
 import json
 import os
 import re
+import secrets
+import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -179,6 +182,23 @@ class RunCase(unittest.TestCase):
     cls.res (run_sandprobe's result) and cls.report (report_or_none)."""
 
     @classmethod
+    def make_tmp(cls, prefix):
+        """cls.tmp, a TemporaryDirectory removed by tearDownClass, and in it cls.out and
+        cls.canary_dir (out/ and canary/, made by sandprobe); returns its path."""
+        cls.tmp = tempfile.TemporaryDirectory(prefix=prefix)
+        cls.out = os.path.join(cls.tmp.name, "out")
+        cls.canary_dir = os.path.join(cls.tmp.name, "canary")
+        return cls.tmp.name
+
+    @classmethod
+    def run_once(cls, args, timeout=120, **kwargs):
+        """cls.res: `sandprobe run --out OUT --canary-dir CANARY ARGS...` (after make_tmp);
+        cls.report: its report.json, or None."""
+        cls.res = run_sandprobe(["run", "--out", cls.out, "--canary-dir", cls.canary_dir] +
+                                list(args), timeout=timeout, **kwargs)
+        cls.report = report_or_none(cls.out)
+
+    @classmethod
     def tearDownClass(cls):
         cls.tmp.cleanup()
 
@@ -296,6 +316,120 @@ def make_selftest_home(base, probes):
                                control=LOCAL_MANIFEST,
                                description="no isolation but an empty environment")
     return home, suite, candidate
+
+
+# --- the run-code fixture (harness/testing/runcode_fixture/fixture.py) -----------------------
+
+FIXTURE = os.path.join(HOME, "harness", "testing", "runcode_fixture", "fixture.py")
+CRED_NAME = "SANDPROBE_FIXTURE_API_KEY"
+
+
+class Fixture:
+    """fixture.py as a child process: started, READY read, stopped with SIGTERM (SIGKILL after
+    10 s, which fails the test: it must stop by itself)."""
+
+    def __init__(self, mode, *args, cwd=None, env=None):
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        self.proc = subprocess.Popen([sys.executable, FIXTURE, "--mode", mode] + list(args),
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
+                                     env=full_env, stdin=subprocess.DEVNULL)
+        ready, line = select.select([self.proc.stdout], [], [], 20)[0], b""
+        if ready:
+            line = self.proc.stdout.readline()
+        if not line.startswith(b"READY http://127.0.0.1:"):
+            self.proc.kill()
+            raise AssertionError("fixture did not start: %r %s" % (
+                line, self.proc.stderr.read().decode(errors="replace")[-2000:]))
+        self.url = line.split()[1].decode()
+
+    def stop(self):
+        """SIGTERM; returns the exit code. Raises when it had to be SIGKILLed."""
+        try:
+            if self.proc.poll() is not None:
+                return self.proc.returncode
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                return self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise AssertionError("the fixture ignored SIGTERM for 10 s")
+        finally:
+            self.proc.stdout.close()
+            self.proc.stderr.close()
+
+
+def write_http_manifest(path, name, url, timeout_s=3, extra=()):
+    lines = ["name: %s" % name, "driver: http", "control: %s" % LOCAL_MANIFEST,
+             "limits: {timeout: %ds}" % timeout_s, "http:", "  url: %s/execute" % url,
+             "  preset: code-json", "  health: %s/healthz" % url] + list(extra)
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
+def planted_credential(directory):
+    """A credential of the fixture's own: (env dict, token file path, params for the cred rows)."""
+    value = "fixture-secret-" + secrets.token_hex(12)
+    token = os.path.join(directory, "fixture-token")
+    with open(token, "w") as f:
+        f.write("fixture-token-" + secrets.token_hex(12))
+    params = {"cred.env-secrets": {"canary_name": CRED_NAME,
+                                   "canary_sha256": hashlib.sha256(value.encode()).hexdigest()},
+              "cred.sa-token": {"canary_path": token}}
+    return {CRED_NAME: value}, token, params
+
+
+# The rows the issue names, with loopback canaries; output-flood sized under the driver's 16 MiB
+# response cap so a service without a cap can deliver it all.
+MATRIX_PARAMS = {
+    "net.tcp-by-ip": {"target": "{canary.tcp}"},
+    "net.http-by-name": {"url": "http://localhost:{canary.http_port}/"},
+    "net.dns": {"server": "{canary.dns}"},
+    "state.persists": None,
+    "proc.outlives-call": {"canary": "{canary.tcp}"},
+    "res.output-flood": {"total_mib": 8},
+}
+MATRIX_ROWS = ["cred.env-secrets", "cred.sa-token"] + list(MATRIX_PARAMS)
+
+
+def state_files(*directories):
+    return [os.path.join(d, n) for d in directories for n in os.listdir(d)
+            if n.startswith(".sandprobe-state-")]
+
+
+def run_fixture_matrix(cls, mode, fixture_cwd):
+    """The run of the fixture matrices (test_http.py, test_docker_http.py), for a RunCase's
+    setUpClass after make_tmp: fixture.py in `mode` (cwd fixture_cwd) with a planted credential,
+    MATRIX_ROWS and res.cpu-loop against it with the local control. Sets on cls: run_cwd, token,
+    secret, fixture, res, wall_s, report, fixture_exit, left_before_stop and left_after_stop (this
+    run's processes before and after the fixture stopped)."""
+    import time
+    base = cls.tmp.name
+    cls.run_cwd = os.path.join(base, "run")
+    os.makedirs(cls.run_cwd)
+    env, cls.token, cred_params = planted_credential(base)
+    cls.secret = env[CRED_NAME]
+    cls.fixture = Fixture(mode, "--timeout", "3", cwd=fixture_cwd, env=env)
+    try:
+        params = dict(MATRIX_PARAMS, **cred_params)
+        params["res.cpu-loop"] = None
+        suite = write_suite(base, "http-" + mode, MATRIX_ROWS + ["res.cpu-loop"], params)
+        manifest = write_http_manifest(os.path.join(base, mode + ".yaml"), "runcode-" + mode,
+                                       cls.fixture.url)
+        start = time.monotonic()
+        cls.res = run_sandprobe(
+            ["run", "--suite", suite, "--sandbox", manifest, "--control", LOCAL_MANIFEST,
+             "--out", cls.out, "--canary-dir", cls.canary_dir, "--jobs", "2",
+             "--format", "json"] + FAST_FLAGS, timeout=80, env=env, cwd=cls.run_cwd)
+        cls.wall_s = time.monotonic() - start
+        cls.report = report_or_none(cls.out)
+        cls.left_before_stop = sandprobe_processes(
+            cls.report["nonce_hash"]) if cls.report else []
+    finally:
+        cls.fixture_exit = cls.fixture.stop()
+    cls.left_after_stop = sandprobe_processes(cls.report["nonce_hash"]) if cls.report else []
 
 
 # --- processes -------------------------------------------------------------------------------

@@ -113,10 +113,9 @@ class BalloonKilledByCgroup(u.RunCase):
     @classmethod
     def setUpClass(cls):
         u.require_sandprobe()
-        cls.tmp = tempfile.TemporaryDirectory(prefix="sandprobe-e2e-balloon-")
+        base = cls.make_tmp("sandprobe-e2e-balloon-")
         cls.cg, cls.cg_version = make_memory_cgroup()
         try:
-            base = cls.tmp.name
             # `$$` is the sandbox's own shell: only it (then the exec'd Python) joins the cgroup.
             argv = ["sh", "-c", 'echo $$ > %s/cgroup.procs && exec "$0" "$@"' % cls.cg,
                     u.python_for_env_i(), "-u", "-c", "{script}"]
@@ -125,17 +124,13 @@ class BalloonKilledByCgroup(u.RunCase):
                                         limits={"memory": "%dMi" % LIMIT_MIB},
                                         description="python3 in a %d MiB memory cgroup" % LIMIT_MIB)
             suite = u.write_suite(base, "balloon", ["res.memory-balloon"])
-            cls.out = os.path.join(base, "out")
-            cls.res = u.run_sandprobe(
-                ["run", "--suite", suite, "--sandbox", manifest, "--out", cls.out,
-                 "--canary-dir", os.path.join(base, "canary"), "--default-timeout", "20",
-                 "--grace", "2"], timeout=60)
+            cls.run_once(["--suite", suite, "--sandbox", manifest, "--default-timeout", "20",
+                          "--grace", "2"], timeout=60)
             cls.oom_kills = oom_kills(cls.cg, cls.cg_version)
             with open(os.path.join(cls.cg, "cgroup.procs")) as f:
                 cls.left_in_cgroup = f.read().split()
         finally:
             cls.removed = remove_cgroup(cls.cg)
-        cls.report = u.report_or_none(cls.out)
 
     def setUp(self):
         super().setUp()

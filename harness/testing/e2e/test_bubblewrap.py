@@ -1,7 +1,6 @@
 """E2E: the default run (bubblewrap vs the local control) and manifests/bubblewrap-bounded.yaml,
 through the real sandprobe binary and real bubblewrap."""
 import os
-import tempfile
 import unittest
 import xml.etree.ElementTree as ET
 
@@ -20,13 +19,8 @@ class DefaultRun(u.RunCase):
     @classmethod
     def setUpClass(cls):
         u.require_bwrap()
-        cls.tmp = tempfile.TemporaryDirectory(prefix="sandprobe-e2e-default-")
-        cls.out = os.path.join(cls.tmp.name, "out")
-        cls.canary_dir = os.path.join(cls.tmp.name, "canary")
-        cls.res = u.run_sandprobe(["run", "--out", cls.out, "--canary-dir", cls.canary_dir],
-                                  timeout=90)
-        cls.report = u.report_or_none(cls.out)
-
+        cls.make_tmp("sandprobe-e2e-default-")
+        cls.run_once([], timeout=90)
 
     def test_exit_code_is_1(self):
         self.assertEqual(self.res.returncode, 1, self.res.describe())
@@ -163,16 +157,12 @@ class BoundedRun(u.RunCase):
     @classmethod
     def setUpClass(cls):
         u.require_bwrap()
-        cls.tmp = tempfile.TemporaryDirectory(prefix="sandprobe-e2e-bounded-")
-        cls.out = os.path.join(cls.tmp.name, "out")
-        suite = u.write_suite(cls.tmp.name, "bounded",
+        base = cls.make_tmp("sandprobe-e2e-bounded-")
+        suite = u.write_suite(base, "bounded",
                               ["res.cpu-loop", "res.memory-balloon", "res.fork-bomb"])
         # Harness deadline = the manifest's 10 s timeout + 2 s grace: the sandbox must win.
-        cls.res = u.run_sandprobe(
-            ["run", "--suite", suite, "--sandbox", u.BOUNDED_MANIFEST, "--out", cls.out,
-             "--canary-dir", os.path.join(cls.tmp.name, "canary"), "--grace", "2"], timeout=90)
-        cls.report = u.report_or_none(cls.out)
-
+        cls.run_once(["--suite", suite, "--sandbox", u.BOUNDED_MANIFEST, "--grace", "2"],
+                     timeout=90)
 
     def test_exit_code_0(self):
         self.assertEqual(self.res.returncode, 0, self.res.describe())

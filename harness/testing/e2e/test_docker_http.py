@@ -8,15 +8,11 @@ or the image. Traffic: 127.0.0.1 only (the containers have no network at all).
 import json
 import os
 import sys
-import tempfile
-import time
 import urllib.parse
 import unittest
 
 import e2e_util as u
 from test_docker import engine, require_docker
-from test_http import (CRED_NAME, FIXTURE, MATRIX_PARAMS, MATRIX_ROWS, Fixture,
-                       planted_credential, state_files, write_http_manifest)
 
 
 def fixture_containers():
@@ -29,34 +25,13 @@ class IsolatedMatrix(u.RunCase):
     def setUpClass(cls):
         require_docker()
         u.require_sandprobe()
-        cls.tmp = tempfile.TemporaryDirectory(prefix="sandprobe-e2e-docker-http-")
-        base = cls.tmp.name
-        cls.run_cwd = os.path.join(base, "run")
-        os.makedirs(cls.run_cwd)
-        env, cls.token, cred_params = planted_credential(base)
-        cls.fixture = Fixture("isolated", "--timeout", "3", cwd=base, env=env)
-        try:
-            params = dict(MATRIX_PARAMS, **cred_params)
-            params["res.cpu-loop"] = None
-            suite = u.write_suite(base, "http-isolated", MATRIX_ROWS + ["res.cpu-loop"], params)
-            manifest = write_http_manifest(os.path.join(base, "isolated.yaml"),
-                                           "runcode-isolated", cls.fixture.url)
-            cls.out = os.path.join(base, "out")
-            start = time.monotonic()
-            cls.res = u.run_sandprobe(
-                ["run", "--suite", suite, "--sandbox", manifest, "--control", u.LOCAL_MANIFEST,
-                 "--out", cls.out, "--canary-dir", os.path.join(base, "canary"), "--jobs", "2",
-                 "--format", "json"] + u.FAST_FLAGS, timeout=80, env=env, cwd=cls.run_cwd)
-            cls.wall_s = time.monotonic() - start
-            cls.report = u.report_or_none(cls.out)
-        finally:
-            cls.fixture_exit = cls.fixture.stop()
-        cls.left = u.sandprobe_processes(cls.report["nonce_hash"]) if cls.report else []
+        base = cls.make_tmp("sandprobe-e2e-docker-http-")
+        u.run_fixture_matrix(cls, "isolated", base)
 
     def test_every_row_passes_and_exit_0(self):
         self.assertEqual(self.res.returncode, 0, self.res.describe())
         v = u.verdicts(self.report, "runcode-isolated")
-        self.assertEqual(sorted(v), sorted(MATRIX_ROWS + ["res.cpu-loop"]))
+        self.assertEqual(sorted(v), sorted(u.MATRIX_ROWS + ["res.cpu-loop"]))
         for probe, verdict in v.items():
             self.assertEqual(verdict["verdict"], "PASS", "%s: %s" % (probe, verdict["reason"]))
             self.assertEqual(verdict["validated_by"], "local", probe)
@@ -80,7 +55,7 @@ class IsolatedMatrix(u.RunCase):
         self.assertEqual(o["evidence"]["driver_facts"]["health_after"], "ok")
 
     def test_the_fixture_used_the_hardened_set(self):
-        sys.path.insert(0, os.path.dirname(FIXTURE))
+        sys.path.insert(0, os.path.dirname(u.FIXTURE))
         try:
             import fixture
         finally:
@@ -93,8 +68,8 @@ class IsolatedMatrix(u.RunCase):
     def test_nothing_left(self):
         self.assertEqual(self.fixture_exit, 0)
         self.assertEqual(fixture_containers(), [])
-        self.assertEqual(self.left, [])
-        self.assertEqual(state_files("/tmp", self.run_cwd), [])
+        self.assertEqual(self.left_after_stop, [])
+        self.assertEqual(u.state_files("/tmp", self.run_cwd), [])
         self.assertLess(self.wall_s, 60)
 
 

@@ -5,136 +5,30 @@ the service, on this host, with the service's environment and working directory.
 The fixture is started with a planted credential (an env var and a token file of its own); the
 suite names them, and sandprobe runs with the same env var so the local control can see it too.
 Traffic: the fixture listens on 127.0.0.1, the probes target the harness's loopback canaries.
-Also the helpers for the other test_http*.py modules (Fixture, write_http_manifest, ...).
+The fixture's helpers (Fixture, write_http_manifest, run_fixture_matrix, ...) are in e2e_util.py.
 """
-import hashlib
 import os
-import resource
 import secrets
-import select
-import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
-import time
 import unittest
 
 import e2e_util as u
 
-FIXTURE = os.path.join(u.HOME, "harness", "testing", "runcode_fixture", "fixture.py")
-CRED_NAME = "SANDPROBE_FIXTURE_API_KEY"
-
-
-class Fixture:
-    """fixture.py as a child process: started, READY read, stopped with SIGTERM (SIGKILL after
-    10 s, which fails the test: it must stop by itself)."""
-
-    def __init__(self, mode, *args, cwd=None, env=None):
-        full_env = dict(os.environ)
-        full_env.update(env or {})
-        self.proc = subprocess.Popen([sys.executable, FIXTURE, "--mode", mode] + list(args),
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
-                                     env=full_env, stdin=subprocess.DEVNULL)
-        ready, line = select.select([self.proc.stdout], [], [], 20)[0], b""
-        if ready:
-            line = self.proc.stdout.readline()
-        if not line.startswith(b"READY http://127.0.0.1:"):
-            self.proc.kill()
-            raise AssertionError("fixture did not start: %r %s" % (
-                line, self.proc.stderr.read().decode(errors="replace")[-2000:]))
-        self.url = line.split()[1].decode()
-
-    def stop(self):
-        """SIGTERM; returns the exit code. Raises when it had to be SIGKILLed."""
-        try:
-            if self.proc.poll() is not None:
-                return self.proc.returncode
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                return self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                raise AssertionError("the fixture ignored SIGTERM for 10 s")
-        finally:
-            self.proc.stdout.close()
-            self.proc.stderr.close()
-
-
-def write_http_manifest(path, name, url, timeout_s=3, extra=()):
-    lines = ["name: %s" % name, "driver: http", "control: %s" % u.LOCAL_MANIFEST,
-             "limits: {timeout: %ds}" % timeout_s, "http:", "  url: %s/execute" % url,
-             "  preset: code-json", "  health: %s/healthz" % url] + list(extra)
-    with open(path, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    return path
-
-
-def planted_credential(directory):
-    """A credential of the fixture's own: (env dict, token file path, params for the cred rows)."""
-    value = "fixture-secret-" + secrets.token_hex(12)
-    token = os.path.join(directory, "fixture-token")
-    with open(token, "w") as f:
-        f.write("fixture-token-" + secrets.token_hex(12))
-    params = {"cred.env-secrets": {"canary_name": CRED_NAME,
-                                   "canary_sha256": hashlib.sha256(value.encode()).hexdigest()},
-              "cred.sa-token": {"canary_path": token}}
-    return {CRED_NAME: value}, token, params
-
-
-# The rows the issue names, with loopback canaries; output-flood sized under the driver's 16 MiB
-# response cap so a service without a cap can deliver it all.
-MATRIX_PARAMS = {
-    "net.tcp-by-ip": {"target": "{canary.tcp}"},
-    "net.http-by-name": {"url": "http://localhost:{canary.http_port}/"},
-    "net.dns": {"server": "{canary.dns}"},
-    "state.persists": None,
-    "proc.outlives-call": {"canary": "{canary.tcp}"},
-    "res.output-flood": {"total_mib": 8},
-}
-MATRIX_ROWS = ["cred.env-secrets", "cred.sa-token"] + list(MATRIX_PARAMS)
 LEAK_ROWS = ["cred.env-secrets", "cred.sa-token", "net.tcp-by-ip", "net.http-by-name", "net.dns",
              "state.persists", "proc.outlives-call"]
-
-
-def state_files(*directories):
-    return [os.path.join(d, n) for d in directories for n in os.listdir(d)
-            if n.startswith(".sandprobe-state-")]
 
 
 class UnsafeMatrix(u.RunCase):
     @classmethod
     def setUpClass(cls):
         u.require_sandprobe()
-        cls.tmp = tempfile.TemporaryDirectory(prefix="sandprobe-e2e-http-")
-        base = cls.tmp.name
-        cls.fixture_cwd, cls.run_cwd = os.path.join(base, "fixture-cwd"), os.path.join(base, "run")
+        base = cls.make_tmp("sandprobe-e2e-http-")
+        cls.fixture_cwd = os.path.join(base, "fixture-cwd")
         os.makedirs(cls.fixture_cwd)
-        os.makedirs(cls.run_cwd)
-        env, cls.token, cred_params = planted_credential(base)
-        cls.secret = env[CRED_NAME]
-        cls.fixture = Fixture("unsafe", "--timeout", "3", cwd=cls.fixture_cwd, env=env)
-        try:
-            params = dict(MATRIX_PARAMS, **cred_params)
-            params["res.cpu-loop"] = None
-            suite = u.write_suite(base, "http-unsafe", MATRIX_ROWS + ["res.cpu-loop"], params)
-            manifest = write_http_manifest(os.path.join(base, "unsafe.yaml"), "runcode-unsafe",
-                                           cls.fixture.url)
-            cls.out = os.path.join(base, "out")
-            start = time.monotonic()
-            cls.res = u.run_sandprobe(
-                ["run", "--suite", suite, "--sandbox", manifest, "--control", u.LOCAL_MANIFEST,
-                 "--out", cls.out, "--canary-dir", os.path.join(base, "canary"), "--jobs", "2",
-                 "--format", "json"] + u.FAST_FLAGS, timeout=80, env=env, cwd=cls.run_cwd)
-            cls.wall_s = time.monotonic() - start
-            cls.report = u.report_or_none(cls.out)
-            cls.left_before_stop = u.sandprobe_processes(
-                cls.report["nonce_hash"]) if cls.report else []
-        finally:
-            cls.fixture_exit = cls.fixture.stop()
-        cls.left_after_stop = u.sandprobe_processes(cls.report["nonce_hash"]) if cls.report else []
+        u.run_fixture_matrix(cls, "unsafe", cls.fixture_cwd)
 
     def test_leak_rows_fail_and_exit_1(self):
         self.assertEqual(self.res.returncode, 1, self.res.describe())
@@ -185,7 +79,7 @@ class UnsafeMatrix(u.RunCase):
     def test_nothing_left_and_no_secret_in_the_report(self):
         self.assertEqual(self.fixture_exit, 0)
         self.assertEqual(self.left_after_stop, [])
-        self.assertEqual(state_files("/tmp", self.fixture_cwd, self.run_cwd), [])
+        self.assertEqual(u.state_files("/tmp", self.fixture_cwd, self.run_cwd), [])
         with open(os.path.join(self.out, "report.json")) as f:
             text = f.read()
         self.assertNotIn(self.secret, text)
@@ -205,8 +99,8 @@ class SetupErrors(unittest.TestCase):
         self.tmp.cleanup()
 
     def run_manifest(self, url, extra=(), env=None):
-        manifest = write_http_manifest(os.path.join(self.tmp.name, "m.yaml"), "svc", url,
-                                       extra=extra)
+        manifest = u.write_http_manifest(os.path.join(self.tmp.name, "m.yaml"), "svc", url,
+                                         extra=extra)
         return u.run_sandprobe(["run", "--suite", self.suite, "--sandbox", manifest, "--control",
                                 u.LOCAL_MANIFEST, "--out", os.path.join(self.tmp.name, "out"),
                                 "--canary-dir", os.path.join(self.tmp.name, "canary")],
@@ -222,7 +116,7 @@ class SetupErrors(unittest.TestCase):
         self.assertIn("hint: start the service", res.stderr)
 
     def test_missing_token_names_the_variable_only(self):
-        fixture = Fixture("unsafe", cwd=self.tmp.name)
+        fixture = u.Fixture("unsafe", cwd=self.tmp.name)
         try:
             res = self.run_manifest(fixture.url, extra=["  tokenEnv: SANDPROBE_E2E_REPL_TOKEN"],
                                     env={"SANDPROBE_E2E_REPL_TOKEN": ""})
@@ -233,7 +127,7 @@ class SetupErrors(unittest.TestCase):
 
     def test_token_is_sent_and_never_written(self):
         token = "e2e-token-" + secrets.token_hex(16)
-        fixture = Fixture("unsafe", cwd=self.tmp.name)
+        fixture = u.Fixture("unsafe", cwd=self.tmp.name)
         try:
             res = self.run_manifest(fixture.url, extra=["  tokenEnv: SANDPROBE_E2E_REPL_TOKEN"],
                                     env={"SANDPROBE_E2E_REPL_TOKEN": token})
@@ -274,11 +168,11 @@ class DefaultFloodStaysBounded(unittest.TestCase):
     def test_64_mib_flood(self):
         u.require_sandprobe()
         with tempfile.TemporaryDirectory(prefix="sandprobe-e2e-http-flood-") as base:
-            fixture = Fixture("unsafe", "--timeout", "10", cwd=base)
+            fixture = u.Fixture("unsafe", "--timeout", "10", cwd=base)
             try:
                 suite = u.write_suite(base, "flood", ["res.output-flood"])
-                manifest = write_http_manifest(os.path.join(base, "m.yaml"), "runcode-unsafe",
-                                               fixture.url, timeout_s=10)
+                manifest = u.write_http_manifest(os.path.join(base, "m.yaml"), "runcode-unsafe",
+                                                 fixture.url, timeout_s=10)
                 out = os.path.join(base, "out")
                 code, maxrss_kib = run_with_rusage(
                     ["run", "--suite", suite, "--sandbox", manifest, "--control",

@@ -13,7 +13,6 @@ import time
 import unittest
 
 import e2e_util as u
-from test_http import Fixture, write_http_manifest
 
 SELFTEST = {"one": ("fault one", "result(OUTCOME, 'positive')\n"),
             "two": ("fault two", "result(OUTCOME, 'positive')\n"),
@@ -27,10 +26,10 @@ def run_faulty(fault, *fixture_args, jobs=2, probes=SELFTEST):
     wall seconds)."""
     with tempfile.TemporaryDirectory(prefix="sandprobe-e2e-http-fault-") as base:
         home, suite, _ = u.make_selftest_home(base, probes)
-        fixture = Fixture("unsafe", "--timeout", "3", "--fault", fault, *fixture_args, cwd=base)
+        fixture = u.Fixture("unsafe", "--timeout", "3", "--fault", fault, *fixture_args, cwd=base)
         try:
-            manifest = write_http_manifest(os.path.join(base, "faulty.yaml"), "faulty",
-                                           fixture.url)
+            manifest = u.write_http_manifest(os.path.join(base, "faulty.yaml"), "faulty",
+                                             fixture.url)
             out = os.path.join(base, "out")
             start = time.monotonic()
             res = u.run_sandprobe(
@@ -69,21 +68,20 @@ class Faults(unittest.TestCase):
         self.assertEqual(code, 0)
         self.assertLess(wall, 30)  # 3 probes x a 5 s deadline over 2 workers, plus setup
 
-    def test_garbage_json_is_an_error_per_cell(self):
-        res, report, code, left, _ = run_faulty("garbage")
+    def check_every_cell_errors(self, fault, says):
+        """A run against `fault` completes, every cell ERROR with `says` in its reason."""
+        res, report, code, left, _ = run_faulty(fault)
         self.check_completed(res, report, left)
         for probe, v in u.verdicts(report, "faulty").items():
             self.assertEqual(v["verdict"], "ERROR", probe)
-            self.assertIn("not a JSON object", v["reason"])
+            self.assertIn(says, v["reason"])
         self.assertEqual(code, 0)
 
+    def test_garbage_json_is_an_error_per_cell(self):
+        self.check_every_cell_errors("garbage", "not a JSON object")
+
     def test_huge_body_is_an_error_naming_the_cap(self):
-        res, report, code, left, _ = run_faulty("huge")
-        self.check_completed(res, report, left)
-        for probe, v in u.verdicts(report, "faulty").items():
-            self.assertEqual(v["verdict"], "ERROR", probe)
-            self.assertIn("16777216 bytes", v["reason"])
-        self.assertEqual(code, 0)
+        self.check_every_cell_errors("huge", "16777216 bytes")
 
     def test_service_dying_mid_suite_is_named_and_later_cells_error_fast(self):
         # preflight + selftest.one + selftest.two are answered; selftest.three kills the service

@@ -23,6 +23,7 @@ import re
 import signal
 import ssl
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
@@ -32,6 +33,8 @@ import urllib.request
 import e2e_util as u
 
 FAKE = os.path.join(u.HOME, "harness", "testing", "fake_kube", "fake_kube.py")
+sys.path.insert(0, os.path.dirname(FAKE))
+from test_fake_kube import wait_for  # noqa: E402 (the fake's self-test and these poll alike)
 KUBE = os.path.join(u.MANIFESTS, "kubernetes")
 OPEN = os.path.join(KUBE, "open.yaml")
 DENY = os.path.join(KUBE, "deny-egress.yaml")
@@ -170,17 +173,6 @@ def write_kube_manifest(path, name, control=None, policy=False, extra=(), timeou
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
     return path
-
-
-def wait_for(fn, timeout, what):
-    end = time.monotonic() + timeout
-    while True:
-        value = fn()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError("timed out after %ss waiting for %s" % (timeout, what))
-        time.sleep(0.1)
 
 
 class FakeRun(unittest.TestCase):
@@ -397,7 +389,7 @@ class Interrupt(unittest.TestCase):
             pods = [q for q in objs["pods"] if q["status"].get("phase") == "Running"
                     and q["metadata"]["labels"].get("job-name") in loops]
             return len(pods) >= 2 and next(iter(loops.values()))
-        return wait_for(running, 40, "two running res.cpu-loop pods")
+        return wait_for(running, 40, what="two running res.cpu-loop pods")
 
     def test_ctrl_c_exit_2_and_nothing_left(self):
         p = self.start_run()
@@ -452,7 +444,7 @@ class Interrupt(unittest.TestCase):
         for o in left:
             self.assertIn("removed kubernetes %s/%s (run %s)" % (NS, o, run_id), res.stdout)
         self.assertEqual(self.fake.objects_of_run(run_id), [])
-        wait_for(lambda: self.fake.pod_processes() == {}, 10, "pod processes to end")
+        wait_for(lambda: self.fake.pod_processes() == {}, 10, what="pod processes to end")
 
 
 class CleanupCommand(unittest.TestCase):
@@ -482,7 +474,7 @@ class CleanupCommand(unittest.TestCase):
             status, reply = self.fake.request("POST", path, body)
             self.assertEqual(status, 201, reply)
         wait_for(lambda: any(o.startswith("pods/") for o in self.fake.objects_of_run(run)), 10,
-                 "the planted Job's pod")
+                 what="the planted Job's pod")
 
     def test_removes_dead_runs_objects_and_spares_a_live_run(self):
         d = self.tmp.name

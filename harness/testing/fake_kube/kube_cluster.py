@@ -46,6 +46,17 @@ def dns1123_subdomain_ok(name):
         r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*", name) is not None
 
 
+def new_object(ns, body):
+    """A create request's object as stored: a copy of body in namespace ns, named generateName and
+    5 random characters when it has no name. Returns (object, its metadata, its name or "")."""
+    obj = copy.deepcopy(body)
+    meta = obj.setdefault("metadata", {})
+    meta["namespace"] = ns
+    if not meta.get("name") and meta.get("generateName"):
+        meta["name"] = meta["generateName"] + "".join(random.choices(NAME_CHARS, k=5))
+    return obj, meta, meta.get("name", "")
+
+
 def parse_quantity(text):
     """Kubernetes resource.Quantity (memory) -> bytes: '64Mi', '1G', '512k', '1e9', '100m'."""
     text = str(text).strip()
@@ -195,12 +206,7 @@ class Cluster:
     # ------------------------------------------------------------------ jobs
     def prepare_job(self, ns, body):
         """Validates and defaults a Job like the API server (422 Invalid on bad fields)."""
-        job = copy.deepcopy(body)
-        meta = job.setdefault("metadata", {})
-        meta["namespace"] = ns
-        if not meta.get("name") and meta.get("generateName"):
-            meta["name"] = meta["generateName"] + "".join(random.choices(NAME_CHARS, k=5))
-        name = meta.get("name", "")
+        job, meta, name = new_object(ns, body)
         causes = []
         if not name:
             causes.append({"field": "metadata.name", "message": "Required value: name or "
@@ -490,12 +496,7 @@ class Cluster:
     # ------------------------------------------------------------------ bare pods
     def create_pod(self, ns, body, dry_run):
         """A bare Pod: validated, admitted per settings['admission'], run if not a dry run."""
-        pod = copy.deepcopy(body)
-        meta = pod.setdefault("metadata", {})
-        meta["namespace"] = ns
-        if not meta.get("name") and meta.get("generateName"):
-            meta["name"] = meta["generateName"] + "".join(random.choices(NAME_CHARS, k=5))
-        name = meta.get("name", "")
+        pod, meta, name = new_object(ns, body)
         causes = []
         if not dns1123_subdomain_ok(name):
             causes.append({"field": "metadata.name", "message": f'Invalid value: "{name}": a '
@@ -640,12 +641,7 @@ class Cluster:
         return out
 
     def create_policy(self, ns, body):
-        pol = copy.deepcopy(body)
-        meta = pol.setdefault("metadata", {})
-        meta["namespace"] = ns
-        if not meta.get("name") and meta.get("generateName"):
-            meta["name"] = meta["generateName"] + "".join(random.choices(NAME_CHARS, k=5))
-        name = meta.get("name", "")
+        pol, meta, name = new_object(ns, body)
         causes = []
         if not dns1123_subdomain_ok(name):
             causes.append({"field": "metadata.name", "message": f'Invalid value: "{name}"'})

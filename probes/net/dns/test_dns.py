@@ -4,15 +4,14 @@ system resolver is never asked from a test)."""
 import socket
 import unittest
 
-from probe_testing import ProbeTestCase, dns_canary, run_in_bwrap, run_probe
+from probe_testing import (ProbeTestCase, UntargetedAndRefusedTests, dns_canary, run_in_bwrap,
+                           run_probe)
 
 
-class DnsProbeTest(ProbeTestCase):
-    def test_targets_with_no_safe_default_send_nothing_without_one(self):
-        self.assertNoTargetSendsNothing("net.dns")
-
-    def test_refused_on_loopback_is_blocked(self):
-        self.assertRefusedOnLoopbackIsBlocked("net.dns", "server", socket.SOCK_DGRAM)
+class DnsProbeTest(UntargetedAndRefusedTests, ProbeTestCase):
+    PROBE = "net.dns"
+    TARGET_KEY = "server"
+    KIND = socket.SOCK_DGRAM
 
     def test_dns_nxdomain_from_the_canary_is_reached(self):
         c = self.canary(dns_canary())

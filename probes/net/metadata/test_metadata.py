@@ -2,15 +2,11 @@
 on loopback is blocked; no target, no traffic."""
 import unittest
 
-from probe_testing import ProbeTestCase, http_canary, run_probe
+from probe_testing import ProbeTestCase, UntargetedAndRefusedTests, http_canary, run_probe
 
 
-class MetadataProbeTest(ProbeTestCase):
-    def test_targets_with_no_safe_default_send_nothing_without_one(self):
-        self.assertNoTargetSendsNothing("net.metadata")
-
-    def test_refused_on_loopback_is_blocked(self):
-        self.assertRefusedOnLoopbackIsBlocked("net.metadata", "target")
+class MetadataProbeTest(UntargetedAndRefusedTests, ProbeTestCase):
+    PROBE = "net.metadata"
 
     def test_metadata_reaches_canary_and_proves_it_server_side(self):
         c = self.canary(http_canary())

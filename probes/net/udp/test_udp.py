@@ -4,15 +4,12 @@ import socket
 import time
 import unittest
 
-from probe_testing import ProbeTestCase, run_probe, udp_canary
+from probe_testing import ProbeTestCase, UntargetedAndRefusedTests, run_probe, udp_canary
 
 
-class UdpProbeTest(ProbeTestCase):
-    def test_targets_with_no_safe_default_send_nothing_without_one(self):
-        self.assertNoTargetSendsNothing("net.udp")
-
-    def test_refused_on_loopback_is_blocked(self):
-        self.assertRefusedOnLoopbackIsBlocked("net.udp", "target", socket.SOCK_DGRAM)
+class UdpProbeTest(UntargetedAndRefusedTests, ProbeTestCase):
+    PROBE = "net.udp"
+    KIND = socket.SOCK_DGRAM
 
     def test_udp_echo_reached(self):
         c = self.canary(udp_canary())

@@ -1,14 +1,12 @@
-"""priv.capabilities, run here as root (CI and this machine) or not: the row must show which."""
-import os
+"""priv.capabilities: all capabilities as root, none otherwise."""
 import unittest
 
-from probe_testing import run_probe
+from probe_testing import ProbeTestCase
 
 
-class CapabilitiesProbeTest(unittest.TestCase):
+class CapabilitiesProbeTest(ProbeTestCase):
     def test_capabilities_of_this_process(self):
-        caps = run_probe("priv.capabilities", {}).result
-        self.assertEqual(caps["outcome"], "capable" if os.geteuid() == 0 else "no_capabilities")
+        self.assertOutcomeShowsRoot("priv.capabilities", "capable", "no_capabilities")
 
 
 if __name__ == "__main__":

@@ -1,14 +1,12 @@
-"""priv.uid, run here as root (CI and this machine) or not: the row must show which."""
-import os
+"""priv.uid: uid 0 is root, any other unprivileged."""
 import unittest
 
-from probe_testing import run_probe
+from probe_testing import ProbeTestCase
 
 
-class UidProbeTest(unittest.TestCase):
+class UidProbeTest(ProbeTestCase):
     def test_uid_of_this_process(self):
-        uid = run_probe("priv.uid", {}).result
-        self.assertEqual(uid["outcome"], "root" if os.geteuid() == 0 else "unprivileged")
+        self.assertOutcomeShowsRoot("priv.uid", "root", "unprivileged")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-#include "report/fixtures.h"
+#include "report/report_test_fixtures.h"
 
 #include "core/params.h"
 
@@ -34,6 +34,18 @@ std::string RecordLines(const std::vector<json>& records) {
   return out;
 }
 
+core::Matrix MakeMatrix(std::string run_id, std::string nonce_hash, std::string suite,
+                        std::string finished_at, std::vector<std::string> notes) {
+  core::Matrix m;
+  m.run_id = std::move(run_id);
+  m.nonce_hash = std::move(nonce_hash);
+  m.suite = std::move(suite);
+  m.started_at = "2025-03-01T12:00:00Z";
+  m.finished_at = std::move(finished_at);
+  m.notes = std::move(notes);
+  return m;
+}
+
 core::VerdictCell MakeVerdict(std::string probe, std::string candidate, VerdictKind kind,
                               std::string reason, std::string validated_by, Evidence evidence) {
   return {std::move(probe), std::move(candidate),
@@ -58,23 +70,32 @@ void Exit(core::Cell& cell, int code, double duration_s, std::vector<json> recor
 
 json Start(const std::string& probe) { return {{"kind", "start"}, {"probe", probe}, {"seq", 0}}; }
 
-void AddDns(core::Matrix& m) {
-  const json params = {{"name", "canary.sandprobe.test"}, {"server", "127.0.0.1:40125"}};
-  core::Cell local =
-      MakeCell("net.dns", "local", params,
+// A network row's two cells: the control's (local), which reached the `hit.kind` canary, said
+// `detail` and left the one hit; then the candidate's (bubblewrap), returned for the caller to end.
+core::Cell& AddNetworkCells(core::Matrix& m, const std::string& probe, const json& params,
+                            double control_s, std::string detail, core::CanaryHit hit,
+                            core::Classification candidate) {
+  core::Cell& control = m.cells.emplace_back(
+      MakeCell(probe, "local", params,
                {Exposure::kExposed, Evidence::kPositive, "REACHED",
-                "dns canary logged this invocation from 127.0.0.1:51234 (1 hit(s))"});
-  Exit(local, 0, 0.118,
-       {Start("net.dns"),
+                hit.kind + " canary logged this invocation from " + hit.peer + " (1 hit(s))"}));
+  Exit(control, 0, control_s,
+       {Start(probe),
         {{"kind", "result"},
          {"outcome", "reached"},
          {"evidence", "positive"},
-         {"detail", "answer 127.0.0.1 carried the nonce"}}});
-  local.observation.canary_hits.push_back(
-      {"dns", "127.0.0.1:51234", "A? 4f2a9c-net.dns.canary.sandprobe.test"});
-  core::Cell cand = MakeCell("net.dns", "bubblewrap", params,
-                             {Exposure::kContained, Evidence::kPositive, "blocked",
-                              "outcome blocked (ENETUNREACH): sendto 127.0.0.1:40125 failed"});
+         {"detail", std::move(detail)}}});
+  control.observation.canary_hits.push_back(std::move(hit));
+  return m.cells.emplace_back(MakeCell(probe, "bubblewrap", params, std::move(candidate)));
+}
+
+void AddDns(core::Matrix& m) {
+  const json params = {{"name", "canary.sandprobe.test"}, {"server", "127.0.0.1:40125"}};
+  core::Cell& cand =
+      AddNetworkCells(m, "net.dns", params, 0.118, "answer 127.0.0.1 carried the nonce",
+                      {"dns", "127.0.0.1:51234", "A? 4f2a9c-net.dns.canary.sandprobe.test"},
+                      {Exposure::kContained, Evidence::kPositive, "blocked",
+                       "outcome blocked (ENETUNREACH): sendto 127.0.0.1:40125 failed"});
   Exit(cand, 0, 0.052,
        {Start("net.dns"),
         {{"kind", "result"},
@@ -82,8 +103,6 @@ void AddDns(core::Matrix& m) {
          {"evidence", "positive"},
          {"errno", "ENETUNREACH"},
          {"detail", "sendto 127.0.0.1:40125 failed"}}});
-  m.cells.push_back(std::move(local));
-  m.cells.push_back(std::move(cand));
   m.verdicts.push_back(MakeVerdict(
       "net.dns", "bubblewrap", VerdictKind::kPass,
       "contained, positive evidence: outcome blocked (ENETUNREACH): sendto 127.0.0.1:40125 "
@@ -146,28 +165,16 @@ void AddSkipAndError(core::Matrix& m) {
   m.verdicts.push_back(MakeVerdict("k8s.admission-privileged", "bubblewrap", VerdictKind::kSkip,
                                    "Kubernetes-only probe on driver command"));
   const json params = {{"url", "https://127.0.0.1:40123/"}};
-  core::Cell local =
-      MakeCell("net.https-ip", "local", params,
-               {Exposure::kExposed, Evidence::kPositive, "REACHED",
-                "http canary logged this invocation from 127.0.0.1:51240 (1 hit(s))"});
-  Exit(local, 0, 0.204,
-       {Start("net.https-ip"),
-        {{"kind", "result"},
-         {"outcome", "reached"},
-         {"evidence", "positive"},
-         {"detail", "HTTP 200"}}});
-  local.observation.canary_hits.push_back(
-      {"http", "127.0.0.1:51240", "GET / x-sandprobe: 4f2a9c-net.https-ip@local"});
-  core::Cell cand = MakeCell("net.https-ip", "bubblewrap", params,
-                             {Exposure::kUnknown, Evidence::kNone, "error",
-                              "harness error: bwrap: setting up uid map: Permission denied"});
+  core::Cell& cand =
+      AddNetworkCells(m, "net.https-ip", params, 0.204, "HTTP 200",
+                      {"http", "127.0.0.1:51240", "GET / x-sandprobe: 4f2a9c-net.https-ip@local"},
+                      {Exposure::kUnknown, Evidence::kNone, "error",
+                       "harness error: bwrap: setting up uid map: Permission denied"});
   cand.observation.ending = Ending::kHarnessError;
   cand.observation.duration_s = 0.004;
   cand.observation.harness_error = "bwrap: setting up uid map: Permission denied";
   cand.observation.stderr_head = "bwrap: setting up uid map: Permission denied\n";
   cand.observation.stderr_bytes = cand.observation.stderr_head.size();
-  m.cells.push_back(std::move(local));
-  m.cells.push_back(std::move(cand));
   m.verdicts.push_back(
       MakeVerdict("net.https-ip", "bubblewrap", VerdictKind::kError,
                   "harness/driver failed: bwrap: setting up uid map: Permission denied"));
@@ -176,13 +183,9 @@ void AddSkipAndError(core::Matrix& m) {
 }  // namespace
 
 core::Matrix NormalMatrix() {
-  core::Matrix m;
-  m.run_id = "20250301T120000Z-4f2a9c";
-  m.nonce_hash = "5e0c1d";
-  m.suite = "default";
-  m.started_at = "2025-03-01T12:00:00Z";
-  m.finished_at = "2025-03-01T12:00:07Z";
-  m.notes = {"canaries on 127.0.0.1: http :40123, tcp :40124, dns :40125"};
+  core::Matrix m =
+      MakeMatrix("20250301T120000Z-4f2a9c", "5e0c1d", "default", "2025-03-01T12:00:07Z",
+                 {"canaries on 127.0.0.1: http :40123, tcp :40124, dns :40125"});
   m.arms.push_back({"bubblewrap",
                     core::ArmRole::kCandidate,
                     "command",

@@ -1,4 +1,4 @@
-// Fixture matrices for the reporter tests and their approved baselines
+// Test code: fixture matrices for the reporter tests and their approved baselines
 // (reports/baselines/<name>.{txt,md,json,xml}). Fixed run ids and times, so output is
 // deterministic. Test-only: linked into report_test, not into sandprobe_report.
 #pragma once
@@ -35,6 +35,9 @@ inline const std::vector<Fixture>& Fixtures() {
 }
 
 // Building blocks shared by the fixture files.
+// A matrix with its run fields set; every fixture run starts at 2025-03-01T12:00:00Z.
+core::Matrix MakeMatrix(std::string run_id, std::string nonce_hash, std::string suite,
+                        std::string finished_at, std::vector<std::string> notes);
 core::Cell MakeCell(std::string probe, std::string arm, nlohmann::json params,
                     core::Classification classification);
 // "@@sandprobe <nonce> <record>\n" for each record: the stdout a probe would print.

@@ -3,7 +3,7 @@
 // core::SanitizeUtf8, but labels, reasons and names may be built from anything.
 #include <string>
 
-#include "report/fixtures.h"
+#include "report/report_test_fixtures.h"
 
 namespace sandprobe::report::fixtures {
 
@@ -104,14 +104,10 @@ void AddError(core::Matrix& m) {
 }  // namespace
 
 core::Matrix HostileMatrix() {
-  core::Matrix m;
-  m.run_id = "run-|`<b>`\x1b[31m-evil\n";
-  m.nonce_hash = "\x1b[2J";
-  m.suite = "suite <script>alert(1)</script> ]]> & \x01\x07";
-  m.started_at = "2025-03-01T12:00:00Z";
-  m.finished_at = "2025-03-01T12:00:30Z";
+  core::Matrix m = MakeMatrix("run-|`<b>`\x1b[31m-evil\n", "\x1b[2J",
+                              "suite <script>alert(1)</script> ]]> & \x01\x07",
+                              "2025-03-01T12:00:30Z", {kEvil, "\xff\xfe invalid \xc3 truncated"});
   m.interrupted = true;
-  m.notes = {kEvil, "\xff\xfe invalid \xc3 truncated"};
   m.banners = {kEvil};
   m.arms.push_back({kControl,
                     core::ArmRole::kControl,
