@@ -34,24 +34,32 @@ Json Integer(const std::string& text, std::string_view digits, bool negative, in
   return text;
 }
 
-// A plain (untagged, unquoted) scalar by the core schema.
+bool AllOf(std::string_view s, std::string_view chars) {
+  return !s.empty() && s.find_first_not_of(chars) == std::string_view::npos;
+}
+
+// A plain (untagged, unquoted) scalar by the YAML 1.2 core schema. No std::regex on the scalar
+// itself: libstdc++'s matcher recurses per character and a long digit run overflows the stack.
 Json Plain(const std::string& s) {
   if (OneOf(s, {"", "~", "null", "Null", "NULL"})) return nullptr;
   if (OneOf(s, {"true", "True", "TRUE"})) return true;
   if (OneOf(s, {"false", "False", "FALSE"})) return false;
-  static const std::regex kDecimal("[-+]?[0-9]+");
-  static const std::regex kOctal("0o[0-7]+");
-  static const std::regex kHex("0x[0-9a-fA-F]+");
-  static const std::regex kFloat(R"([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?)");
-  if (std::regex_match(s, kDecimal)) {
-    const bool sign = s[0] == '-' || s[0] == '+';
-    const std::string_view digits = std::string_view(s).substr(sign ? 1 : 0);
-    if (digits.size() > 1 && digits[0] == '0') return s;  // 0644: octal to YAML 1.1 readers
-    return Integer(s, digits, s[0] == '-', 10);
+  constexpr std::string_view kDigits = "0123456789";
+  const bool sign = s[0] == '-' || s[0] == '+';
+  const std::string_view unsigned_part = std::string_view(s).substr(sign ? 1 : 0);
+  if (AllOf(unsigned_part, kDigits)) {
+    // [-+]?[0-9]+ is decimal in the core schema, leading zeros included (0644 is 644).
+    return Integer(s, unsigned_part, s[0] == '-', 10);
   }
-  if (std::regex_match(s, kOctal)) return Integer(s, std::string_view(s).substr(2), false, 8);
-  if (std::regex_match(s, kHex)) return Integer(s, std::string_view(s).substr(2), false, 16);
-  if (std::regex_match(s, kFloat)) {
+  if (s.starts_with("0o") && AllOf(std::string_view(s).substr(2), "01234567")) {
+    return Integer(s, std::string_view(s).substr(2), false, 8);
+  }
+  if (s.starts_with("0x") && AllOf(std::string_view(s).substr(2), "0123456789abcdefABCDEF")) {
+    return Integer(s, std::string_view(s).substr(2), false, 16);
+  }
+  // [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?, bounded before the regex runs.
+  static const std::regex kFloat(R"([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?)");
+  if (s.size() <= 64 && AllOf(s, "0123456789+-.eE") && std::regex_match(s, kFloat)) {
     const size_t skip = s[0] == '+' ? 1 : 0;  // from_chars takes no '+'
     double v = 0;
     const auto [end, ec] = std::from_chars(s.data() + skip, s.data() + s.size(), v);

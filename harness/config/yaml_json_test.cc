@@ -37,7 +37,10 @@ TEST(YamlToJsonTest, ScalarsFollowTheCoreSchema) {
       {"-7", -7},
       {"+5", 5},
       {"-0", 0},
-      {"0644", "0644"},  // octal to YAML 1.1 readers, decimal to 1.2: kept as written
+      {"0644", 644},  // decimal in the YAML 1.2 core schema (YAML 1.1 readers say octal 420)
+      {"-007", -7},
+      {std::string(100000, '1'), std::string(100000, '1')},  // too big: a string, no crash
+      {std::string(300, '1') + ".5", std::string(300, '1') + ".5"},  // too long for a float
       {"-012", "-012"},
       {"0o17", 15},
       {"0x1F", 31},
