@@ -61,6 +61,8 @@ class KubernetesDriver : public Driver {
   const std::string& namespace_name() const { return ns_; }
 
  private:
+  class JobRun;  // one Job-backed Execute, step by step (job_run.h)
+
   core::Observation Admission(const Invocation& inv, const std::atomic<bool>& cancel,
                               core::Observation obs);
   // DELETE the Job (Background) and wait until a GET answers 404. Error text when unconfirmed.
