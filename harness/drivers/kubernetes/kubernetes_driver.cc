@@ -43,7 +43,13 @@ std::string KubernetesDriver::Path(std::string_view group_path, std::string_view
 std::vector<std::string> KubernetesDriver::Warnings() const { return warnings_; }
 
 std::expected<void, SetupError> KubernetesDriver::Prepare() {
-  const std::string arm = fmt::format("arm {}", manifest_.name);
+  if (auto connected = Connect(); !connected) return connected;
+  for (const std::string& w : warnings_) std::cerr << "sandprobe: warning: " << w << "\n";
+  if (settings_.network_policy.empty()) return {};
+  return CreatePolicy();
+}
+
+std::expected<void, SetupError> KubernetesDriver::Connect() {
   auto conn = kube::ResolveConnection(manifest_.driver_config, getenv_);
   if (!conn) {
     return std::unexpected(
@@ -100,9 +106,10 @@ std::expected<void, SetupError> KubernetesDriver::Prepare() {
         SetupError{fmt::format("GET namespace {}: {}", ns_, ns.error().ToString()),
                    "check the credentials' permissions"});
   }
-  for (const std::string& w : warnings_) std::cerr << "sandprobe: warning: " << w << "\n";
-  if (settings_.network_policy.empty()) return {};
+  return {};
+}
 
+std::expected<void, SetupError> KubernetesDriver::CreatePolicy() {
   Json policy;
   if (settings_.network_policy == kube::kDenyAllEgress) {
     policy = kube::BuildDenyAllEgressPolicy(context_.run_id, manifest_.name);
