@@ -3,13 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
 #include "core/facts.h"
 #include "core/output.h"
+#include "drivers/kubernetes/job_run.h"
 
 namespace sandprobe::drivers {
 namespace {
@@ -18,93 +18,11 @@ using Json = nlohmann::json;
 using kube::After;
 using kube::ApiError;
 using kube::Clock;
+using kube::ListItems;
 using kube::QueryEscape;
 using kube::SecondsLeft;
-
-// A string at a JSON pointer, "" when absent or when `j` is not an object (never throws).
-std::string Str(const Json& j, const char* pointer) {
-  if (!j.is_object()) return "";
-  const Json::json_pointer p(pointer);
-  if (!j.contains(p) || !j.at(p).is_string()) return "";
-  return j.at(p).get<std::string>();
-}
-
-// Items of a list response ([] when the body is not a list).
-Json Items(const Json& body) {
-  return body.is_object() && body.contains("items") && body["items"].is_array() ? body["items"]
-                                                                                : Json::array();
-}
-
-double Since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-double Round1(double s) { return std::round(s * 10) / 10; }
-
-const Json* ProbeStatus(const Json& pod) {
-  const Json* statuses = pod.contains("status") && pod["status"].is_object() &&
-                                 pod["status"].contains("containerStatuses")
-                             ? &pod["status"]["containerStatuses"]
-                             : nullptr;
-  if (statuses == nullptr || !statuses->is_array()) return nullptr;
-  for (const Json& c : *statuses) {
-    if (c.is_object() && c.value("name", "") == kube::kContainerName) return &c;
-  }
-  return nullptr;
-}
-
-const Json* Terminated(const Json& pod) {
-  const Json* c = ProbeStatus(pod);
-  if (c == nullptr || !c->contains("state") || !(*c)["state"].is_object()) return nullptr;
-  const Json& st = (*c)["state"];
-  return st.contains("terminated") && st["terminated"].is_object() ? &st["terminated"] : nullptr;
-}
-
-std::string Phase(const Json& pod) { return Str(pod, "/status/phase"); }
-
-bool Finished(const Json& pod) {
-  const std::string phase = Phase(pod);
-  return Terminated(pod) != nullptr || phase == "Succeeded" || phase == "Failed";
-}
-
-bool Running(const Json& pod) {
-  const Json* c = ProbeStatus(pod);
-  return Finished(pod) || (c != nullptr && c->contains("state") && (*c)["state"].is_object() &&
-                           (*c)["state"].contains("running"));
-}
-
-// "ImagePullBackOff: Back-off pulling image ..." when the container waits.
-std::string Waiting(const Json& pod) {
-  const Json* c = ProbeStatus(pod);
-  if (c == nullptr) return "";
-  const Json w = c->value("/state/waiting"_json_pointer, Json());
-  if (!w.is_object()) return "";
-  return fmt::format("{}: {}", w.value("reason", ""), w.value("message", "").substr(0, 300));
-}
-
-std::string JobFailure(const Json& job) {
-  if (!job.is_object()) return "";
-  const Json conds = job.value("/status/conditions"_json_pointer, Json::array());
-  if (!conds.is_array()) return "";
-  for (const Json& c : conds) {
-    if (c.is_object() &&
-        (c.value("type", "") == "Failed" || c.value("type", "") == "FailureTarget") &&
-        c.value("status", "") == "True") {
-      return c.value("reason", "Failed");
-    }
-  }
-  return "";
-}
-
-std::string NewestPodName(const Json& items) {
-  std::string best, best_ts;
-  if (!items.is_array()) return best;
-  for (const Json& p : items) {
-    const std::string name = Str(p, "/metadata/name");
-    const std::string ts = Str(p, "/metadata/creationTimestamp");
-    if (best.empty() || ts > best_ts) best = name, best_ts = ts;
-  }
-  return best;
-}
+using kube::SecondsSince;
+using kube::StringAt;
 
 }  // namespace
 
@@ -125,7 +43,13 @@ std::string KubernetesDriver::Path(std::string_view group_path, std::string_view
 std::vector<std::string> KubernetesDriver::Warnings() const { return warnings_; }
 
 std::expected<void, SetupError> KubernetesDriver::Prepare() {
-  const std::string arm = fmt::format("arm {}", manifest_.name);
+  if (auto connected = Connect(); !connected) return connected;
+  for (const std::string& w : warnings_) std::cerr << "sandprobe: warning: " << w << "\n";
+  if (settings_.network_policy.empty()) return {};
+  return CreatePolicy();
+}
+
+std::expected<void, SetupError> KubernetesDriver::Connect() {
   auto conn = kube::ResolveConnection(manifest_.driver_config, getenv_);
   if (!conn) {
     return std::unexpected(
@@ -182,9 +106,10 @@ std::expected<void, SetupError> KubernetesDriver::Prepare() {
         SetupError{fmt::format("GET namespace {}: {}", ns_, ns.error().ToString()),
                    "check the credentials' permissions"});
   }
-  for (const std::string& w : warnings_) std::cerr << "sandprobe: warning: " << w << "\n";
-  if (settings_.network_policy.empty()) return {};
+  return {};
+}
 
+std::expected<void, SetupError> KubernetesDriver::CreatePolicy() {
   Json policy;
   if (settings_.network_policy == kube::kDenyAllEgress) {
     policy = kube::BuildDenyAllEgressPolicy(context_.run_id, manifest_.name);
@@ -214,7 +139,7 @@ std::expected<void, SetupError> KubernetesDriver::Prepare() {
         "the driver needs create on networkpolicies (ci/kubernetes/ has the Role)"});
   }
   policy_name_ = policy["metadata"]["name"];
-  policy_created_at_ = Str(created->body, "/metadata/creationTimestamp");
+  policy_created_at_ = StringAt(created->body, "/metadata/creationTimestamp");
   return {};
 }
 
@@ -248,288 +173,19 @@ std::expected<void, std::string> KubernetesDriver::DeleteJob(const std::string& 
 
 core::Observation KubernetesDriver::Execute(const Invocation& inv,
                                             const std::atomic<bool>& cancel) {
-  core::Observation obs;
-  obs.driver_facts[core::fact::kDriver] = "kubernetes";
-  obs.driver_facts[core::fact::kNamespace] = ns_;
-  if (!warnings_.empty()) obs.driver_facts[core::fact::kWarnings] = warnings_;
-  const auto start = Clock::now();
-  auto fail = [&](std::string why) {
-    obs.ending = core::Ending::kHarnessError;
-    obs.harness_error = core::SanitizeUtf8(why);
-    obs.duration_s = Since(start);
-    return obs;
-  };
-  if (!client_) return fail("kubernetes driver used before Prepare()");
-  if (inv.deploy == core::Deploy::kHarnessAdmission) return Admission(inv, cancel, std::move(obs));
-
-  // Arms that are policies: wait until the policy is old enough (local time since the API server
-  // answered 201 is a lower bound of its real age).
-  if (policy_stored_ && settings_.min_policy_age_s > 0) {
-    const double wait = settings_.min_policy_age_s - Since(*policy_stored_);
-    if (wait > 0) {
-      obs.driver_facts[core::fact::kPolicyWaitS] = Round1(wait);
-      if (!kube::SleepFor(wait, After(wait + 1), &cancel)) {
-        obs.ending = core::Ending::kInterrupted;
-        obs.duration_s = Since(start);
-        return obs;
-      }
-    }
-  }
-  kube::JobRequest req{context_.run_id, manifest_.name,
-                       inv.invocation,  inv.probe,
-                       inv.script,      kube::ContainerTimeout(settings_.limits, inv.deadline_s),
-                       inv.node};
-  const Json job = kube::BuildJob(settings_, req);
-  const std::string name = job["metadata"]["name"];
-  obs.driver_facts[core::fact::kJob] = name;
-  if (!policy_name_.empty()) {
-    obs.driver_facts[core::fact::kNetworkPolicy] = policy_name_;
-    obs.driver_facts[core::fact::kPolicyCreatedAt] = policy_created_at_;
-    obs.driver_facts[core::fact::kPolicyAgeS] = Round1(Since(*policy_stored_));
-  }
-  const auto created_at = Clock::now();
-  const auto start_deadline = After(settings_.pod_start_timeout_s);
-  {
-    std::lock_guard lock(mu_);
-    live_jobs_.insert(name);  // before the POST: a create that times out may still have landed
-  }
-  submitted_ = true;
-  auto created =
-      client_->Call("POST", Path("/apis/batch/v1", "jobs"), job, start_deadline, &cancel);
-  if (!created) {
-    if (created.error().cancelled) {
-      DeleteJob(name, true);
-      obs.ending = core::Ending::kInterrupted;
-      obs.duration_s = Since(start);
-      return obs;
-    }
-    DeleteJob(name, true);
-    return fail(fmt::format("creating Job {}: {}{}", name, created.error().ToString(),
-                            created.error().IsQuota()
-                                ? " (quota back-pressure did not clear before podStartTimeout)"
-                                : ""));
-  }
-
-  // Watch the Job's pods: list (resourceVersion), watch from there; re-list on 410 or a broken
-  // stream. The harness deadline starts when the container runs.
-  const std::string pods_path =
-      Path("/api/v1", "pods") + "?labelSelector=" + QueryEscape("job-name=" + name);
-  Json pod;
-  std::optional<Clock::time_point> running_since;
-  std::string job_failure, failed_create, setup_failure;
-  std::string last_api_error;  // the last transport or deadline error of a pod list
-  bool harness_stop = false, pod_deleted = false;
-  auto last_check = Clock::now() - std::chrono::seconds(10);
-  int relists = 0, gone = 0;
-  auto harness_deadline = [&] {
-    return running_since ? *running_since + std::chrono::duration_cast<Clock::duration>(
-                                                std::chrono::duration<double>(inv.deadline_s))
-                         : start_deadline;
-  };
-  auto absorb = [&](const Json& p) {
-    if (!p.is_object()) return;
-    if (pod.is_object() && Str(p, "/metadata/name") != Str(pod, "/metadata/name") &&
-        Str(p, "/metadata/creationTimestamp") < Str(pod, "/metadata/creationTimestamp")) {
-      return;  // an older pod of the same Job
-    }
-    pod = p;
-    if (!running_since && Running(pod)) {
-      running_since = Clock::now();
-      obs.driver_facts[core::fact::kStartWaitS] = Round1(Since(created_at));
-    }
-  };
-  while (true) {
-    if (cancel.load()) break;
-    if (pod.is_object() && Finished(pod)) break;
-    if (Clock::now() >= harness_deadline()) break;
-    if (pod_deleted) {  // deleted under us: the Job controller (deadline) or someone else
-      if (auto j = client_->Call("GET", Path("/apis/batch/v1", "jobs", name), nullptr,
-                                 After(settings_.api_timeout_s), &cancel)) {
-        job_failure = JobFailure(j->body);
-      }
-      if (job_failure.empty())
-        setup_failure = "pod " + Str(pod, "/metadata/name") + " was deleted before it finished";
-      break;
-    }
-    auto list = client_->Call("GET", pods_path, nullptr, harness_deadline(), &cancel);
-    if (!list) {
-      if (!list.error().cancelled) last_api_error = list.error().ToString();
-      if (list.error().cancelled || list.error().deadline) continue;
-      setup_failure = "listing pods: " + list.error().ToString();
-      break;
-    }
-    ++relists;
-    const Json items = Items(list->body);
-    const std::string newest = NewestPodName(items);
-    for (const Json& p : items) {
-      if (Str(p, "/metadata/name") == newest) absorb(p);
-    }
-    if (pod.is_object() && Finished(pod)) break;
-    // No pod running yet: the Job's own status and events say why (FailedCreate, deadline).
-    if (!running_since && Since(last_check) >= 2) {
-      last_check = Clock::now();
-      if (auto j = client_->Call("GET", Path("/apis/batch/v1", "jobs", name), nullptr,
-                                 After(settings_.api_timeout_s), &cancel)) {
-        job_failure = JobFailure(j->body);
-      }
-      auto ev = client_->Call("GET",
-                              Path("/api/v1", "events") +
-                                  "?fieldSelector=" + QueryEscape("involvedObject.name=" + name),
-                              nullptr, After(settings_.api_timeout_s), &cancel);
-      if (ev) {
-        for (const Json& e : Items(ev->body)) {
-          if (e.is_object() && e.value("reason", "") == "FailedCreate") {
-            failed_create = core::SanitizeUtf8(e.value("message", "").substr(0, 1000));
-          }
-        }
-      }
-      if (!job_failure.empty() || !failed_create.empty()) break;
-      const std::string waiting = Waiting(pod);
-      if (waiting.starts_with("InvalidImageName") ||
-          waiting.starts_with("CreateContainerConfigError")) {
-        setup_failure = "the probe container cannot start: " + waiting;
-        break;
-      }
-    }
-    const std::string rv = Str(list->body, "/metadata/resourceVersion");
-    const double left = SecondsLeft(harness_deadline());
-    const std::string watch_path =
-        fmt::format("{}&watch=1&allowWatchBookmarks=true&resourceVersion={}&timeoutSeconds={}",
-                    pods_path, QueryEscape(rv), std::clamp(static_cast<int>(left) + 1, 1, 60));
-    ApiError werr;
-    const kube::WatchEnd end = client_->Watch(
-        watch_path, harness_deadline(), cancel,
-        [&](const std::string& type, const Json& object) {
-          if (type == "ADDED" || type == "MODIFIED") {
-            const bool was_running = running_since.has_value();
-            absorb(object);
-            if (Finished(pod) || (!was_running && running_since)) return false;
-          } else if (type == "DELETED" && pod.is_object() &&
-                     Str(object, "/metadata/name") == Str(pod, "/metadata/name")) {
-            absorb(object);
-            pod_deleted = !Finished(pod);
-            return false;
-          }
-          return true;
-        },
-        &werr);
-    if (end == kube::WatchEnd::kGone) ++gone;
-    if (end == kube::WatchEnd::kFailed && werr.code != 410) {
-      setup_failure = "watching pods: " + werr.ToString();
-      break;
-    }
-  }
-  obs.driver_facts[core::fact::kPodRelists] = relists;
-  if (gone > 0) obs.driver_facts[core::fact::kWatchGone] = gone;
-  const std::string pod_name = Str(pod, "/metadata/name");
-  if (!pod_name.empty()) obs.driver_facts[core::fact::kPod] = pod_name;
-  if (const std::string node = Str(pod, "/spec/nodeName"); !node.empty()) {
-    obs.driver_facts[core::fact::kNode] = node;
-  }
-  const bool finished = pod.is_object() && Finished(pod);
-  if (!finished && !cancel.load() && running_since && Clock::now() >= harness_deadline()) {
-    harness_stop = true;
-    obs.ending = core::Ending::kDeadline;
-    obs.driver_facts[core::fact::kEndedBy] = "harness deadline";
-  }
-  if (!finished && cancel.load()) {
-    harness_stop = true;
-    obs.ending = core::Ending::kInterrupted;
-  }
-
-  // Logs before anything deletes the pod (a Job-level deadline already did: say so).
-  bool logs_ok = false;
-  if (!pod_name.empty() && (finished || running_since)) {
-    core::OutputCollector collector(context_.nonce);
-    const std::string log_path = Path("/api/v1", "pods", pod_name) +
-                                 fmt::format("/log?container={}&limitBytes={}",
-                                             kube::kContainerName, settings_.log_limit_bytes);
-    for (int attempt = 0; attempt < 3 && !logs_ok; ++attempt) {
-      auto logs =
-          client_->Send("GET", log_path, "", After(std::max(30.0, settings_.api_timeout_s)));
-      if (logs && logs->status == 200) {
-        collector.FeedStdout(logs->text);
-        logs_ok = true;
-      } else if (logs && logs->status == 404) {
-        break;
-      } else {
-        kube::SleepFor(0.3 * (attempt + 1), After(5), nullptr);
-      }
-    }
-    collector.Finish(obs);
-    obs.driver_facts[core::fact::kLogs] =
-        logs_ok ? "combined stdout+stderr (pods/log)" : "unavailable";
-  }
-  obs.duration_s = Since(running_since.value_or(created_at));
-
-  if (const Json* t = Terminated(pod)) {
-    const std::string reason = t->value("reason", "");
-    obs.driver_facts[core::fact::kTerminatedReason] = reason;
-    obs.driver_facts[core::fact::kExitCode] = t->value("exitCode", -1);
-    obs.driver_facts[core::fact::kOomKilled] = reason == "OOMKilled";
-    if (t->value("signal", 0) != 0) obs.driver_facts[core::fact::kSignal] = t->value("signal", 0);
-    if (!harness_stop) {
-      obs.ending = core::Ending::kExited;
-      obs.exit_code = t->value("exitCode", -1);
-    }
-  }
-  const std::string pod_reason = Str(pod, "/status/reason");
-  if (!pod_reason.empty()) {
-    obs.driver_facts[core::fact::kPodReason] = pod_reason;
-    obs.driver_facts[core::fact::kPodMessage] =
-        core::SanitizeUtf8(Str(pod, "/status/message").substr(0, 500));
-  }
-  if (pod_reason == "Evicted") {
-    obs.driver_facts[core::fact::kEvicted] = true;
-    if (Terminated(pod) == nullptr && !harness_stop) {
-      obs.ending = core::Ending::kSignaled;  // the kubelet killed it; no exit status recorded
-      obs.signal = 9;
-    }
-  }
-  if (!job_failure.empty()) {
-    obs.driver_facts[core::fact::kJobCondition] = job_failure;
-    if (job_failure == "DeadlineExceeded" && !logs_ok) {
-      obs.driver_facts[core::fact::kLogs] =
-          "gone: the Job's activeDeadlineSeconds ended it and deleted its pods and logs";
-    }
-    if (Terminated(pod) == nullptr && obs.ending == core::Ending::kNotRun &&
-        failed_create.empty()) {
-      obs.ending = core::Ending::kSignaled;  // the Job controller killed the pod
-      obs.signal = 9;
-    }
-  }
-
-  auto deleted = DeleteJob(name, harness_stop || !finished);
-  obs.driver_facts[core::fact::kJobDeleted] = deleted.has_value();
-  if (!failed_create.empty()) {
-    obs.driver_facts[core::fact::kFailedCreate] = failed_create;
-    return fail(fmt::format("Job {}: FailedCreate: {}", name, failed_create));
-  }
-  if (!setup_failure.empty()) return fail(fmt::format("Job {}: {}", name, setup_failure));
-  if (obs.ending == core::Ending::kNotRun) {
-    if (cancel.load()) {
-      obs.ending = core::Ending::kInterrupted;
-    } else {
-      const std::string waiting = Waiting(pod);
-      if (pod_name.empty() && !last_api_error.empty()) {
-        return fail(
-            fmt::format("Job {}: the API server stopped answering before a pod ran "
-                        "(last error: {})",
-                        name, last_api_error));
-      }
-      return fail(fmt::format("Job {}: no running container within podStartTimeout ({:g}s){}", name,
-                              settings_.pod_start_timeout_s,
-                              pod_name.empty()
-                                  ? ": no pod was created"
-                                  : fmt::format(": pod {} phase {}{}", pod_name, Phase(pod),
-                                                waiting.empty() ? "" : ", " + waiting)));
-    }
-  }
-  if (!deleted) return fail(deleted.error() + " (the API server stopped answering?)");
-  if (cancel.load() && obs.ending != core::Ending::kInterrupted) {
-    obs.ending = core::Ending::kInterrupted;
-  }
-  return obs;
+  JobRun run(*this, inv, cancel);
+  if (!client_) return run.Fail("kubernetes driver used before Prepare()");
+  if (inv.deploy == core::Deploy::kHarnessAdmission) return Admission(inv, cancel, run.Take());
+  if (!run.WaitForPolicyAge()) return run.Take();
+  run.BuildJob();
+  if (!run.CreateJob()) return run.Take();
+  run.WatchPods();
+  run.RecordPodFacts();
+  run.NoteHarnessStop();
+  run.ReadLogs();
+  run.RecordStatusFacts();
+  run.RemoveJob();
+  return run.Decide();
 }
 
 core::Observation KubernetesDriver::Admission(const Invocation& inv,
@@ -544,7 +200,7 @@ core::Observation KubernetesDriver::Admission(const Invocation& inv,
   obs.driver_facts[core::fact::kAdmissionPod] = pod["metadata"]["name"];
   auto r = client_->Call("POST", Path("/api/v1", "pods") + "?dryRun=All", pod,
                          After(std::max(inv.deadline_s, 60.0)), &cancel);
-  obs.duration_s = Since(start);
+  obs.duration_s = SecondsSince(start);
   if (!r && r.error().cancelled) {
     obs.ending = core::Ending::kInterrupted;
     return obs;
@@ -631,9 +287,9 @@ void KubernetesDriver::Cleanup() {
         left.push_back(fmt::format("{} (cannot list: {})", path, list.error().ToString()));
         continue;
       }
-      for (const Json& item : Items(list->body)) {
-        left.push_back(
-            fmt::format("{}/{}", path.substr(path.rfind('/') + 1), Str(item, "/metadata/name")));
+      for (const Json& item : ListItems(list->body)) {
+        left.push_back(fmt::format("{}/{}", path.substr(path.rfind('/') + 1),
+                                   StringAt(item, "/metadata/name")));
       }
     }
     if (left.empty() || unreachable || !kube::SleepFor(0.5, deadline, nullptr)) break;
@@ -665,14 +321,14 @@ std::expected<std::vector<std::string>, std::string> ListSchedulableNodes(
   auto r = client.Call("GET", path, nullptr, After(timeout_s));
   if (!r) return std::unexpected("listing nodes: " + r.error().ToString());
   std::vector<std::string> names;
-  for (const Json& n : Items(r->body)) {
+  for (const Json& n : ListItems(r->body)) {
     if (!n.is_object() || n.value("/spec/unschedulable"_json_pointer, false)) continue;
     bool tainted = false;
     for (const Json& t : n.value("/spec/taints"_json_pointer, Json::array())) {
       const std::string effect = t.is_object() ? t.value("effect", "") : "";
       tainted = tainted || effect == "NoSchedule" || effect == "NoExecute";
     }
-    if (!tainted) names.push_back(Str(n, "/metadata/name"));
+    if (!tainted) names.push_back(StringAt(n, "/metadata/name"));
   }
   std::ranges::sort(names);
   return names;

@@ -61,6 +61,20 @@ class KubernetesDriver : public Driver {
   const std::string& namespace_name() const { return ns_; }
 
  private:
+  class JobRun;  // one Job-backed Execute, step by step (job_run.h)
+
+  // Prepare(), first half: resolves the kubeconfig (warnings_ gets its warnings, the jobTemplate's
+  // weakenings and an image not pinned by digest), sets ns_ (kubernetes.namespace, the context's,
+  // or "default") and client_, then GET /version (401/403: refused credentials) and GET the
+  // namespace (404: missing; 403: a warning, assumed to exist), both within one deadline of
+  // 2 x apiTimeout. Errors: a SetupError naming the server or namespace, with a hint.
+  std::expected<void, SetupError> Connect();
+  // Prepare(), second half, for an arm with networkPolicy: builds deny-all-egress or reads the
+  // user's file, sets submitted_, POSTs it, records policy_stored_ (local time of the answer,
+  // failed or not), then policy_name_ and policy_created_at_ (NetworkPolicy
+  // metadata.creationTimestamp). Errors: an unreadable file, not one NetworkPolicy, the POST's.
+  std::expected<void, SetupError> CreatePolicy();
+
   core::Observation Admission(const Invocation& inv, const std::atomic<bool>& cancel,
                               core::Observation obs);
   // DELETE the Job (Background) and wait until a GET answers 404. Error text when unconfirmed.

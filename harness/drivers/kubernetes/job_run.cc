@@ -1,0 +1,451 @@
+#include "drivers/kubernetes/job_run.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/facts.h"
+#include "core/output.h"
+
+namespace sandprobe::drivers {
+namespace kube {
+
+std::string StringAt(const nlohmann::json& j, const char* pointer) {
+  if (!j.is_object()) return "";
+  const nlohmann::json::json_pointer p(pointer);
+  if (!j.contains(p) || !j.at(p).is_string()) return "";
+  return j.at(p).get<std::string>();
+}
+
+nlohmann::json ListItems(const nlohmann::json& body) {
+  return body.is_object() && body.contains("items") && body["items"].is_array()
+             ? body["items"]
+             : nlohmann::json::array();
+}
+
+double SecondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+}  // namespace kube
+
+namespace {
+
+using Json = nlohmann::json;
+using kube::After;
+using kube::ApiError;
+using kube::Clock;
+using kube::QueryEscape;
+using kube::SecondsLeft;
+using kube::SecondsSince;
+using kube::StringAt;
+
+double Round1(double s) { return std::round(s * 10) / 10; }
+
+const Json* ProbeStatus(const Json& pod) {
+  const Json* statuses = pod.contains("status") && pod["status"].is_object() &&
+                                 pod["status"].contains("containerStatuses")
+                             ? &pod["status"]["containerStatuses"]
+                             : nullptr;
+  if (statuses == nullptr || !statuses->is_array()) return nullptr;
+  for (const Json& c : *statuses) {
+    if (c.is_object() && c.value("name", "") == kube::kContainerName) return &c;
+  }
+  return nullptr;
+}
+
+const Json* Terminated(const Json& pod) {
+  const Json* c = ProbeStatus(pod);
+  if (c == nullptr || !c->contains("state") || !(*c)["state"].is_object()) return nullptr;
+  const Json& st = (*c)["state"];
+  return st.contains("terminated") && st["terminated"].is_object() ? &st["terminated"] : nullptr;
+}
+
+std::string Phase(const Json& pod) { return StringAt(pod, "/status/phase"); }
+
+bool Finished(const Json& pod) {
+  const std::string phase = Phase(pod);
+  return Terminated(pod) != nullptr || phase == "Succeeded" || phase == "Failed";
+}
+
+bool Running(const Json& pod) {
+  const Json* c = ProbeStatus(pod);
+  return Finished(pod) || (c != nullptr && c->contains("state") && (*c)["state"].is_object() &&
+                           (*c)["state"].contains("running"));
+}
+
+// "ImagePullBackOff: Back-off pulling image ..." when the container waits.
+std::string Waiting(const Json& pod) {
+  const Json* c = ProbeStatus(pod);
+  if (c == nullptr) return "";
+  const Json w = c->value("/state/waiting"_json_pointer, Json());
+  if (!w.is_object()) return "";
+  return fmt::format("{}: {}", w.value("reason", ""), w.value("message", "").substr(0, 300));
+}
+
+std::string JobFailure(const Json& job) {
+  if (!job.is_object()) return "";
+  const Json conds = job.value("/status/conditions"_json_pointer, Json::array());
+  if (!conds.is_array()) return "";
+  for (const Json& c : conds) {
+    if (c.is_object() &&
+        (c.value("type", "") == "Failed" || c.value("type", "") == "FailureTarget") &&
+        c.value("status", "") == "True") {
+      return c.value("reason", "Failed");
+    }
+  }
+  return "";
+}
+
+std::string NewestPodName(const Json& items) {
+  std::string best, best_ts;
+  if (!items.is_array()) return best;
+  for (const Json& p : items) {
+    const std::string name = StringAt(p, "/metadata/name");
+    const std::string ts = StringAt(p, "/metadata/creationTimestamp");
+    if (best.empty() || ts > best_ts) best = name, best_ts = ts;
+  }
+  return best;
+}
+
+}  // namespace
+
+KubernetesDriver::JobRun::JobRun(KubernetesDriver& driver, const Invocation& inv,
+                                 const std::atomic<bool>& cancel)
+    : driver_(driver), inv_(inv), cancel_(cancel) {
+  obs_.driver_facts[core::fact::kDriver] = "kubernetes";
+  obs_.driver_facts[core::fact::kNamespace] = driver_.ns_;
+  if (!driver_.warnings_.empty()) obs_.driver_facts[core::fact::kWarnings] = driver_.warnings_;
+  start_ = Clock::now();
+}
+
+void KubernetesDriver::JobRun::MarkFailed(std::string why) {
+  obs_.ending = core::Ending::kHarnessError;
+  obs_.harness_error = core::SanitizeUtf8(why);
+  obs_.duration_s = SecondsSince(start_);
+}
+
+core::Observation KubernetesDriver::JobRun::Fail(std::string why) {
+  MarkFailed(std::move(why));
+  return Take();
+}
+
+void KubernetesDriver::JobRun::MarkInterrupted() {
+  obs_.ending = core::Ending::kInterrupted;
+  obs_.duration_s = SecondsSince(start_);
+}
+
+bool KubernetesDriver::JobRun::WaitForPolicyAge() {
+  const kube::KubeSettings& settings = driver_.settings_;
+  if (driver_.policy_stored_ && settings.min_policy_age_s > 0) {
+    const double wait = settings.min_policy_age_s - SecondsSince(*driver_.policy_stored_);
+    if (wait > 0) {
+      obs_.driver_facts[core::fact::kPolicyWaitS] = Round1(wait);
+      if (!kube::SleepFor(wait, After(wait + 1), &cancel_)) {
+        MarkInterrupted();
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+void KubernetesDriver::JobRun::BuildJob() {
+  const kube::KubeSettings& settings = driver_.settings_;
+  kube::JobRequest req{driver_.context_.run_id,
+                       driver_.manifest_.name,
+                       inv_.invocation,
+                       inv_.probe,
+                       inv_.script,
+                       kube::ContainerTimeout(settings.limits, inv_.deadline_s),
+                       inv_.node};
+  job_ = kube::BuildJob(settings, req);
+  name_ = job_["metadata"]["name"];
+  obs_.driver_facts[core::fact::kJob] = name_;
+  if (!driver_.policy_name_.empty()) {
+    obs_.driver_facts[core::fact::kNetworkPolicy] = driver_.policy_name_;
+    obs_.driver_facts[core::fact::kPolicyCreatedAt] = driver_.policy_created_at_;
+    obs_.driver_facts[core::fact::kPolicyAgeS] = Round1(SecondsSince(*driver_.policy_stored_));
+  }
+}
+
+bool KubernetesDriver::JobRun::CreateJob() {
+  created_at_ = Clock::now();
+  start_deadline_ = After(driver_.settings_.pod_start_timeout_s);
+  {
+    std::lock_guard lock(driver_.mu_);
+    driver_.live_jobs_.insert(name_);  // before the POST: a create that times out may still land
+  }
+  driver_.submitted_ = true;
+  auto created = driver_.client_->Call("POST", driver_.Path("/apis/batch/v1", "jobs"), job_,
+                                       start_deadline_, &cancel_);
+  if (created) return true;
+  if (created.error().cancelled) {
+    driver_.DeleteJob(name_, true);
+    MarkInterrupted();
+    return false;
+  }
+  driver_.DeleteJob(name_, true);
+  MarkFailed(fmt::format("creating Job {}: {}{}", name_, created.error().ToString(),
+                         created.error().IsQuota()
+                             ? " (quota back-pressure did not clear before podStartTimeout)"
+                             : ""));
+  return false;
+}
+
+Clock::time_point KubernetesDriver::JobRun::HarnessDeadline() const {
+  return running_since_ ? *running_since_ + std::chrono::duration_cast<Clock::duration>(
+                                                std::chrono::duration<double>(inv_.deadline_s))
+                        : start_deadline_;
+}
+
+bool KubernetesDriver::JobRun::PodFinished() const { return pod_.is_object() && Finished(pod_); }
+
+void KubernetesDriver::JobRun::Absorb(const Json& p) {
+  if (!p.is_object()) return;
+  if (pod_.is_object() && StringAt(p, "/metadata/name") != StringAt(pod_, "/metadata/name") &&
+      StringAt(p, "/metadata/creationTimestamp") < StringAt(pod_, "/metadata/creationTimestamp")) {
+    return;  // an older pod of the same Job
+  }
+  pod_ = p;
+  if (!running_since_ && Running(pod_)) {
+    running_since_ = Clock::now();
+    obs_.driver_facts[core::fact::kStartWaitS] = Round1(SecondsSince(created_at_));
+  }
+}
+
+void KubernetesDriver::JobRun::AbsorbNewest(const Json& list) {
+  ++relists_;
+  const Json items = kube::ListItems(list);
+  const std::string newest = NewestPodName(items);
+  for (const Json& p : items) {
+    if (StringAt(p, "/metadata/name") == newest) Absorb(p);
+  }
+}
+
+void KubernetesDriver::JobRun::WatchPods() {
+  // List (resourceVersion), watch from there; re-list on 410 or a broken stream. The harness
+  // deadline starts when the container runs.
+  pods_path_ =
+      driver_.Path("/api/v1", "pods") + "?labelSelector=" + QueryEscape("job-name=" + name_);
+  last_check_ = Clock::now() - std::chrono::seconds(10);
+  while (true) {
+    if (cancel_.load()) break;
+    if (PodFinished()) break;
+    if (Clock::now() >= HarnessDeadline()) break;
+    if (pod_deleted_) {  // deleted under us: the Job controller (deadline) or someone else
+      ExplainDeletedPod();
+      break;
+    }
+    auto list = driver_.client_->Call("GET", pods_path_, nullptr, HarnessDeadline(), &cancel_);
+    if (!list) {
+      if (!list.error().cancelled) last_api_error_ = list.error().ToString();
+      if (list.error().cancelled || list.error().deadline) continue;
+      setup_failure_ = "listing pods: " + list.error().ToString();
+      break;
+    }
+    AbsorbNewest(list->body);
+    if (PodFinished()) break;
+    if (!running_since_ && SecondsSince(last_check_) >= 2 && CheckWhyNoPodRuns()) break;
+    if (!WatchFrom(StringAt(list->body, "/metadata/resourceVersion"))) break;
+  }
+}
+
+void KubernetesDriver::JobRun::ExplainDeletedPod() {
+  if (auto j = driver_.client_->Call("GET", driver_.Path("/apis/batch/v1", "jobs", name_), nullptr,
+                                     After(driver_.settings_.api_timeout_s), &cancel_)) {
+    job_failure_ = JobFailure(j->body);
+  }
+  if (job_failure_.empty())
+    setup_failure_ = "pod " + StringAt(pod_, "/metadata/name") + " was deleted before it finished";
+}
+
+bool KubernetesDriver::JobRun::CheckWhyNoPodRuns() {
+  last_check_ = Clock::now();
+  const double api_timeout_s = driver_.settings_.api_timeout_s;
+  if (auto j = driver_.client_->Call("GET", driver_.Path("/apis/batch/v1", "jobs", name_), nullptr,
+                                     After(api_timeout_s), &cancel_)) {
+    job_failure_ = JobFailure(j->body);
+  }
+  auto ev = driver_.client_->Call("GET",
+                                  driver_.Path("/api/v1", "events") + "?fieldSelector=" +
+                                      QueryEscape("involvedObject.name=" + name_),
+                                  nullptr, After(api_timeout_s), &cancel_);
+  if (ev) {
+    for (const Json& e : kube::ListItems(ev->body)) {
+      if (e.is_object() && e.value("reason", "") == "FailedCreate") {
+        failed_create_ = core::SanitizeUtf8(e.value("message", "").substr(0, 1000));
+      }
+    }
+  }
+  if (!job_failure_.empty() || !failed_create_.empty()) return true;
+  const std::string waiting = Waiting(pod_);
+  if (waiting.starts_with("InvalidImageName") ||
+      waiting.starts_with("CreateContainerConfigError")) {
+    setup_failure_ = "the probe container cannot start: " + waiting;
+    return true;
+  }
+  return false;
+}
+
+bool KubernetesDriver::JobRun::WatchFrom(const std::string& rv) {
+  const double left = SecondsLeft(HarnessDeadline());
+  const std::string watch_path =
+      fmt::format("{}&watch=1&allowWatchBookmarks=true&resourceVersion={}&timeoutSeconds={}",
+                  pods_path_, QueryEscape(rv), std::clamp(static_cast<int>(left) + 1, 1, 60));
+  ApiError werr;
+  const kube::WatchEnd end = driver_.client_->Watch(
+      watch_path, HarnessDeadline(), cancel_,
+      [this](const std::string& type, const Json& object) { return OnWatchEvent(type, object); },
+      &werr);
+  if (end == kube::WatchEnd::kGone) ++gone_;
+  if (end == kube::WatchEnd::kFailed && werr.code != 410) {
+    setup_failure_ = "watching pods: " + werr.ToString();
+    return false;
+  }
+  return true;
+}
+
+bool KubernetesDriver::JobRun::OnWatchEvent(const std::string& type, const Json& object) {
+  if (type == "ADDED" || type == "MODIFIED") {
+    const bool was_running = running_since_.has_value();
+    Absorb(object);
+    if (Finished(pod_) || (!was_running && running_since_)) return false;
+  } else if (type == "DELETED" && pod_.is_object() &&
+             StringAt(object, "/metadata/name") == StringAt(pod_, "/metadata/name")) {
+    Absorb(object);
+    pod_deleted_ = !Finished(pod_);
+    return false;
+  }
+  return true;
+}
+
+void KubernetesDriver::JobRun::RecordPodFacts() {
+  obs_.driver_facts[core::fact::kPodRelists] = relists_;
+  if (gone_ > 0) obs_.driver_facts[core::fact::kWatchGone] = gone_;
+  pod_name_ = StringAt(pod_, "/metadata/name");
+  if (!pod_name_.empty()) obs_.driver_facts[core::fact::kPod] = pod_name_;
+  if (const std::string node = StringAt(pod_, "/spec/nodeName"); !node.empty()) {
+    obs_.driver_facts[core::fact::kNode] = node;
+  }
+  finished_ = PodFinished();
+}
+
+void KubernetesDriver::JobRun::NoteHarnessStop() {
+  if (!finished_ && !cancel_.load() && running_since_ && Clock::now() >= HarnessDeadline()) {
+    harness_stop_ = true;
+    obs_.ending = core::Ending::kDeadline;
+    obs_.driver_facts[core::fact::kEndedBy] = "harness deadline";
+  }
+  if (!finished_ && cancel_.load()) {
+    harness_stop_ = true;
+    obs_.ending = core::Ending::kInterrupted;
+  }
+}
+
+void KubernetesDriver::JobRun::ReadLogs() {
+  // Logs before anything deletes the pod (a Job-level deadline already did: RecordStatusFacts
+  // says so).
+  const kube::KubeSettings& settings = driver_.settings_;
+  if (!pod_name_.empty() && (finished_ || running_since_)) {
+    core::OutputCollector collector(driver_.context_.nonce);
+    const std::string log_path = driver_.Path("/api/v1", "pods", pod_name_) +
+                                 fmt::format("/log?container={}&limitBytes={}",
+                                             kube::kContainerName, settings.log_limit_bytes);
+    for (int attempt = 0; attempt < 3 && !logs_ok_; ++attempt) {
+      auto logs =
+          driver_.client_->Send("GET", log_path, "", After(std::max(30.0, settings.api_timeout_s)));
+      if (logs && logs->status == 200) {
+        collector.FeedStdout(logs->text);
+        logs_ok_ = true;
+      } else if (logs && logs->status == 404) {
+        break;
+      } else {
+        kube::SleepFor(0.3 * (attempt + 1), After(5), nullptr);
+      }
+    }
+    collector.Finish(obs_);
+    obs_.driver_facts[core::fact::kLogs] =
+        logs_ok_ ? "combined stdout+stderr (pods/log)" : "unavailable";
+  }
+  obs_.duration_s = SecondsSince(running_since_.value_or(created_at_));
+}
+
+void KubernetesDriver::JobRun::RecordStatusFacts() {
+  if (const Json* t = Terminated(pod_)) {
+    const std::string reason = t->value("reason", "");
+    obs_.driver_facts[core::fact::kTerminatedReason] = reason;
+    obs_.driver_facts[core::fact::kExitCode] = t->value("exitCode", -1);
+    obs_.driver_facts[core::fact::kOomKilled] = reason == "OOMKilled";
+    if (t->value("signal", 0) != 0) obs_.driver_facts[core::fact::kSignal] = t->value("signal", 0);
+    if (!harness_stop_) {
+      obs_.ending = core::Ending::kExited;
+      obs_.exit_code = t->value("exitCode", -1);
+    }
+  }
+  const std::string pod_reason = StringAt(pod_, "/status/reason");
+  if (!pod_reason.empty()) {
+    obs_.driver_facts[core::fact::kPodReason] = pod_reason;
+    obs_.driver_facts[core::fact::kPodMessage] =
+        core::SanitizeUtf8(StringAt(pod_, "/status/message").substr(0, 500));
+  }
+  if (pod_reason == "Evicted") {
+    obs_.driver_facts[core::fact::kEvicted] = true;
+    if (Terminated(pod_) == nullptr && !harness_stop_) {
+      obs_.ending = core::Ending::kSignaled;  // the kubelet killed it; no exit status recorded
+      obs_.signal = 9;
+    }
+  }
+  if (!job_failure_.empty()) {
+    obs_.driver_facts[core::fact::kJobCondition] = job_failure_;
+    if (job_failure_ == "DeadlineExceeded" && !logs_ok_) {
+      obs_.driver_facts[core::fact::kLogs] =
+          "gone: the Job's activeDeadlineSeconds ended it and deleted its pods and logs";
+    }
+    if (Terminated(pod_) == nullptr && obs_.ending == core::Ending::kNotRun &&
+        failed_create_.empty()) {
+      obs_.ending = core::Ending::kSignaled;  // the Job controller killed the pod
+      obs_.signal = 9;
+    }
+  }
+}
+
+void KubernetesDriver::JobRun::RemoveJob() {
+  deleted_ = driver_.DeleteJob(name_, harness_stop_ || !finished_);
+  obs_.driver_facts[core::fact::kJobDeleted] = deleted_.has_value();
+}
+
+core::Observation KubernetesDriver::JobRun::Decide() {
+  if (!failed_create_.empty()) {
+    obs_.driver_facts[core::fact::kFailedCreate] = failed_create_;
+    return Fail(fmt::format("Job {}: FailedCreate: {}", name_, failed_create_));
+  }
+  if (!setup_failure_.empty()) return Fail(fmt::format("Job {}: {}", name_, setup_failure_));
+  if (obs_.ending == core::Ending::kNotRun) {
+    if (cancel_.load()) {
+      obs_.ending = core::Ending::kInterrupted;
+    } else {
+      const std::string waiting = Waiting(pod_);
+      if (pod_name_.empty() && !last_api_error_.empty()) {
+        return Fail(
+            fmt::format("Job {}: the API server stopped answering before a pod ran "
+                        "(last error: {})",
+                        name_, last_api_error_));
+      }
+      return Fail(fmt::format("Job {}: no running container within podStartTimeout ({:g}s){}",
+                              name_, driver_.settings_.pod_start_timeout_s,
+                              pod_name_.empty()
+                                  ? ": no pod was created"
+                                  : fmt::format(": pod {} phase {}{}", pod_name_, Phase(pod_),
+                                                waiting.empty() ? "" : ", " + waiting)));
+    }
+  }
+  if (!deleted_) return Fail(deleted_.error() + " (the API server stopped answering?)");
+  if (cancel_.load() && obs_.ending != core::Ending::kInterrupted) {
+    obs_.ending = core::Ending::kInterrupted;
+  }
+  return Take();
+}
+
+}  // namespace sandprobe::drivers
