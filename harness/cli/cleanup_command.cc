@@ -1,7 +1,7 @@
 // `sandprobe cleanup`: removes what earlier runs left behind when they could not clean up (the
 // harness was SIGKILLed, or the Kubernetes API server stopped answering): planted canary token
-// folders (<canary dir>/sp-*), fill-tmp and dev-shm files (<dir>/.sandprobe-fill-*), Docker
-// and what each driver kind's leftover sweep finds (drivers/registry.h): Docker containers labelled
+// folders (<canary dir>/sp-*), fill-tmp and dev-shm files (<dir>/.sandprobe-fill-*), and what
+// each driver kind's leftover sweep finds (drivers/registry.h): Docker containers labelled
 // sandprobe.run and, for each `--kubernetes MANIFEST`, the Jobs, Pods and NetworkPolicies labelled
 // sandprobe.io/run in that manifest's cluster and namespace. What belongs to a run that is still
 // alive (its canary folder's .lock is held) is left alone. Processes cannot be left behind:

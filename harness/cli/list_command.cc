@@ -55,6 +55,12 @@ int DoList(const ListArgs& a, bool explain) {
   std::cout << fmt::format("{}  ({})\n\n{}\n\n", p.id, p.label, p.description);
   std::cout << fmt::format("applies to:       {}\n", fmt::join(p.drivers, ", "));
   std::cout << fmt::format("needs a control:  {}\n", p.requires_control ? "yes" : "no");
+  if (p.deploy == core::Deploy::kHarnessAdmission) {
+    std::cout << "deployed:         by the harness, as an admission request (probe.py not run)\n";
+  }
+  if (p.Needs(core::Need::kPlantedEnv)) {
+    std::cout << "needs:            the planted env canary (no proof where it cannot be planted)\n";
+  }
   std::cout << fmt::format("descriptor:       {}\n\nparameters:\n", p.source_path);
   for (const auto& [name, spec] : p.params) {
     std::string sized;

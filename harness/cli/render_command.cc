@@ -62,8 +62,14 @@ int DoRender(const RenderArgs& a) {
     if (!m) return Fail(m.error().ToString());
     const drivers::DriverKind* kind = drivers::Registry().Find(m->driver);
     if (kind == nullptr || !kind->render) {
-      return Fail(fmt::format("{}: render prints Kubernetes objects; this manifest's driver is {}",
-                              path, m->driver));
+      std::string renderable;
+      for (const drivers::DriverKind& k : drivers::Registry().kinds()) {
+        if (k.render) renderable += (renderable.empty() ? "" : ", ") + std::string(k.name);
+      }
+      return Fail(
+          fmt::format("{}: render prints what a run would submit to a cluster ({} "
+                      "manifests); this manifest's driver is {}",
+                      path, renderable, m->driver));
     }
     const runner::Timing timing;
     const double deadline = m->limits.timeout_s.value_or(timing.default_timeout_s) + timing.grace_s;

@@ -3,8 +3,9 @@
 
 #include <gtest/gtest.h>
 
-#include "config/manifest_sections.h"
 #include <fstream>
+
+#include "config/manifest_sections.h"
 
 namespace sandprobe::config {
 namespace {
@@ -53,6 +54,9 @@ TEST(YamlTest, HostileDocumentsAreErrorsNotCrashes) {
   auto dir = LoadManifest(std::filesystem::temp_directory_path(), {});
   ASSERT_FALSE(dir);
   EXPECT_NE(dir.error().message.find("directory"), std::string::npos);
+  auto device = LoadSuite("/dev/zero");  // never ends: refused before reading
+  ASSERT_FALSE(device);
+  EXPECT_NE(device.error().message.find("not a regular file"), std::string::npos);
 }
 
 TEST(SuiteTest, ParsesAndRejects) {

@@ -41,6 +41,10 @@ std::expected<std::string, ConfigError> ReadFile(const std::string& path) {
   if (std::filesystem::is_directory(path, ec)) {
     return std::unexpected(ConfigError{path, 0, 0, "", "is a directory, not a file"});
   }
+  // A device or a FIFO has no size to check and may never end (/dev/zero, a named pipe).
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
+    return std::unexpected(ConfigError{path, 0, 0, "", "is not a regular file"});
+  }
   if (const auto size = std::filesystem::file_size(path, ec); !ec && size > kMaxFileBytes) {
     return std::unexpected(
         ConfigError{path, 0, 0, "",

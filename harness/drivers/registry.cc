@@ -57,7 +57,15 @@ std::expected<std::unique_ptr<Driver>, SetupError> DriverRegistry::Make(
                                manifest.driver, manifest.source_path),
                    fmt::format("use a {} manifest", Names())});
   }
-  return kind->make(manifest, context);
+  // A factory reads the section (JSON); a field of the wrong type is a setup error.
+  try {
+    return kind->make(manifest, context);
+  } catch (const std::exception& e) {
+    return std::unexpected(
+        SetupError{fmt::format("manifest {}: its {} section cannot be used: {}",
+                               manifest.source_path, manifest.driver, e.what()),
+                   "compare the field types with the manifests shipped in manifests/"});
+  }
 }
 
 std::expected<void, std::string> DriverRegistry::ExpandArms(std::vector<core::Manifest>& manifests,
@@ -69,7 +77,14 @@ std::expected<void, std::string> DriverRegistry::ExpandArms(std::vector<core::Ma
       out.push_back(std::move(m));
       continue;
     }
-    auto arms = kind->arm_variants(std::move(m), options);
+    const std::string source = m.source_path;
+    std::expected<std::vector<core::Manifest>, std::string> arms;
+    try {
+      arms = kind->arm_variants(std::move(m), options);
+    } catch (const std::exception& e) {
+      arms = std::unexpected(fmt::format("manifest {}: its {} section cannot be used: {}", source,
+                                         kind->name, e.what()));
+    }
     if (!arms) return std::unexpected(arms.error());
     for (core::Manifest& a : *arms) out.push_back(std::move(a));
   }

@@ -248,6 +248,17 @@ TEST(RegistryTest, AnAddedKindRunsAWholeMatrix) {
   EXPECT_EQ(core::RunExitCode(*matrix), 0);
 }
 
+// A section field of the wrong type (read by the driver as JSON) is a setup error, not a crash.
+TEST(RegistryTest, AWrongTypeInASectionIsASetupError) {
+  auto m = Registry().ParseManifest(
+      "name: d\ndriver: docker\ndocker: {image: sandprobe-probe:local, endpoint: 5}\n", "d.yaml");
+  ASSERT_TRUE(m) << m.error().ToString();
+  auto d = Registry().Make(*m, {});
+  ASSERT_FALSE(d);
+  EXPECT_NE(d.error().message.find("d.yaml: its docker section cannot be used"), std::string::npos)
+      << d.error().message;
+}
+
 TEST(RegistryTest, AThrowingSectionCheckIsAnErrorValue) {
   DriverKind careless = EchoKind();
   careless.check_section = [](const std::string&,

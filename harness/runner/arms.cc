@@ -41,7 +41,17 @@ std::expected<void, RunError> Arms::Open(const std::vector<const core::Manifest*
   for (const core::Manifest* m : manifests) {
     auto driver = factory(*m, context);
     if (!driver) return std::unexpected(RunError{driver.error().message, driver.error().hint});
-    if (auto ready = (*driver)->Prepare(); !ready) {
+    // A driver reads its manifest section (JSON) while preparing; a field of the wrong type is
+    // a setup error naming the arm, never an uncaught exception that skips the cleanup.
+    std::expected<void, drivers::SetupError> ready;
+    try {
+      ready = (*driver)->Prepare();
+    } catch (const std::exception& e) {
+      ready = std::unexpected(
+          drivers::SetupError{fmt::format("its {} section cannot be used: {}", m->driver, e.what()),
+                              "compare the field types with the manifests shipped in manifests/"});
+    }
+    if (!ready) {
       (*driver)->Cleanup();
       return std::unexpected(
           RunError{fmt::format("arm {} ({}): {}", m->name, m->source_path, ready.error().message),

@@ -64,7 +64,12 @@ void SweepLeftovers(const SweepRequest& r, SweepTally& t) {
   if (!r.context.empty()) m.driver_config["context"] = r.context;
   auto settings = ParseSettings(m);
   if (!settings) return fail(settings.error());
-  auto conn = ResolveConnection(m.driver_config, ProcessEnv());
+  std::expected<ClusterConnection, std::string> conn;
+  try {  // the section is JSON the user wrote: a field of the wrong type is an error here
+    conn = ResolveConnection(m.driver_config, ProcessEnv());
+  } catch (const std::exception& e) {
+    conn = std::unexpected(fmt::format("the kubernetes section cannot be used: {}", e.what()));
+  }
   if (!conn) return fail(conn.error());
   const std::string ns = !settings->namespace_name.empty() ? settings->namespace_name
                          : !conn->namespace_name.empty()   ? conn->namespace_name
