@@ -53,6 +53,14 @@ std::expected<void, ConfigError> LoadLimits(const std::string& file, const YAML:
 
 }  // namespace
 
+std::string KindNames(std::span<const DriverSection> sections) {
+  std::string names;
+  for (size_t i = 0; i < sections.size(); ++i) {
+    names += (i == 0 ? "" : i + 1 == sections.size() ? " or " : ", ") + sections[i].kind;
+  }
+  return names;
+}
+
 Loaded<core::Manifest> ParseManifest(const std::string& text, const std::string& source,
                                      std::span<const DriverSection> sections) {
   auto root = internal::ReadYaml(text, source);
@@ -76,12 +84,9 @@ Loaded<core::Manifest> ParseManifest(const std::string& text, const std::string&
   m.driver = *driver;
   const auto kind = std::ranges::find(sections, m.driver, &DriverSection::kind);
   if (kind == sections.end()) {
-    std::string names;
-    for (size_t i = 0; i < sections.size(); ++i) {
-      names += (i == 0 ? "" : i + 1 == sections.size() ? " or " : ", ") + sections[i].kind;
-    }
-    return std::unexpected(At(source, y["driver"], "driver",
-                              fmt::format("unknown driver '{}' (expected {})", m.driver, names)));
+    return std::unexpected(
+        At(source, y["driver"], "driver",
+           fmt::format("unknown driver '{}' (expected {})", m.driver, KindNames(sections))));
   }
   for (auto [key, out] : {std::pair{"control", &m.control}, {"description", &m.description}}) {
     auto v = internal::String(source, y, key, "", false);

@@ -25,6 +25,9 @@ struct DriverSection {
   SectionCheck check;  // null: the section is passed through verbatim
 };
 
+// The kinds in order as messages name them: "local, command, docker, kubernetes or http".
+std::string KindNames(std::span<const DriverSection> sections);
+
 // Manifest YAML -> core::Manifest. `sections` lists the known driver kinds in the order error
 // messages name them. Errors: a common field, an unknown key or driver kind, the kind's check.
 Loaded<core::Manifest> ParseManifest(const std::string& text, const std::string& source,

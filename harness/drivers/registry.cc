@@ -29,14 +29,7 @@ const DriverKind* DriverRegistry::Find(std::string_view name) const {
   return nullptr;
 }
 
-std::string DriverRegistry::Names() const {
-  std::string out;
-  for (size_t i = 0; i < kinds_.size(); ++i) {
-    if (i > 0) out += i + 1 == kinds_.size() ? " or " : ", ";
-    out += kinds_[i].name;
-  }
-  return out;
-}
+std::string DriverRegistry::Names() const { return config::KindNames(sections_); }
 
 config::Loaded<core::Manifest> DriverRegistry::LoadManifest(
     const std::filesystem::path& file) const {
