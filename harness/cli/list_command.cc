@@ -127,6 +127,7 @@ int DoValidate(const ValidateArgs& a) {
       } else if (probes) {
         std::map<std::string, std::string> examples;
         for (std::string_view key : runner::kPlaceholders) examples[std::string(key)] = "1";
+        for (std::string_view key : runner::kArmPlaceholders) examples[std::string(key)] = "1";
         for (const auto& e : s->entries) {
           auto p = std::ranges::find(*probes, e.probe, &core::ProbeDescriptor::id);
           if (p == probes->end()) {

@@ -55,6 +55,9 @@ int DoRender(const RenderArgs& a) {
   for (std::string_view p : runner::kPlaceholders) {
     placeholders[std::string(p)] = fmt::format("{{{}}}", p);
   }
+  for (std::string_view p : runner::kArmPlaceholders) {
+    placeholders[std::string(p)] = fmt::format("{{{}}}", p);
+  }
   const std::string run_id = "render";
   bool any = false;
   for (const std::string& path : a.sandboxes) {

@@ -121,6 +121,10 @@ TEST(ProbeTest, NeedsAndDeploy) {
   auto sandbox = LoadProbe(WriteProbe("sandbox", "deploy: sandbox\n"));
   ASSERT_TRUE(sandbox) << sandbox.error().ToString();
   EXPECT_EQ(sandbox->deploy, core::Deploy::kSandbox);
+  EXPECT_EQ(sandbox->measures, "");
+  auto interfaces = LoadProbe(WriteProbe("interfaces", "measures: interfaces\n"));
+  ASSERT_TRUE(interfaces) << interfaces.error().ToString();
+  EXPECT_EQ(interfaces->measures, "interfaces");
 
   const struct {
     const char* extra;
@@ -132,6 +136,7 @@ TEST(ProbeTest, NeedsAndDeploy) {
       {"needs: [[planted-env]]\n", 7, 9, "needs[0]"},
       {"deploy: admission\n", 7, 9, "deploy"},
       {"deploy: [sandbox]\n", 7, 9, "deploy"},
+      {"measures: traffic\n", 7, 11, "measures"},
   };
   for (const auto& b : bad) {
     SCOPED_TRACE(b.extra);

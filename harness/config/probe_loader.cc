@@ -151,7 +151,8 @@ std::expected<void, ConfigError> LoadClassify(const std::string& file, const YAM
   return {};
 }
 
-// needs: [planted-env] and deploy: sandbox | harness-admission (both optional).
+// needs: [planted-env], deploy: sandbox | harness-admission and measures: interfaces (all
+// optional).
 std::expected<void, ConfigError> LoadNeedsAndDeploy(const std::string& file, const YAML::Node& y,
                                                     core::ProbeDescriptor& p) {
   if (const YAML::Node needs = y["needs"]; needs.IsDefined()) {
@@ -175,6 +176,11 @@ std::expected<void, ConfigError> LoadNeedsAndDeploy(const std::string& file, con
       return std::unexpected(At(file, d, "deploy", "expected sandbox or harness-admission"));
     }
   }
+  if (const YAML::Node m = y["measures"]; m.IsDefined()) {
+    if (!m.IsScalar() || m.Scalar() != "interfaces")
+      return std::unexpected(At(file, m, "measures", "expected interfaces"));
+    p.measures = m.Scalar();
+  }
   return {};
 }
 
@@ -190,7 +196,7 @@ Loaded<core::ProbeDescriptor> LoadProbe(const std::filesystem::path& dir) {
   if (auto r = internal::OnlyKeys(
           file, y, "",
           {"id", "label", "category", "description", "requires_control", "drivers", "params",
-           "classify", "calls", "after_call_s", "needs", "deploy"});
+           "classify", "calls", "after_call_s", "needs", "deploy", "measures"});
       !r) {
     return std::unexpected(r.error());
   }

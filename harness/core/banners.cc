@@ -32,6 +32,10 @@ std::vector<std::string> PolicyNotEnforcedBanners(const Matrix& m) {
     if (arm == nullptr || arm->role != ArmRole::kCandidate) continue;
     if (StringField(c.observation.driver_facts, fact::kNetworkPolicy).empty()) continue;
     if (c.classification.exposure != Exposure::kExposed) continue;
+    // Traffic seen, never inferred: positive evidence only (a canary hit, an answer), and never a
+    // cell the arm's mechanism does not govern (net.interfaces under a policy: not judged).
+    if (c.classification.evidence != Evidence::kPositive) continue;
+    if (c.observation.driver_facts.contains(fact::kNotJudged)) continue;
     if (!exposed_in_control.contains(c.observation.probe)) continue;
     Leak& leak = leaks[c.observation.arm];
     leak.rows.insert(c.observation.probe);

@@ -10,8 +10,10 @@ namespace sandprobe::core {
 
 // "NetworkPolicy is accepted but not enforced on this cluster": an arm whose invocations ran
 // under a NetworkPolicy the harness created (driver fact `network_policy`, a non-empty name; the
-// policy's age at submission in `policy_age_s`) was exposed on a network row (Row::category "net")
-// where a control arm of the same run was exposed too. docs/traps.md, trap 14: only a control pod
+// policy's age at submission in `policy_age_s`) was exposed, with positive evidence (a canary hit
+// or an answer, never a timeout or an absence), on a network row (Row::category "net") where a
+// control arm of the same run was exposed too. Cells carrying driver fact `not_judged` (the
+// interface count under a policy: a policy filters packets, it never removes eth0) never count. docs/traps.md, trap 14: only a control pod
 // beside a blocked pod shows it. Returns at most one banner line naming the arms, the policy age
 // and the rows; empty when every policy arm held (or none ran).
 std::vector<std::string> PolicyNotEnforcedBanners(const Matrix& m);

@@ -5,12 +5,14 @@
 namespace sandprobe::core {
 namespace {
 
-Cell MakeCell(std::string probe, std::string arm, Exposure e, nlohmann::json facts = {}) {
+Cell MakeCell(std::string probe, std::string arm, Exposure e, nlohmann::json facts = {},
+              Evidence evidence = Evidence::kPositive) {
   Cell c;
   c.observation.probe = std::move(probe);
   c.observation.arm = std::move(arm);
   c.observation.driver_facts = facts.is_null() ? nlohmann::json::object() : std::move(facts);
   c.classification.exposure = e;
+  c.classification.evidence = evidence;
   return c;
 }
 
@@ -62,6 +64,14 @@ TEST(BannersTest, PolicyNotEnforcedTable) {
       {"a net. prefix in another category is not a network row",
        Row("net.mislabelled", E::kExposed, E::kExposed), false},
       {"unknown is not a leak", Row("net.dns", E::kExposed, E::kUnknown), false},
+      {"exposed on absence evidence only: never the banner",
+       {MakeCell("net.dns", "k8s-open", E::kExposed),
+        MakeCell("net.dns", "k8s-deny", E::kExposed, kPolicy, Evidence::kAbsence)},
+       false},
+      {"a cell the arm does not judge (interfaces under a policy) is never a leak",
+       Row("net.dns", E::kExposed, E::kExposed,
+           {{"network_policy", "p"}, {"policy_age_s", 3}, {"not_judged", "a policy filters"}}),
+       false},
   };
   for (const Case& c : cases) {
     Matrix m = TwoArms();

@@ -28,6 +28,9 @@ inline constexpr char kCalls[] = "calls";
 inline constexpr char kCanaryNotPlanted[] = "canary_not_planted";
 // int: planted secrets the sandbox printed, redacted from every field.
 inline constexpr char kCanarySecretsRedacted[] = "canary_secrets_redacted";
+// string: why this cell is reported but not judged in its arm (drivers::Driver::NotJudgedReason):
+// the verdict is SKIP with this reason and the banners ignore the cell.
+inline constexpr char kNotJudged[] = "not_judged";
 
 // --- command / local (drivers/command) ----------------------------------------------------------
 inline constexpr char kDescendantsKilled[] = "descendants_killed";  // int: killed by the reaper
@@ -75,5 +78,7 @@ inline constexpr char kJobDeleted[] = "job_deleted";        // bool: deletion co
 inline constexpr char kFailedCreate[] = "failed_create";    // Event FailedCreate on the Job
 inline constexpr char kAdmissionPod[] = "admission_pod";    // the dry-run Pod's name
 inline constexpr char kAdmissionStatus[] = "admission_status";  // the API server's status
+// string: "<pod>" of the run's in-cluster canary whose hits (pods/log) this cell carries.
+inline constexpr char kClusterCanary[] = "cluster_canary";
 
 }  // namespace sandprobe::core::fact

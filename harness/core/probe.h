@@ -111,6 +111,11 @@ struct ProbeDescriptor {
   double after_call_s = 0;
   std::vector<Need> needs;           // empty: the probe needs nothing planted
   Deploy deploy = Deploy::kSandbox;  // how drivers deploy it (drivers::Invocation::deploy)
+  // What the probe measures when that is not traffic or behaviour (probe.yaml `measures:`, e.g.
+  // "interfaces" for net.interfaces). An arm whose mechanism cannot change it (a NetworkPolicy
+  // filters packets and never removes interfaces) reports the cell without judging it
+  // (drivers::Driver::NotJudgedReason). "" = judged everywhere.
+  std::string measures;
   std::string script;       // probe.py body (the preamble is added at deployment)
   std::string source_path;  // where the descriptor was read from, for messages
 

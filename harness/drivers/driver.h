@@ -5,7 +5,9 @@
 
 #include <atomic>
 #include <expected>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,6 +42,9 @@ struct DriverContext {
   std::string reaper_path;  // sandprobe-reaper executable
   double kill_grace_s = 2;  // SIGTERM -> SIGKILL grace, seconds
   std::string run_id;       // labels/names of what a driver creates, for cleanup
+  // The "{name}" placeholders the suite's parameters use (runner::PlaceholdersUsed), so a
+  // driver deploys a target of its own (kubernetes: the in-cluster canary) only when asked for.
+  std::set<std::string> placeholders_used = {};
 };
 
 // A setup problem found before any probe ran (exit code 3); `hint` says how to fix it.
@@ -73,6 +78,17 @@ class Driver {
   virtual std::string PreflightHint() const {
     return "check the manifest's argv by hand, e.g. with a one-line python3 -c script";
   }
+  // "{name}" placeholders this arm fills for the suite once Prepare() succeeded (kubernetes: the
+  // in-cluster canary's addresses, canary.cluster.*), name -> value. Empty by default.
+  virtual std::map<std::string, std::string> Placeholders() const { return {}; }
+  // Why a probe measuring `measures` (core::ProbeDescriptor::measures, e.g. "interfaces") is
+  // reported but not judged in this arm: its mechanism cannot change what the probe measures (a
+  // NetworkPolicy filters packets; it never removes interfaces). "" = judged.
+  virtual std::string NotJudgedReason(std::string_view /*measures*/) const { return ""; }
+  // Findings about the arm gathered after its invocations ran, for the report's notes
+  // (kubernetes: what was ruled out before concluding on a policy arm). Called once, before
+  // Cleanup(). Empty by default.
+  virtual std::vector<std::string> RunNotes() { return {}; }
 };
 
 // Builds the driver a manifest names. Errors: a driver this build does not have.

@@ -7,6 +7,7 @@
 #include "core/redact.h"
 #include "core/text.h"
 #include "process/process.h"
+#include "runner/plan.h"
 
 namespace sandprobe::runner {
 namespace {
@@ -86,6 +87,43 @@ std::expected<void, RunError> Arms::Preflight(const std::string& preamble, const
     }
   }
   return {};
+}
+
+std::expected<std::map<std::string, std::string>, RunError> Arms::Substitutions(
+    std::map<std::string, std::string> session, const std::set<std::string>& used) const {
+  std::map<std::string, std::string> filled_by;  // placeholder -> the first arm that filled it
+  for (const core::Manifest* m : order_) {
+    for (const auto& [key, value] : drivers_.at(m->name)->Placeholders()) {
+      const auto [it, fresh] = session.try_emplace(key, value);
+      if (fresh) {
+        filled_by[key] = m->name;
+      } else if (it->second != value && used.contains(key)) {
+        return std::unexpected(RunError{
+            fmt::format("arms {} and {} fill {{{}}} differently ({} vs {}): a control and its "
+                        "candidates must send identical parameters",
+                        filled_by[key], m->name, key, it->second, value),
+            "run the kubernetes arms of one run in one namespace of one cluster"});
+      }
+    }
+  }
+  for (std::string_view key : kArmPlaceholders) {
+    if (used.contains(std::string(key)) && !session.contains(std::string(key))) {
+      return std::unexpected(RunError{
+          fmt::format("the suite uses {{{}}}, which only a kubernetes arm fills (its in-cluster "
+                      "canary), and no arm of this run filled it",
+                      key),
+          "run this suite with kubernetes manifests, or aim the rows at {canary.http} etc."});
+    }
+  }
+  return session;
+}
+
+void Arms::CollectRunNotes(std::vector<std::string>& notes) {
+  for (const core::Manifest* m : order_) {
+    for (const std::string& n : drivers_.at(m->name)->RunNotes()) {
+      notes.push_back(fmt::format("{}: {}", m->name, n));
+    }
+  }
 }
 
 void Arms::Cleanup() {

@@ -7,6 +7,7 @@
 #include <expected>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,17 @@ class Arms {
   // <why>" with the driver's PreflightHint().
   std::expected<void, RunError> Preflight(const std::string& preamble, const Session& session,
                                           RunObserver& observer, const std::atomic<bool>& cancel);
+
+  // The run's placeholder map: `session` (the runner's canaries and secrets) plus what each arm
+  // fills (drivers::Driver::Placeholders, e.g. the in-cluster canary). Errors (exit code 3): a
+  // placeholder in `used` that two arms fill with different values (controls and candidates
+  // must get identical parameters), or an arm placeholder (kArmPlaceholders) in `used` that no
+  // arm fills, naming which kind of arm provides it.
+  std::expected<std::map<std::string, std::string>, RunError> Substitutions(
+      std::map<std::string, std::string> session, const std::set<std::string>& used) const;
+
+  // Appends each driver's RunNotes() as "<arm>: <note>", in Open()'s order.
+  void CollectRunNotes(std::vector<std::string>& notes);
 
   // The driver of an arm Open() made. Precondition: `arm` names one.
   drivers::Driver& driver(const std::string& arm) { return *drivers_.at(arm); }

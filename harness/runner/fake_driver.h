@@ -134,6 +134,9 @@ struct FakeArm {
   std::optional<drivers::SetupError> prepare_error = std::nullopt;  // Prepare() fails with it
   bool preflight_fails = false;  // the preflight exits 1 with no result
   std::string preflight_hint = "fake hint";
+  std::map<std::string, std::string> placeholders = {};  // Placeholders() after Prepare()
+  std::map<std::string, std::string> not_judged = {};    // measures -> NotJudgedReason()
+  std::vector<std::string> run_notes = {};               // RunNotes()
 };
 
 class FakeDriver : public drivers::Driver {
@@ -149,6 +152,14 @@ class FakeDriver : public drivers::Driver {
   bool PlantsEnvironment() const override { return script_.plants_env; }
   std::string PreflightHint() const override { return script_.preflight_hint; }
   void Cleanup() override { book_->Cleaned(arm_); }
+  std::map<std::string, std::string> Placeholders() const override {
+    return script_.placeholders;
+  }
+  std::string NotJudgedReason(std::string_view measures) const override {
+    const auto it = script_.not_judged.find(std::string(measures));
+    return it == script_.not_judged.end() ? "" : it->second;
+  }
+  std::vector<std::string> RunNotes() override { return script_.run_notes; }
 
   core::Observation Execute(const drivers::Invocation& inv,
                             const std::atomic<bool>& cancel) override {

@@ -68,7 +68,11 @@ core::Observation Invoke(const Task& task, const core::ProbeDescriptor& probe,
   }
   if (!earlier.empty()) obs.driver_facts[core::fact::kCalls] = std::move(earlier);
   obs.invocation = invocation;
-  obs.canary_hits = session.HitsFor(invocation);
+  // A driver may bring hits of its own target (kubernetes: the in-cluster canary's log).
+  for (core::CanaryHit& h : session.HitsFor(invocation)) obs.canary_hits.push_back(std::move(h));
+  if (const std::string why = driver.NotJudgedReason(probe.measures); !why.empty()) {
+    obs.driver_facts[core::fact::kNotJudged] = why;  // RowBook: SKIP with this reason
+  }
   if (CanaryNotPlanted(task, probe, driver, session)) {
     obs.driver_facts[core::fact::kCanaryNotPlanted] = true;  // core::Classify: no containment proof
   }

@@ -15,7 +15,27 @@ core::ArmInfo Info(const core::Manifest& m, core::ArmRole role) {
                        m.source_path, m.weakens, m.control, m.limits};
 }
 
+void CollectPlaceholders(const nlohmann::json& v, std::set<std::string>& out) {
+  if (v.is_string()) {
+    const std::string& s = v.get_ref<const std::string&>();
+    for (size_t open = s.find('{'); open != std::string::npos; open = s.find('{', open + 1)) {
+      const size_t close = s.find('}', open);
+      if (close == std::string::npos) break;
+      out.insert(s.substr(open + 1, close - open - 1));
+      open = close;
+    }
+  } else if (v.is_array() || v.is_object()) {
+    for (const auto& child : v) CollectPlaceholders(child, out);
+  }
+}
+
 }  // namespace
+
+std::set<std::string> PlaceholdersUsed(const core::Suite& suite) {
+  std::set<std::string> out;
+  for (const core::SuiteEntry& e : suite.entries) CollectPlaceholders(e.params, out);
+  return out;
+}
 
 std::expected<Plan, std::string> PlanRun(const core::Suite& suite,
                                          const std::vector<core::ProbeDescriptor>& probes,

@@ -4,6 +4,7 @@
 
 #include <expected>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,16 @@ inline constexpr std::string_view kPlaceholders[] = {
     "canary.host",         "canary.http_port",   "canary.tcp_port",   "canary.dns_port",
     "canary.udp_port",     "canary.env_name",    "canary.env_sha256", "canary.token_file",
     "canary.token_sha256", "host.kernel_release"};
+
+// Placeholders an arm fills once prepared (drivers::Driver::Placeholders), not the runner: the
+// kubernetes driver's in-cluster canary (a Pod and a ClusterIP Service in the arm's namespace).
+// name = the Service's DNS name, ip = its ClusterIP; http/tcp/udp/dns = "<ClusterIP>:<port>".
+inline constexpr std::string_view kArmPlaceholders[] = {
+    "canary.cluster.name", "canary.cluster.ip",  "canary.cluster.http",
+    "canary.cluster.tcp",  "canary.cluster.udp", "canary.cluster.dns"};
+
+// The "{name}" placeholders the suite's string parameters use (nested values included).
+std::set<std::string> PlaceholdersUsed(const core::Suite& suite);
 
 // One probe invocation to execute.
 struct Task {

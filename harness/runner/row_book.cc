@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/classify.h"
+#include "core/facts.h"
 
 namespace sandprobe::runner {
 
@@ -72,7 +73,13 @@ void RowBook::FinalizeRow(size_t row) {
         if (matrix_.cells[c].observation.arm == arm.name) cell = &matrix_.cells[c];
       }
       if (cell == nullptr) continue;
-      v = core::Judge(probe, controls, {arm.name, &cell->observation, cell->classification});
+      const auto not_judged = cell->observation.driver_facts.find(core::fact::kNotJudged);
+      v = not_judged != cell->observation.driver_facts.end() && not_judged->is_string()
+              ? core::Judge(probe, {}, {},
+                            core::Applicability{false, "reported, not judged: " +
+                                                           not_judged->get<std::string>()})
+              : core::Judge(probe, controls,
+                            {arm.name, &cell->observation, cell->classification});
     }
     matrix_.verdicts.push_back({r.probe, arm.name, std::move(v)});
   }

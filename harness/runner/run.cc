@@ -72,8 +72,23 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
   matrix.nonce_hash = (*session)->nonce_hash();
   matrix.suite = options.suite.name;
 
+  // Arms first: an arm may fill placeholders of its own (the in-cluster canary's addresses),
+  // and every arm's parameters are resolved from one map so controls and candidates stay
+  // identical. Arms's destructor cleans up on every error return below.
+  std::vector<const core::Manifest*> manifests;
+  for (const auto& m : options.controls) manifests.push_back(&m);
+  for (const auto& m : options.candidates) manifests.push_back(&m);
+  Arms arms;
+  const drivers::DriverContext context{(*session)->nonce(), options.reaper_path,
+                                       options.kill_grace_s, matrix.run_id,
+                                       PlaceholdersUsed(options.suite)};
+  if (auto open = arms.Open(manifests, options.make_driver, context, matrix.notes); !open) {
+    return std::unexpected(open.error());
+  }
+  auto substitutions = arms.Substitutions((*session)->substitutions(), context.placeholders_used);
+  if (!substitutions) return std::unexpected(substitutions.error());
   auto plan = PlanRun(options.suite, options.probes, options.candidates, options.controls,
-                      (*session)->substitutions(), options.timing);
+                      *substitutions, options.timing);
   if (!plan) return std::unexpected(RunError{plan.error(), ""});
   if (auto budget = CheckControlBudget(*plan, options.probes, MeasureHostBudget()); !budget) {
     return std::unexpected(
@@ -82,16 +97,6 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
   matrix.arms = plan->arms;
   matrix.rows = plan->rows;
   matrix.notes.push_back((*session)->CanaryNote());
-
-  std::vector<const core::Manifest*> manifests;
-  for (const auto& m : options.controls) manifests.push_back(&m);
-  for (const auto& m : options.candidates) manifests.push_back(&m);
-  Arms arms;
-  const drivers::DriverContext context{(*session)->nonce(), options.reaper_path,
-                                       options.kill_grace_s, matrix.run_id};
-  if (auto open = arms.Open(manifests, options.make_driver, context, matrix.notes); !open) {
-    return std::unexpected(open.error());
-  }
   if (auto ok = arms.Preflight(options.preamble, **session, observer, cancel); !ok) {
     return std::unexpected(ok.error());
   }
@@ -125,6 +130,7 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
   for (auto& w : workers) w.join();
   book.FinalizeRemaining();
 
+  arms.CollectRunNotes(matrix.notes);
   matrix.banners = core::PolicyNotEnforcedBanners(matrix);
   matrix.interrupted = cancel.load();
   if (matrix.interrupted) matrix.notes.push_back("run interrupted: unfinished probes are not run");

@@ -78,6 +78,16 @@ class RunnerTest : public ::testing::Test {
   // Nothing planted is left: the run's folder under the canary dir is gone.
   bool CanaryDirEmpty() const { return std::filesystem::is_empty(canary_dir_); }
 
+  const core::Verdict& VerdictOf(const core::Matrix& m, std::string_view probe,
+                                 std::string_view arm) {
+    for (const auto& v : m.verdicts) {
+      if (v.probe == probe && v.candidate == arm) return v.verdict;
+    }
+    ADD_FAILURE() << "no verdict for " << probe << " in " << arm;
+    static const core::Verdict none;
+    return none;
+  }
+
   const core::Cell& CellOf(const core::Matrix& m, std::string_view probe, std::string_view arm) {
     const core::Cell* c = m.Find(probe, arm);
     EXPECT_NE(c, nullptr) << probe << " in " << arm;
@@ -359,6 +369,77 @@ TEST_F(RunnerTest, CanaryNotPlantedRule) {
     EXPECT_FALSE(
         CellOf(*m, "cred.env", "local").observation.driver_facts.contains("canary_not_planted"));
   }
+}
+
+TEST_F(RunnerTest, ArmPlaceholdersFillTheSuiteForEveryArm) {
+  core::ProbeDescriptor tcp = Probe("net.tcp");
+  tcp.params["target"] = core::ParamSpec{"", "", "", 1, ""};
+  FakeArm open{.placeholders = {{"canary.cluster.tcp", "10.96.0.42:7000"}}};
+  open.acts["net.tcp"] = {FakeAct::kResult, {{"outcome", "reached"}, {"evidence", "positive"}}};
+  const FakeArm cluster{.placeholders = {{"canary.cluster.tcp", "10.96.0.42:7000"}}};
+  RunOptions o = Options({tcp}, {{"local", open}, {"cand", cluster}});
+  o.suite.entries[0].params = {{"target", "{canary.cluster.tcp}"}};
+  auto m = RunIt(o);
+  ASSERT_TRUE(m) << m.error().message;
+  for (const FakeCall& c : book_->ProbeCalls()) {
+    EXPECT_EQ(c.params.value("target", ""), "10.96.0.42:7000") << c.arm;
+  }
+  // The control counted: identical parameters in both arms.
+  EXPECT_EQ(VerdictOf(*m, "net.tcp", "cand").kind, core::VerdictKind::kPass);
+  EXPECT_EQ(VerdictOf(*m, "net.tcp", "cand").validated_by, "local");
+}
+
+TEST_F(RunnerTest, ArmPlaceholderConflictOrMissingIsASetupError) {
+  core::ProbeDescriptor tcp = Probe("net.tcp");
+  tcp.params["target"] = core::ParamSpec{"", "", "", 1, ""};
+  {
+    RunOptions o = Options({tcp}, {{"local", {.placeholders = {{"canary.cluster.tcp", "a"}}}},
+                                   {"cand", {.placeholders = {{"canary.cluster.tcp", "b"}}}}});
+    o.suite.entries[0].params = {{"target", "{canary.cluster.tcp}"}};
+    auto m = RunIt(o);
+    ASSERT_FALSE(m);
+    EXPECT_NE(m.error().message.find("fill {canary.cluster.tcp} differently"), std::string::npos)
+        << m.error().message;
+    EXPECT_EQ(book_->cleaned().size(), 2u);  // both arms were cleaned up
+  }
+  {
+    book_ = std::make_shared<FakeBook>();
+    RunOptions o = Options({tcp}, {});
+    o.suite.entries[0].params = {{"target", "{canary.cluster.tcp}"}};
+    auto m = RunIt(o);
+    ASSERT_FALSE(m);
+    EXPECT_NE(m.error().message.find("only a kubernetes arm fills"), std::string::npos)
+        << m.error().message;
+    EXPECT_TRUE(book_->ProbeCalls().empty());
+  }
+  // A conflict on a placeholder the suite does not use is harmless.
+  book_ = std::make_shared<FakeBook>();
+  RunOptions o = Options({tcp}, {{"local", {.placeholders = {{"canary.cluster.tcp", "a"}}}},
+                                 {"cand", {.placeholders = {{"canary.cluster.tcp", "b"}}}}});
+  EXPECT_TRUE(RunIt(o));
+}
+
+TEST_F(RunnerTest, NotJudgedCellIsSkipWithItsEvidenceKeptAndRunNotesCollected) {
+  core::ProbeDescriptor ifaces = Probe("net.interfaces");
+  ifaces.measures = "interfaces";
+  core::ProbeDescriptor dns = Probe("net.dns");
+  const FakeAct reached{FakeAct::kResult, {{"outcome", "reached"}, {"evidence", "positive"}}};
+  const FakeArm policy{.acts = {{"net.interfaces", reached}, {"net.dns", reached}},
+                       .not_judged = {{"interfaces", "a policy filters packets"}},
+                       .run_notes = {"ruled out: pod labels selected"}};
+  auto m = RunIt(Options({ifaces, dns}, {{"local", {.acts = {{"net.interfaces", reached},
+                                                              {"net.dns", reached}}}},
+                                          {"cand", policy}}));
+  ASSERT_TRUE(m) << m.error().message;
+  const core::Verdict v = VerdictOf(*m, "net.interfaces", "cand");
+  EXPECT_EQ(v.kind, core::VerdictKind::kSkip);
+  EXPECT_EQ(v.reason, "reported, not judged: a policy filters packets");
+  // The measurement is still in the cell.
+  EXPECT_EQ(CellOf(*m, "net.interfaces", "cand").classification.exposure,
+            core::Exposure::kExposed);
+  // Only what `measures` names is spared; the traffic row is judged.
+  EXPECT_EQ(VerdictOf(*m, "net.dns", "cand").kind, core::VerdictKind::kFail);
+  EXPECT_NE(std::ranges::find(m->notes, "cand: ruled out: pod labels selected"), m->notes.end());
 }
 
 }  // namespace
