@@ -80,5 +80,7 @@ inline constexpr char kAdmissionPod[] = "admission_pod";    // the dry-run Pod's
 inline constexpr char kAdmissionStatus[] = "admission_status";  // the API server's status
 // string: "<pod>" of the run's in-cluster canary whose hits (pods/log) this cell carries.
 inline constexpr char kClusterCanary[] = "cluster_canary";
+// string: why the in-cluster canary's log could not be read for this cell (its hits are missing).
+inline constexpr char kClusterCanaryLog[] = "cluster_canary_log";
 
 }  // namespace sandprobe::core::fact

@@ -45,8 +45,29 @@ std::vector<std::string> KubernetesDriver::Warnings() const { return warnings_; 
 std::expected<void, SetupError> KubernetesDriver::Prepare() {
   if (auto connected = Connect(); !connected) return connected;
   for (const std::string& w : warnings_) std::cerr << "sandprobe: warning: " << w << "\n";
-  if (settings_.network_policy.empty()) return {};
-  return CreatePolicy();
+  if (!settings_.network_policy.empty()) {
+    if (auto policy = CreatePolicy(); !policy) return policy;
+  }
+  const bool wants_canary = std::ranges::any_of(
+      context_.placeholders_used, [](const std::string& p) { return p.starts_with("canary.cluster."); });
+  if (!wants_canary) return {};
+  bool submitted = false;
+  auto canary = kube::ClusterCanary::Acquire(*client_, ns_, settings_, context_.run_id,
+                                             context_.nonce, submitted);
+  if (submitted) submitted_ = true;
+  if (!canary) return std::unexpected(canary.error());
+  canary_ = std::move(*canary);
+  return {};
+}
+
+std::map<std::string, std::string> KubernetesDriver::Placeholders() const {
+  return canary_ ? canary_->Placeholders() : std::map<std::string, std::string>{};
+}
+
+std::string KubernetesDriver::NotJudgedReason(std::string_view measures) const {
+  if (measures != "interfaces" || settings_.network_policy.empty()) return "";
+  return "a NetworkPolicy filters packets and never removes interfaces (every pod has eth0); "
+         "this arm is judged on its traffic rows";
 }
 
 std::expected<void, SetupError> KubernetesDriver::Connect() {
@@ -185,7 +206,23 @@ core::Observation KubernetesDriver::Execute(const Invocation& inv,
   run.ReadLogs();
   run.RecordStatusFacts();
   run.RemoveJob();
-  return run.Decide();
+  core::Observation obs = run.Decide();
+  if (canary_) AddCanaryHits(inv, obs);
+  return obs;
+}
+
+void KubernetesDriver::AddCanaryHits(const Invocation& inv, core::Observation& obs) const {
+  obs.driver_facts[core::fact::kClusterCanary] = canary_->pod();
+  std::string error;
+  auto hits = canary_->HitsFor(inv.invocation, &error);
+  // The probe saw an answer, the log has no line yet: container logs can lag by a moment.
+  const bool answered = obs.result && obs.result->value("outcome", "") == "reached";
+  for (int retry = 0; hits.empty() && answered && error.empty() && retry < 3; ++retry) {
+    kube::SleepFor(0.5, After(1), nullptr);
+    hits = canary_->HitsFor(inv.invocation, &error);
+  }
+  if (!error.empty()) obs.driver_facts[core::fact::kClusterCanaryLog] = error;
+  for (core::CanaryHit& h : hits) obs.canary_hits.push_back(std::move(h));
 }
 
 core::Observation KubernetesDriver::Admission(const Invocation& inv,
@@ -275,12 +312,22 @@ void KubernetesDriver::Cleanup() {
       {Path("/apis/networking.k8s.io/v1", "networkpolicies"), ""}};
   for (const auto& [path, extra] : kinds)
     client_->Call("DELETE", path + sel + extra, nullptr, deadline);
+  // Services (the in-cluster canary's): listed and deleted by name, which every API version
+  // serves (deletecollection on services is not guaranteed).
+  const std::string services = Path("/api/v1", "services");
+  if (auto list = client_->Call("GET", services + sel, nullptr, deadline); list) {
+    for (const Json& item : ListItems(list->body)) {
+      client_->Call("DELETE", services + "/" + StringAt(item, "/metadata/name"), nullptr,
+                    deadline);
+    }
+  }
   // Confirm by listing; pods may take a moment to terminate.
   std::vector<std::string> left;
   while (true) {
     left.clear();
     bool unreachable = true;  // every list failed in transport: the API server went away
-    for (const auto& [path, extra] : kinds) {
+    for (const auto& [path, extra] :
+         {kinds[0], kinds[1], kinds[2], std::pair<std::string, std::string>{services, ""}}) {
       auto list = client_->Call("GET", path + sel, nullptr, deadline);
       unreachable = unreachable && !list && list.error().code == 0;
       if (!list) {

@@ -28,8 +28,13 @@
 // -> `rejected` (contained). A quota 403 is back-pressure (retried); an RBAC 403 or a plain
 // validation 422 is a harness error, never a verdict.
 //
-// Cleanup(): deletecollection by sandprobe.io/run for jobs, pods and networkpolicies, then lists
-// until they are gone. An API server that does not answer GET /version within apiTimeout gets
+// The in-cluster canary (cluster_canary.h): when the suite uses a {canary.cluster.*}
+// placeholder, Prepare() deploys (or joins) the run's canary Pod + Service; each Execute reads
+// its log and adds the hits carrying the invocation to Observation.canary_hits (fact
+// cluster_canary: the Pod's name).
+//
+// Cleanup(): deletecollection by sandprobe.io/run for jobs, pods and networkpolicies, and the
+// run's Services listed and deleted by name, then lists until they are gone. An API server that does not answer GET /version within apiTimeout gets
 // one warning and no retries (`sandprobe cleanup --kubernetes` removes the leftovers later).
 #pragma once
 
@@ -40,6 +45,7 @@
 
 #include "drivers/driver.h"
 #include "drivers/kubernetes/api_client.h"
+#include "drivers/kubernetes/cluster_canary.h"
 #include "drivers/kubernetes/objects.h"
 
 namespace sandprobe::drivers {
@@ -56,6 +62,11 @@ class KubernetesDriver : public Driver {
   std::string PreflightHint() const override {
     return "check the Job by hand: sandprobe render shows what the run submits";
   }
+
+  // The in-cluster canary's addresses (canary.cluster.*) when the suite asked for them.
+  std::map<std::string, std::string> Placeholders() const override;
+  // A policy arm filters packets: the interface count is reported, not judged.
+  std::string NotJudgedReason(std::string_view measures) const override;
 
   const kube::ApiClient* client() const { return client_ ? &*client_ : nullptr; }
   const std::string& namespace_name() const { return ns_; }
@@ -75,6 +86,9 @@ class KubernetesDriver : public Driver {
   // metadata.creationTimestamp). Errors: an unreadable file, not one NetworkPolicy, the POST's.
   std::expected<void, SetupError> CreatePolicy();
 
+  // Adds the in-cluster canary's hits carrying the invocation (fact cluster_canary; a log that
+  // cannot be read: fact cluster_canary_log with the error).
+  void AddCanaryHits(const Invocation& inv, core::Observation& obs) const;
   core::Observation Admission(const Invocation& inv, const std::atomic<bool>& cancel,
                               core::Observation obs);
   // DELETE the Job (Background) and wait until a GET answers 404. Error text when unconfirmed.
@@ -92,6 +106,7 @@ class KubernetesDriver : public Driver {
   std::string policy_name_;                               // "" = this arm has no policy
   std::string policy_created_at_;                         // metadata.creationTimestamp
   std::optional<kube::Clock::time_point> policy_stored_;  // local time of the 201
+  std::shared_ptr<kube::ClusterCanary> canary_;  // the run's in-cluster canary, if asked for
   std::atomic<bool> submitted_{false};  // a create was sent (policy or Job): Cleanup() looks
   std::mutex mu_;
   std::set<std::string> live_jobs_;

@@ -19,13 +19,15 @@ struct ObjectKind {
   std::string name;       // "jobs"
   std::string path;       // "/apis/batch/v1/namespaces/<ns>/jobs"
   std::string delete_qs;  // "&propagationPolicy=Background"
+  bool by_name = false;   // no deletecollection: each listed object is deleted by name
 };
 
 std::vector<ObjectKind> ObjectKinds(const std::string& ns) {
   return {
       {"jobs", "/apis/batch/v1/namespaces/" + ns + "/jobs", "&propagationPolicy=Background"},
       {"pods", "/api/v1/namespaces/" + ns + "/pods", "&gracePeriodSeconds=1"},
-      {"networkpolicies", "/apis/networking.k8s.io/v1/namespaces/" + ns + "/networkpolicies", ""}};
+      {"networkpolicies", "/apis/networking.k8s.io/v1/namespaces/" + ns + "/networkpolicies", ""},
+      {"services", "/api/v1/namespaces/" + ns + "/services", "", true}};  // the in-cluster canary
 }
 
 // Objects labelled sandprobe.io/run in one namespace, by run id: {run -> ["jobs/name", ...]}.
@@ -101,10 +103,19 @@ void SweepLeftovers(const SweepRequest& r, SweepTally& t) {
     if (r.dry_run) continue;
     const std::string sel = "?labelSelector=" + QueryEscape(RunSelector(run));
     for (const ObjectKind& k : kinds) {
-      auto del = client.Call("DELETE", k.path + sel + k.delete_qs, nullptr, deadline);
-      if (!del && del.error().code != 404) {
-        fail(fmt::format("{}: deleting {} of run {}: {}", where, k.name, run,
-                         del.error().ToString()));
+      std::vector<std::string> paths;
+      if (!k.by_name) paths.push_back(k.path + sel + k.delete_qs);
+      for (const std::string& o : objects) {
+        if (k.by_name && o.starts_with(k.name + "/")) {
+          paths.push_back(k.path + o.substr(k.name.size()));
+        }
+      }
+      for (const std::string& path : paths) {
+        auto del = client.Call("DELETE", path, nullptr, deadline);
+        if (!del && del.error().code != 404) {
+          fail(fmt::format("{}: deleting {} of run {}: {}", where, k.name, run,
+                           del.error().ToString()));
+        }
       }
     }
     // Confirm: pods may take a moment to terminate on a real cluster.

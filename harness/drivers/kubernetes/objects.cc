@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <tuple>
 
 #include "config/yaml_json.h"
 
@@ -382,6 +383,73 @@ Json BuildAdmissionPod(const KubeSettings& s, const JobRequest& r) {
               {"spec", job["spec"]["template"]["spec"]}};
   pod["spec"].erase("runtimeClassName");
   return pod;
+}
+
+std::string CanaryName(const std::string& run_id) {
+  const std::string run = run_id.starts_with("sp-") ? run_id.substr(3) : run_id;
+  return DnsLabel("spc-" + run, 63);  // a Service name must start with a letter (DNS-1035)
+}
+
+Json BuildCanaryPod(const KubeSettings& s, const std::string& run_id, const std::string& nonce,
+                    const std::string& script, double max_s) {
+  const Json labels = {{kRunLabel, LabelValue(run_id)}, {kRoleLabel, "canary"}};
+  Json ports = Json::array();
+  for (const auto& [name, port, protocol] :
+       {std::tuple{"http", kCanaryHttpPort, "TCP"}, {"tcp", kCanaryTcpPort, "TCP"},
+        {"udp", kCanaryUdpPort, "UDP"}, {"dns", kCanaryDnsPort, "UDP"},
+        {"dns-tcp", kCanaryDnsPort, "TCP"}}) {
+    ports.push_back({{"name", name}, {"containerPort", port}, {"protocol", protocol}});
+  }
+  Json pod = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"name", CanaryName(run_id)}, {"labels", labels}}},
+      {"spec",
+       {{"restartPolicy", "Never"},
+        {"activeDeadlineSeconds", static_cast<int64_t>(std::ceil(max_s)) + 60},
+        {"automountServiceAccountToken", false},
+        {"enableServiceLinks", false},
+        {"terminationGracePeriodSeconds", 1},
+        {"securityContext",
+         {{"runAsNonRoot", true},
+          {"runAsUser", 65534},
+          {"runAsGroup", 65534},
+          {"seccompProfile", {{"type", "RuntimeDefault"}}},
+          {"sysctls", {{{"name", "net.ipv4.ip_unprivileged_port_start"}, {"value", "0"}}}}}},
+        {"containers",
+         {{{"name", "canary"},
+           {"image", s.image},
+           {"command",
+            {"python3", "-u", "-c", script, nonce, fmt::format("{}", std::ceil(max_s))}},
+           {"ports", ports},
+           {"resources",
+            {{"requests", {{"cpu", "10m"}, {"memory", "32Mi"}}},
+             {"limits", {{"cpu", "500m"}, {"memory", "128Mi"}}}}},
+           {"securityContext",
+            {{"allowPrivilegeEscalation", false},
+             {"readOnlyRootFilesystem", true},
+             {"capabilities", {{"drop", {"ALL"}}}}}}}}}}}};
+  if (!s.namespace_name.empty()) pod["metadata"]["namespace"] = s.namespace_name;
+  return pod;
+}
+
+Json BuildCanaryService(const std::string& run_id) {
+  Json ports = Json::array();
+  for (const auto& [name, port, protocol] :
+       {std::tuple{"http", kCanaryHttpPort, "TCP"}, {"tcp", kCanaryTcpPort, "TCP"},
+        {"udp", kCanaryUdpPort, "UDP"}, {"dns", kCanaryDnsPort, "UDP"},
+        {"dns-tcp", kCanaryDnsPort, "TCP"}}) {
+    ports.push_back(
+        {{"name", name}, {"port", port}, {"targetPort", port}, {"protocol", protocol}});
+  }
+  return {{"apiVersion", "v1"},
+          {"kind", "Service"},
+          {"metadata",
+           {{"name", CanaryName(run_id)}, {"labels", {{kRunLabel, LabelValue(run_id)}}}}},
+          {"spec",
+           {{"type", "ClusterIP"},
+            {"selector", {{kRunLabel, LabelValue(run_id)}, {kRoleLabel, "canary"}}},
+            {"ports", ports}}}};
 }
 
 Json BuildDenyAllEgressPolicy(const std::string& run_id, const std::string& arm) {

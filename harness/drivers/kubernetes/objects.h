@@ -83,6 +83,23 @@ std::expected<nlohmann::json, std::string> PolicyFromYaml(const std::string& tex
                                                           const std::string& run_id,
                                                           const std::string& arm);
 
+// The run's in-cluster canary (cluster_canary.h): a bare Pod running `script` (the embedded
+// cluster_canary.py) with the nonce, and a ClusterIP Service selecting it. Both are named
+// CanaryName(run) and labelled {sandprobe.io/run, sandprobe.io/role: canary}; the Pod is hardened
+// like a probe's (non-root 65534, no capabilities, read-only root, RuntimeDefault seccomp, no
+// service-account token) and asks for the safe sysctl net.ipv4.ip_unprivileged_port_start=0 so
+// it can serve ports 53 and 80 unprivileged; activeDeadlineSeconds bounds its life.
+// Ports (Service port == targetPort): http 80/TCP, tcp 7000/TCP, udp 7001/UDP, dns 53/UDP,
+// dns-tcp 53/TCP.
+inline constexpr char kRoleLabel[] = "sandprobe.io/role";
+inline constexpr int kCanaryHttpPort = 80, kCanaryTcpPort = 7000, kCanaryUdpPort = 7001,
+                     kCanaryDnsPort = 53;
+std::string CanaryName(const std::string& run_id);
+nlohmann::json BuildCanaryPod(const KubeSettings& settings, const std::string& run_id,
+                              const std::string& nonce, const std::string& script,
+                              double max_s);
+nlohmann::json BuildCanaryService(const std::string& run_id);
+
 // Names and label values (DNS-1123 label rules; a hash suffix keeps truncated names unique).
 std::string JobName(const std::string& run_id, const std::string& invocation);
 

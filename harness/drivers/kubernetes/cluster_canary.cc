@@ -1,0 +1,182 @@
+#include "drivers/kubernetes/cluster_canary.h"
+
+#include <fmt/format.h>
+
+#include <mutex>
+#include <utility>
+
+#include "drivers/kubernetes/cluster_canary_script.h"
+#include "drivers/kubernetes/job_run.h"
+
+namespace sandprobe::drivers::kube {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr size_t kMaxField = 200;
+constexpr double kCanaryMaxS = 6 * 3600;  // the Pod serves at most this long
+constexpr char kReadyLine[] = "SANDPROBE-CANARY-READY";
+constexpr char kHitPrefix[] = "SANDPROBE-HIT ";
+
+std::string Printable(const Json& v) {
+  std::string out;
+  if (!v.is_string()) return out;
+  for (unsigned char c : v.get_ref<const std::string&>()) {
+    if (out.size() >= kMaxField) break;
+    out += (c >= 0x20 && c <= 0x7e) ? static_cast<char>(c) : '?';
+  }
+  return out;
+}
+
+// Waiting reasons that mean the Pod will not run without someone's help.
+bool Hopeless(std::string_view reason) {
+  return reason == "ErrImagePull" || reason == "ImagePullBackOff" ||
+         reason == "ErrImageNeverPull" || reason == "InvalidImageName" ||
+         reason == "CreateContainerConfigError" || reason == "CreateContainerError";
+}
+
+std::mutex registry_mu;
+std::map<std::string, std::weak_ptr<ClusterCanary>>& Registry() {
+  static auto* r = new std::map<std::string, std::weak_ptr<ClusterCanary>>;
+  return *r;
+}
+
+}  // namespace
+
+std::string_view ClusterCanaryScript() { return generated::kClusterCanaryPy; }
+
+std::vector<core::CanaryHit> ParseCanaryHits(std::string_view log, std::string_view invocation) {
+  std::vector<core::CanaryHit> out;
+  if (invocation.empty()) return out;
+  size_t start = 0;
+  while (start < log.size()) {
+    size_t end = log.find('\n', start);
+    if (end == std::string_view::npos) end = log.size();
+    std::string_view line = log.substr(start, end - start);
+    start = end + 1;
+    if (!line.starts_with(kHitPrefix)) continue;
+    const Json hit = Json::parse(line.substr(sizeof(kHitPrefix) - 1), nullptr, false);
+    if (!hit.is_object() || !hit.contains("invocation") || !hit["invocation"].is_string() ||
+        hit["invocation"].get_ref<const std::string&>() != invocation) {
+      continue;
+    }
+    out.push_back({Printable(hit.value("kind", Json())), Printable(hit.value("peer", Json())),
+                   Printable(hit.value("detail", Json()))});
+  }
+  return out;
+}
+
+ClusterCanary::ClusterCanary(const ApiClient& client, std::string ns, std::string name,
+                             std::string ip, double api_timeout_s)
+    : client_(client),
+      ns_(std::move(ns)),
+      name_(std::move(name)),
+      ip_(std::move(ip)),
+      api_timeout_s_(api_timeout_s) {}
+
+std::expected<std::shared_ptr<ClusterCanary>, SetupError> ClusterCanary::Acquire(
+    const ApiClient& client, const std::string& ns, const KubeSettings& settings,
+    const std::string& run_id, const std::string& nonce, bool& submitted) {
+  const std::string key = fmt::format("{}|{}|{}", client.connection().server, ns, run_id);
+  std::lock_guard lock(registry_mu);
+  if (auto live = Registry()[key].lock()) return live;
+
+  const std::string name = CanaryName(run_id);
+  const auto api_deadline = [&] { return After(std::max(30.0, settings.api_timeout_s * 2)); };
+  const std::string rbac_hint =
+      "the in-cluster canary needs create on services and pods, list on pods and get on "
+      "pods/log (ci/kubernetes/rbac.yaml), and the manifest's image able to run python3";
+  submitted = true;
+  auto svc = client.Call("POST", fmt::format("/api/v1/namespaces/{}/services", ns),
+                         BuildCanaryService(run_id), api_deadline());
+  if (!svc) {
+    return std::unexpected(SetupError{
+        fmt::format("in-cluster canary: creating Service {} in {}: {}", name, ns,
+                    svc.error().ToString()),
+        rbac_hint});
+  }
+  const std::string ip = StringAt(svc->body, "/spec/clusterIP");
+  if (ip.empty() || ip == "None") {
+    return std::unexpected(SetupError{
+        fmt::format("in-cluster canary: Service {} got no ClusterIP", name), rbac_hint});
+  }
+  KubeSettings pod_settings = settings;
+  pod_settings.namespace_name = ns;
+  auto pod = client.Call(
+      "POST", fmt::format("/api/v1/namespaces/{}/pods", ns),
+      BuildCanaryPod(pod_settings, run_id, nonce, std::string(ClusterCanaryScript()), kCanaryMaxS),
+      api_deadline());
+  if (!pod) {
+    return std::unexpected(SetupError{fmt::format("in-cluster canary: creating Pod {} in {}: {}",
+                                                  name, ns, pod.error().ToString()),
+                                      rbac_hint});
+  }
+  // Running with an IP, then the ready line in its log (every socket bound).
+  const auto deadline = After(settings.pod_start_timeout_s);
+  const std::string list = fmt::format("/api/v1/namespaces/{}/pods?fieldSelector={}", ns,
+                                       QueryEscape("metadata.name=" + name));
+  const std::string log_path =
+      fmt::format("/api/v1/namespaces/{}/pods/{}/log?container=canary&limitBytes=65536", ns, name);
+  std::string last = "not scheduled yet";
+  while (true) {
+    auto r = client.Call("GET", list, nullptr, After(settings.api_timeout_s));
+    const Json items = r ? ListItems(r->body) : Json::array();
+    if (!items.empty()) {
+      const Json& p = items.front();
+      const std::string phase = StringAt(p, "/status/phase");
+      const std::string waiting =
+          StringAt(p, "/status/containerStatuses/0/state/waiting/reason");
+      last = fmt::format("phase {}{}", phase.empty() ? "Pending" : phase,
+                         waiting.empty() ? "" : ", container waiting: " + waiting);
+      if (phase == "Failed" || phase == "Succeeded" || Hopeless(waiting)) {
+        const std::string message =
+            StringAt(p, "/status/containerStatuses/0/state/waiting/message");
+        return std::unexpected(SetupError{
+            fmt::format("in-cluster canary Pod {} in {} will not run: {}{}", name, ns, last,
+                        message.empty() ? "" : " (" + message.substr(0, 300) + ")"),
+            rbac_hint});
+      }
+      if (phase == "Running" && !StringAt(p, "/status/podIP").empty()) {
+        auto log = client.Send("GET", log_path, "", After(settings.api_timeout_s));
+        if (log && log->status == 200 && log->text.find(kReadyLine) != std::string::npos) break;
+        last = "running, not ready yet (no ready line in its log)";
+      }
+    } else if (!r) {
+      last = "cannot list it: " + r.error().ToString();
+    }
+    if (!SleepFor(0.3, deadline, nullptr)) {
+      return std::unexpected(SetupError{
+          fmt::format("in-cluster canary Pod {} in {} not ready after podStartTimeout {:g}s: {}",
+                      name, ns, settings.pod_start_timeout_s, last),
+          rbac_hint});
+    }
+  }
+  auto canary = std::make_shared<ClusterCanary>(client, ns, name, ip, settings.api_timeout_s);
+  Registry()[key] = canary;
+  return canary;
+}
+
+std::map<std::string, std::string> ClusterCanary::Placeholders() const {
+  return {{"canary.cluster.name", fmt::format("{}.{}.svc.cluster.local", name_, ns_)},
+          {"canary.cluster.ip", ip_},
+          {"canary.cluster.http", fmt::format("{}:{}", ip_, kCanaryHttpPort)},
+          {"canary.cluster.tcp", fmt::format("{}:{}", ip_, kCanaryTcpPort)},
+          {"canary.cluster.udp", fmt::format("{}:{}", ip_, kCanaryUdpPort)},
+          {"canary.cluster.dns", fmt::format("{}:{}", ip_, kCanaryDnsPort)}};
+}
+
+std::vector<core::CanaryHit> ClusterCanary::HitsFor(const std::string& invocation,
+                                                    std::string* error) const {
+  auto log = client_.Call(
+      "GET",
+      fmt::format("/api/v1/namespaces/{}/pods/{}/log?container=canary&limitBytes={}", ns_, name_,
+                  8 << 20),
+      nullptr, After(std::max(10.0, api_timeout_s_)));
+  if (!log) {
+    if (error != nullptr) *error = "reading the in-cluster canary's log: " + log.error().ToString();
+    return {};
+  }
+  return ParseCanaryHits(log->text, invocation);
+}
+
+}  // namespace sandprobe::drivers::kube

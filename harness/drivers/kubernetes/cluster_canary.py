@@ -1,0 +1,156 @@
+# sandprobe in-cluster canary: runs as the single container of a Pod the kubernetes driver
+# deploys per run (docs/design.md, "The in-cluster canary"). It speaks the wire protocols of the
+# harness's own canaries (harness/canary/canary.h) and prints one line per request it received:
+#   SANDPROBE-HIT {"kind": ..., "invocation": ..., "peer": ..., "detail": ..., "unix_ms": ...}
+# which the driver reads back through pods/log. Started as: python3 -u -c <this> <nonce> <max_s>.
+#   HTTP  TCP 80 and 8080: any request; header "X-Sandprobe: <nonce> <invocation>"; answers 200
+#         "sandprobe-canary <nonce>\n".
+#   TCP   53 and 7000: one line "SANDPROBE <nonce> <invocation>\n" -> "SANDPROBE-ECHO ...\n".
+#   UDP   53 and 7001: a datagram "SANDPROBE <nonce> <invocation>" -> "SANDPROBE-ECHO ...\n";
+#         any other datagram is parsed as a DNS query for "<invocation>.<nonce>.sandprobe.test"
+#         and answered NXDOMAIN (never forwarded: this canary resolves nothing).
+# Every field it prints came from the network: bounded and printable here, bounded again by the
+# driver. It exits by itself after max_s seconds so a forgotten Pod cannot serve forever.
+import json
+import socket
+import sys
+import threading
+import time
+
+NONCE = sys.argv[1]
+MAX_S = float(sys.argv[2]) if len(sys.argv) > 2 else 21600
+LOCK = threading.Lock()
+
+
+def printable(data, limit=200):
+    if isinstance(data, bytes):
+        data = data.decode("latin-1")
+    return "".join(c if " " <= c <= "~" else "?" for c in data[:limit])
+
+
+def invocation_of(tag):
+    parts = tag.split(" ")
+    if len(parts) == 2 and parts[0] == NONCE and 0 < len(parts[1]) <= 128 and all(
+            "!" <= c <= "~" for c in parts[1]):
+        return parts[1]
+    return ""
+
+
+def hit(kind, invocation, peer, detail):
+    line = json.dumps({"kind": kind, "invocation": invocation, "peer": "%s:%d" % peer[:2],
+                       "detail": printable(detail), "unix_ms": int(time.time() * 1000)})
+    with LOCK:
+        sys.stdout.write("SANDPROBE-HIT " + line + "\n")
+        sys.stdout.flush()
+
+
+def serve_tcp(sock, handler):
+    while True:
+        conn, peer = sock.accept()
+        threading.Thread(target=handler, args=(conn, peer), daemon=True).start()
+
+
+def read_head(conn, limit):
+    conn.settimeout(2)
+    data = b""
+    try:
+        while len(data) < limit and b"\n" not in data and b"\r\n\r\n" not in data:
+            chunk = conn.recv(limit - len(data))
+            if not chunk:
+                break
+            data += chunk
+        if data.startswith((b"GET", b"POST", b"PUT", b"HEAD", b"DELETE", b"PATCH", b"OPTIONS")):
+            while len(data) < limit and b"\r\n\r\n" not in data:
+                chunk = conn.recv(limit - len(data))
+                if not chunk:
+                    break
+                data += chunk
+    except OSError:
+        pass
+    return data
+
+
+def http_handler(conn, peer):
+    with conn:
+        head = read_head(conn, 8192).decode("latin-1")
+        lines = head.split("\r\n")
+        tag = ""
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            if name.strip().lower() == "x-sandprobe":
+                tag = value.strip()
+        hit("http", invocation_of(tag), peer, lines[0] if lines else "")
+        body = ("sandprobe-canary %s\n" % NONCE).encode()
+        try:
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: "
+                         + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
+        except OSError:
+            pass
+
+
+def tcp_handler(conn, peer):
+    with conn:
+        line = read_head(conn, 512).split(b"\n")[0].rstrip(b"\r").decode("latin-1")
+        inv = invocation_of(line[len("SANDPROBE "):]) if line.startswith("SANDPROBE ") else ""
+        hit("tcp", inv, peer, line)
+        if inv:
+            try:
+                conn.sendall(("SANDPROBE-ECHO %s %s\n" % (NONCE, inv)).encode())
+            except OSError:
+                pass
+
+
+def dns_name(packet):
+    labels, i = [], 12
+    while i < len(packet) and packet[i] != 0 and len(labels) < 64:
+        n = packet[i]
+        if n & 0xC0 or i + 1 + n > len(packet):
+            return None, i
+        labels.append(packet[i + 1:i + 1 + n].decode("latin-1"))
+        i += 1 + n
+    return (".".join(labels), i + 5) if i < len(packet) else (None, i)
+
+
+def serve_udp(sock):
+    while True:
+        data, peer = sock.recvfrom(4096)
+        if data.startswith(b"SANDPROBE "):
+            text = data.rstrip(b"\n").rstrip(b"\r").decode("latin-1")
+            inv = invocation_of(text[len("SANDPROBE "):])
+            hit("udp", inv, peer, text)
+            if inv:
+                sock.sendto(("SANDPROBE-ECHO %s %s\n" % (NONCE, inv)).encode(), peer)
+            continue
+        if len(data) < 17 or data[2] & 0x80:
+            continue  # not a query
+        name, end = dns_name(data)
+        if name is None or end > len(data):
+            continue
+        parts = name.split(".")
+        inv = ""
+        if len(parts) == 4 and parts[1].lower() == NONCE.lower() and \
+                ".".join(parts[2:]).lower() == "sandprobe.test":
+            inv = invocation_of("%s %s" % (NONCE, parts[0]))
+        hit("dns", inv, peer, name)
+        flags = 0x8000 | (data[2] & 0x01) << 8 | 3  # QR, RD copied, NXDOMAIN
+        sock.sendto(data[:2] + flags.to_bytes(2, "big") + b"\x00\x01\x00\x00\x00\x00\x00\x00"
+                    + data[12:end], peer)
+
+
+def main():
+    for port, handler in ((80, http_handler), (8080, http_handler), (53, tcp_handler),
+                          (7000, tcp_handler)):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("0.0.0.0", port))
+        s.listen(64)
+        threading.Thread(target=serve_tcp, args=(s, handler), daemon=True).start()
+    for port in (53, 7001):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("0.0.0.0", port))
+        threading.Thread(target=serve_udp, args=(s,), daemon=True).start()
+    print("SANDPROBE-CANARY-READY", flush=True)
+    time.sleep(MAX_S)
+
+
+main()
