@@ -326,6 +326,14 @@ void KubernetesDriver::JobRun::RecordPodFacts() {
   if (gone_ > 0) obs_.driver_facts[core::fact::kWatchGone] = gone_;
   pod_name_ = StringAt(pod_, "/metadata/name");
   if (!pod_name_.empty()) obs_.driver_facts[core::fact::kPod] = pod_name_;
+  if (!pod_name_.empty()) {  // for the policy arm's "ruled out" note: labels as stored
+    std::lock_guard lock(driver_.mu_);
+    if (driver_.stored_pod_labels_.is_null()) {
+      driver_.stored_pod_labels_ =
+          pod_.value("/metadata/labels"_json_pointer, nlohmann::json::object());
+      driver_.stored_pod_host_network_ = pod_.value("/spec/hostNetwork"_json_pointer, false);
+    }
+  }
   if (const std::string node = StringAt(pod_, "/spec/nodeName"); !node.empty()) {
     obs_.driver_facts[core::fact::kNode] = node;
   }

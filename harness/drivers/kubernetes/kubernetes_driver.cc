@@ -9,6 +9,7 @@
 
 #include "core/facts.h"
 #include "core/output.h"
+#include "drivers/kubernetes/diagnostics.h"
 #include "drivers/kubernetes/job_run.h"
 
 namespace sandprobe::drivers {
@@ -64,6 +65,21 @@ std::map<std::string, std::string> KubernetesDriver::Placeholders() const {
   return canary_ ? canary_->Placeholders() : std::map<std::string, std::string>{};
 }
 
+std::vector<std::string> KubernetesDriver::RunNotes() {
+  if (!client_ || policy_name_.empty()) return {};
+  kube::PolicyArmView view;
+  view.ns = ns_;
+  view.policy_name = policy_name_;
+  view.server_version = server_version_;
+  {
+    std::lock_guard lock(mu_);
+    view.pod_labels = stored_pod_labels_;
+    view.host_network = stored_pod_host_network_;
+  }
+  return {kube::CheckPolicyArm(*client_, view, After(std::max(20.0, settings_.api_timeout_s * 2)))
+              .Line()};
+}
+
 std::string KubernetesDriver::NotJudgedReason(std::string_view measures) const {
   if (measures != "interfaces" || settings_.network_policy.empty()) return "";
   return "a NetworkPolicy filters packets and never removes interfaces (every pod has eth0); "
@@ -111,6 +127,7 @@ std::expected<void, SetupError> KubernetesDriver::Connect() {
                                conn->server, conn->source, version.error().ToString()),
                    "check the kubeconfig's server and CA, and that the cluster is up"});
   }
+  server_version_ = StringAt(version->body, "/gitVersion");
   auto ns = client_->Call("GET", "/api/v1/namespaces/" + ns_, nullptr, deadline);
   if (!ns && ns.error().code == 404) {
     return std::unexpected(

@@ -67,6 +67,8 @@ class KubernetesDriver : public Driver {
   std::map<std::string, std::string> Placeholders() const override;
   // A policy arm filters packets: the interface count is reported, not judged.
   std::string NotJudgedReason(std::string_view measures) const override;
+  // A policy arm: what was ruled out before concluding (diagnostics.h), one note.
+  std::vector<std::string> RunNotes() override;
 
   const kube::ApiClient* client() const { return client_ ? &*client_ : nullptr; }
   const std::string& namespace_name() const { return ns_; }
@@ -106,6 +108,9 @@ class KubernetesDriver : public Driver {
   std::string policy_name_;                               // "" = this arm has no policy
   std::string policy_created_at_;                         // metadata.creationTimestamp
   std::optional<kube::Clock::time_point> policy_stored_;  // local time of the 201
+  std::string server_version_;       // GET /version gitVersion
+  nlohmann::json stored_pod_labels_;  // the first probe Pod's metadata.labels as stored
+  bool stored_pod_host_network_ = false;
   std::shared_ptr<kube::ClusterCanary> canary_;  // the run's in-cluster canary, if asked for
   std::atomic<bool> submitted_{false};  // a create was sent (policy or Job): Cleanup() looks
   std::mutex mu_;

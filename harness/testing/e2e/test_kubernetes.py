@@ -581,8 +581,9 @@ DRIVER_VERBS = {
     ("batch", "jobs"): {"create", "get", "list", "delete", "deletecollection"},
     ("", "pods"): {"create", "list", "watch", "deletecollection"},
     ("", "pods/log"): {"get"},
+    ("", "services"): {"create", "list", "delete"},
     ("", "events"): {"list"},
-    ("networking.k8s.io", "networkpolicies"): {"create", "list", "deletecollection"},
+    ("networking.k8s.io", "networkpolicies"): {"create", "get", "list", "deletecollection"},
 }
 
 
@@ -624,7 +625,8 @@ class CiManifests(unittest.TestCase):
                          [{"kind": "ServiceAccount", "name": sa, "namespace": NS}])
         cluster = {d["kind"]: d for d in self.load("rbac-cluster.yaml")}
         rules = {(r["resources"][0], tuple(r["verbs"])) for r in cluster["ClusterRole"]["rules"]}
-        self.assertEqual(rules, {("nodes", ("list",)), ("namespaces", ("get",))})
+        self.assertEqual(rules, {("nodes", ("list",)), ("namespaces", ("get",)),
+                                 ("networkpolicies", ("list",)), ("daemonsets", ("list",))})
 
     def test_job_runs_sandprobe_in_cluster_as_the_service_account(self):
         docs = self.load("job.yaml")
