@@ -10,11 +10,84 @@
 
 namespace sandprobe::core {
 
-std::vector<std::string> PolicyNotEnforcedBanners(const Matrix& m) {
+namespace {
+
+std::set<std::string> NetRows(const Matrix& m) {
   std::set<std::string> net_rows;  // probes whose row is in the network category
   for (const Row& r : m.rows) {
     if (r.category == "net") net_rows.insert(r.probe);
   }
+  return net_rows;
+}
+
+// Traffic seen, never inferred: positive evidence only (a canary hit, an answer), and never a
+// cell the arm's mechanism does not govern (net.interfaces under a policy: not judged).
+bool PolicyLeak(const Cell& c) {
+  return !StringField(c.observation.driver_facts, fact::kNetworkPolicy).empty() &&
+         c.classification.exposure == Exposure::kExposed &&
+         c.classification.evidence == Evidence::kPositive &&
+         !c.observation.driver_facts.contains(fact::kNotJudged);
+}
+
+constexpr std::string_view kSettled = "-settled";
+
+// (arm, probe) pairs whose leak its settled twin did not reproduce: arm -> {rows}, with the
+// settle time seen and the youngest policy age.
+struct Late {
+  std::set<std::string> rows;
+  double settle_s = 0;
+  double min_age = -1;
+};
+
+std::map<std::string, Late> LatePairs(const Matrix& m) {
+  const std::set<std::string> net_rows = NetRows(m);
+  std::map<std::string, Late> late;
+  for (const Cell& c : m.cells) {
+    const ArmInfo* arm = m.FindArm(c.observation.arm);
+    if (arm == nullptr || arm->role != ArmRole::kCandidate) continue;
+    if (!net_rows.contains(c.observation.probe) || !PolicyLeak(c)) continue;
+    const Cell* settled = m.Find(c.observation.probe, c.observation.arm + std::string(kSettled));
+    if (settled == nullptr || settled->classification.exposure != Exposure::kContained) continue;
+    Late& l = late[c.observation.arm];
+    l.rows.insert(c.observation.probe);
+    if (auto s = settled->observation.driver_facts.find(fact::kPodSettleS);
+        s != settled->observation.driver_facts.end() && s->is_number()) {
+      l.settle_s = s->get<double>();
+    }
+    if (auto a = c.observation.driver_facts.find(fact::kPolicyAgeS);
+        a != c.observation.driver_facts.end() && a->is_number()) {
+      const double age = a->get<double>();
+      if (l.min_age < 0 || age < l.min_age) l.min_age = age;
+    }
+  }
+  return late;
+}
+
+}  // namespace
+
+std::vector<std::string> PolicyLateBanners(const Matrix& m) {
+  const auto late = LatePairs(m);
+  if (late.empty()) return {};
+  std::vector<std::string> parts;
+  for (const auto& [arm, l] : late) {
+    parts.push_back(fmt::format(
+        "{}{} reached {} in a fresh pod; {}{} held them in pods that waited {:g}s", arm,
+        l.min_age >= 0 ? fmt::format(" (policy {:.0f}s old)", l.min_age) : "",
+        fmt::join(l.rows, ", "), arm, kSettled, l.settle_s));
+  }
+  return {fmt::format("NetworkPolicy is enforced late for new pods on this cluster: {}",
+                      fmt::join(parts, "; "))};
+}
+
+std::vector<std::string> PolicyBanners(const Matrix& m) {
+  std::vector<std::string> out = PolicyLateBanners(m);
+  for (std::string& b : PolicyNotEnforcedBanners(m)) out.push_back(std::move(b));
+  return out;
+}
+
+std::vector<std::string> PolicyNotEnforcedBanners(const Matrix& m) {
+  const std::set<std::string> net_rows = NetRows(m);
+  const auto late = LatePairs(m);
   std::set<std::string> exposed_in_control;  // net probes some control was exposed on
   for (const Cell& c : m.cells) {
     const ArmInfo* arm = m.FindArm(c.observation.arm);
@@ -30,13 +103,12 @@ std::vector<std::string> PolicyNotEnforcedBanners(const Matrix& m) {
   for (const Cell& c : m.cells) {
     const ArmInfo* arm = m.FindArm(c.observation.arm);
     if (arm == nullptr || arm->role != ArmRole::kCandidate) continue;
-    if (StringField(c.observation.driver_facts, fact::kNetworkPolicy).empty()) continue;
-    if (c.classification.exposure != Exposure::kExposed) continue;
-    // Traffic seen, never inferred: positive evidence only (a canary hit, an answer), and never a
-    // cell the arm's mechanism does not govern (net.interfaces under a policy: not judged).
-    if (c.classification.evidence != Evidence::kPositive) continue;
-    if (c.observation.driver_facts.contains(fact::kNotJudged)) continue;
+    if (!PolicyLeak(c)) continue;
     if (!exposed_in_control.contains(c.observation.probe)) continue;
+    if (auto l = late.find(c.observation.arm);
+        l != late.end() && l->second.rows.contains(c.observation.probe)) {
+      continue;  // explained: enforced late for new pods
+    }
     Leak& leak = leaks[c.observation.arm];
     leak.rows.insert(c.observation.probe);
     const auto age = c.observation.driver_facts.find(fact::kPolicyAgeS);

@@ -16,6 +16,17 @@ namespace sandprobe::core {
 // interface count under a policy: a policy filters packets, it never removes eth0) never count. docs/traps.md, trap 14: only a control pod
 // beside a blocked pod shows it. Returns at most one banner line naming the arms, the policy age
 // and the rows; empty when every policy arm held (or none ran).
+// Rows explained by late enforcement (PolicyLateBanners) are left out of this banner.
 std::vector<std::string> PolicyNotEnforcedBanners(const Matrix& m);
+
+// "NetworkPolicy is enforced late for new pods": a policy arm `A` was exposed with positive
+// evidence on a network row where its settled twin `A-settled` (pods that waited before probing,
+// kubernetes settledRerun; driver fact pod_settle_s) was contained. Several CNIs program a new
+// pod's rules seconds after it starts, whatever the policy's age: the leak is real (the row still
+// FAILs) but the finding is not "not enforced". At most one line naming arms, ages and rows.
+std::vector<std::string> PolicyLateBanners(const Matrix& m);
+
+// Every policy banner of a run: PolicyLateBanners, then PolicyNotEnforcedBanners.
+std::vector<std::string> PolicyBanners(const Matrix& m);
 
 }  // namespace sandprobe::core

@@ -106,5 +106,47 @@ TEST(BannersTest, OneLineForSeveralArmsAndRows) {
       << banners[0];
 }
 
+TEST(BannersTest, LateForNewPodsWhenTheSettledTwinHeld) {
+  Matrix m = TwoArms();
+  m.arms.push_back(Arm("k8s-deny-settled", ArmRole::kCandidate));
+  const nlohmann::json old_policy = {{"network_policy", "p"}, {"policy_age_s", 40}};
+  const nlohmann::json settled = {
+      {"network_policy", "p2"}, {"policy_age_s", 41}, {"pod_settle_s", 5}};
+  m.cells = {MakeCell("net.dns", "k8s-open", Exposure::kExposed),
+             MakeCell("net.tcp-by-ip", "k8s-open", Exposure::kExposed),
+             // dns: fresh pod leaked, settled pod held -> late
+             MakeCell("net.dns", "k8s-deny", Exposure::kExposed, old_policy),
+             MakeCell("net.dns", "k8s-deny-settled", Exposure::kContained, settled,
+                      Evidence::kAbsence),
+             // tcp: leaked in both -> not enforced at all
+             MakeCell("net.tcp-by-ip", "k8s-deny", Exposure::kExposed, old_policy),
+             MakeCell("net.tcp-by-ip", "k8s-deny-settled", Exposure::kExposed, settled)};
+  const auto late = PolicyLateBanners(m);
+  ASSERT_EQ(late.size(), 1u);
+  EXPECT_EQ(late[0],
+            "NetworkPolicy is enforced late for new pods on this cluster: k8s-deny (policy 40s "
+            "old) reached net.dns in a fresh pod; k8s-deny-settled held them in pods that waited "
+            "5s");
+  const auto not_enforced = PolicyNotEnforcedBanners(m);
+  ASSERT_EQ(not_enforced.size(), 1u);
+  // The late row is explained; the row that leaked in both arms is not.
+  EXPECT_EQ(not_enforced[0].find("k8s-deny (policy 40s old) reached net.dns"), std::string::npos)
+      << not_enforced[0];
+  EXPECT_NE(not_enforced[0].find("k8s-deny (policy 40s old) reached net.tcp-by-ip"),
+            std::string::npos)
+      << not_enforced[0];
+  EXPECT_NE(not_enforced[0].find("k8s-deny-settled (policy 41s old) reached net.tcp-by-ip"),
+            std::string::npos)
+      << not_enforced[0];
+  EXPECT_EQ(PolicyBanners(m).size(), 2u);
+  EXPECT_EQ(PolicyBanners(m)[0], late[0]);
+  // Without a settled twin there is no late finding: a fresh leak alone is "not enforced".
+  Matrix plain = TwoArms();
+  plain.cells = {MakeCell("net.dns", "k8s-open", Exposure::kExposed),
+                 MakeCell("net.dns", "k8s-deny", Exposure::kExposed, old_policy)};
+  EXPECT_TRUE(PolicyLateBanners(plain).empty());
+  EXPECT_EQ(PolicyNotEnforcedBanners(plain).size(), 1u);
+}
+
 }  // namespace
 }  // namespace sandprobe::core

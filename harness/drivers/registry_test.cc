@@ -293,5 +293,27 @@ TEST(RegistryTest, ExpandArmsAsksOnlyKindsThatDeriveArms) {
   EXPECT_NE(bad.error().find("kubernetes.agedRerun"), std::string::npos);
 }
 
+TEST(RegistryTest, SettledRerunAddsATwinAfterEachArm) {
+  std::vector<core::Manifest> arms(1);
+  arms[0].name = "k";
+  arms[0].driver = "kubernetes";
+  arms[0].driver_config = {{"agedRerun", "60s"}, {"settledRerun", "5s"}};
+  ASSERT_TRUE(Registry().ExpandArms(arms, {}));
+  std::vector<std::string> names;
+  for (const auto& a : arms) names.push_back(a.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"k", "k-settled", "k-aged", "k-aged-settled"}));
+  EXPECT_EQ(arms[1].driver_config["podSettle"], "5s");
+  EXPECT_EQ(arms[3].driver_config["podSettle"], "5s");
+  EXPECT_EQ(arms[3].driver_config["minPolicyAge"], "60s");
+  for (const auto& a : arms) EXPECT_FALSE(a.driver_config.contains("settledRerun")) << a.name;
+  EXPECT_FALSE(arms[0].driver_config.contains("podSettle"));
+  std::vector<core::Manifest> bad(1);
+  bad[0].driver = "kubernetes";
+  bad[0].driver_config = {{"settledRerun", 5}};
+  auto r = Registry().ExpandArms(bad, {});
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().find("kubernetes.settledRerun"), std::string::npos) << r.error();
+}
+
 }  // namespace
 }  // namespace sandprobe::drivers

@@ -131,7 +131,7 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
   book.FinalizeRemaining();
 
   arms.CollectRunNotes(matrix.notes);
-  matrix.banners = core::PolicyNotEnforcedBanners(matrix);
+  matrix.banners = core::PolicyBanners(matrix);
   matrix.interrupted = cancel.load();
   if (matrix.interrupted) matrix.notes.push_back("run interrupted: unfinished probes are not run");
   if (const size_t dropped = (*session)->dropped_hits(); dropped > 0) {

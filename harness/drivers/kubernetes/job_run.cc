@@ -168,6 +168,7 @@ void KubernetesDriver::JobRun::BuildJob() {
     obs_.driver_facts[core::fact::kPolicyCreatedAt] = driver_.policy_created_at_;
     obs_.driver_facts[core::fact::kPolicyAgeS] = Round1(SecondsSince(*driver_.policy_stored_));
   }
+  if (settings.pod_settle_s > 0) obs_.driver_facts[core::fact::kPodSettleS] = settings.pod_settle_s;
 }
 
 bool KubernetesDriver::JobRun::CreateJob() {
@@ -195,8 +196,10 @@ bool KubernetesDriver::JobRun::CreateJob() {
 }
 
 Clock::time_point KubernetesDriver::JobRun::HarnessDeadline() const {
+  // A settled pod waits pod_settle_s before the probe starts: not the probe's time.
+  const double budget_s = inv_.deadline_s + driver_.settings_.pod_settle_s;
   return running_since_ ? *running_since_ + std::chrono::duration_cast<Clock::duration>(
-                                                std::chrono::duration<double>(inv_.deadline_s))
+                                                std::chrono::duration<double>(budget_s))
                         : start_deadline_;
 }
 

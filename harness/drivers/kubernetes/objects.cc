@@ -132,6 +132,14 @@ void Enforce(Json& job, const KubeSettings& s, const JobRequest& r) {
   probe["name"] = kContainerName;
   probe["image"] = s.image;
   probe["command"] = {"timeout", "-k", "2", Seconds(r.timeout_s), "python3", "-u", "-c", r.script};
+  if (s.pod_settle_s > 0) {  // the pod settles first, then becomes the probe (exec, same pid)
+    Json wrapped = {"python3", "-c",
+                    "import os, sys, time; time.sleep(float(sys.argv[1])); "
+                    "os.execvp(sys.argv[2], sys.argv[2:])",
+                    Seconds(s.pod_settle_s)};
+    for (const Json& a : probe["command"]) wrapped.push_back(a);
+    probe["command"] = std::move(wrapped);
+  }
   probe.erase("args");
   const std::string node = r.node.empty() ? s.node : r.node;
   if (!node.empty()) tmpl["spec"]["nodeName"] = node;
@@ -257,7 +265,7 @@ std::expected<KubeSettings, std::string> ParseSettings(const core::Manifest& m) 
   static const char* kKeys[] = {"kubeconfig",  "context",       "namespace",    "image",
                                 "jobTemplate", "networkPolicy", "minPolicyAge", "podStartTimeout",
                                 "apiTimeout",  "logLimit",      "node",         "inClusterRoot",
-                                "agedRerun"};
+                                "agedRerun",   "settledRerun",  "podSettle"};
   for (auto& [k, v] : cfg.items()) {
     if (std::ranges::find(kKeys, k) == std::end(kKeys)) {
       return std::unexpected(fmt::format("{}: kubernetes.{}: unknown field", where, k));
@@ -300,6 +308,8 @@ std::expected<KubeSettings, std::string> ParseSettings(const core::Manifest& m) 
   if (auto v = SecondsField(cfg, "minPolicyAge", &error, where)) s.min_policy_age_s = *v;
   if (auto v = SecondsField(cfg, "podStartTimeout", &error, where)) s.pod_start_timeout_s = *v;
   if (auto v = SecondsField(cfg, "apiTimeout", &error, where)) s.api_timeout_s = *v;
+  if (auto v = SecondsField(cfg, "podSettle", &error, where)) s.pod_settle_s = *v;
+  SecondsField(cfg, "settledRerun", &error, where);  // checked here, expanded by ArmVariants
   if (!error.empty()) return std::unexpected(error);
   if (cfg.contains("logLimit")) {
     auto b = cfg["logLimit"].is_string()
@@ -313,6 +323,9 @@ std::expected<KubeSettings, std::string> ParseSettings(const core::Manifest& m) 
   }
   if (s.min_policy_age_s > 0 && s.network_policy.empty()) {
     return std::unexpected(where + ": kubernetes.minPolicyAge: needs networkPolicy");
+  }
+  if (cfg.contains("settledRerun") && s.network_policy.empty()) {
+    return std::unexpected(where + ": kubernetes.settledRerun: needs networkPolicy");
   }
   return s;
 }
@@ -358,7 +371,8 @@ std::vector<std::string> TemplateWeakenings(const Json& job) {
 }
 
 Json BuildJob(const KubeSettings& s, const JobRequest& r) {
-  const int64_t active = static_cast<int64_t>(std::ceil(r.timeout_s + 2 + s.pod_start_timeout_s));
+  const int64_t active = static_cast<int64_t>(
+      std::ceil(r.timeout_s + 2 + s.pod_start_timeout_s + s.pod_settle_s));
   Json job = {{"apiVersion", "batch/v1"},
               {"kind", "Job"},
               {"metadata", {{"name", JobName(r.run_id, r.invocation)}, {"labels", Labels(r)}}},

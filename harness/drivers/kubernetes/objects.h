@@ -12,6 +12,8 @@
 //   image: registry/probe@sha256:...            # by digest; a tag draws a warning
 //   networkPolicy: deny-all-egress | policy.yaml  # the arm is "the same Job, selected by a policy"
 //   minPolicyAge: 60s                           # wait until the policy is this old before a Job
+//   settledRerun: 5s                            # also an `-settled` arm whose pods wait 5s before
+//                                               # probing (late enforcement for new pods)
 //   jobTemplate: {...}                          # RFC 7386 merge patch over the default Job
 //   podStartTimeout: 120s  apiTimeout: 15s  logLimit: 1Mi  node: name
 // jobTemplate is merged as a JSON merge patch, so arrays are replaced whole — except
@@ -42,6 +44,9 @@ struct KubeSettings {
   nlohmann::json job_template = nlohmann::json::object();
   std::string network_policy;        // "" | "deny-all-egress" | a policy file path (absolute)
   double min_policy_age_s = 0;       // seconds
+  // Seconds the probe container waits before the probe starts (the `-settled` arm variant made
+  // by settledRerun: a pod that is no longer new, for the "enforced late for new pods" finding).
+  double pod_settle_s = 0;
   double pod_start_timeout_s = 120;  // seconds from Job creation to a running container
   double api_timeout_s = 15;         // seconds, one API call
   uint64_t log_limit_bytes = 1 << 20;

@@ -138,6 +138,22 @@ TEST(ObjectsTest, TemplateWeakeningsTable) {
   }
 }
 
+TEST(ObjectsTest, SettledPodWaitsThenExecsTheProbeCommand) {
+  KubeSettings s = Hardened();
+  const Json plain = BuildJob(s, Request())["spec"]["template"]["spec"]["containers"][0]["command"];
+  s.pod_settle_s = 5;
+  const Json job = BuildJob(s, Request());
+  const Json cmd = job["spec"]["template"]["spec"]["containers"][0]["command"];
+  ASSERT_EQ(cmd.size(), plain.size() + 4);
+  EXPECT_EQ(cmd[0], "python3");
+  EXPECT_NE(cmd[2].get<std::string>().find("os.execvp(sys.argv[2], sys.argv[2:])"),
+            std::string::npos);
+  EXPECT_EQ(cmd[3], "5");
+  for (size_t i = 0; i < plain.size(); ++i) EXPECT_EQ(cmd[4 + i], plain[i]) << i;
+  EXPECT_EQ(job["spec"]["activeDeadlineSeconds"].get<int64_t>(),
+            BuildJob(Hardened(), Request())["spec"]["activeDeadlineSeconds"].get<int64_t>() + 5);
+}
+
 TEST(GoldenObjects, HardenedJob) { ExpectGolden("job-hardened", BuildJob(Hardened(), Request())); }
 
 TEST(GoldenObjects, OpenControlJob) {
