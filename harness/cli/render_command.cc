@@ -96,7 +96,7 @@ int DoRender(const RenderArgs& a) {
       return Fail(fmt::format("probe {} is not in the suite (or does not apply to {})", a.probe,
                               m->driver));
     }
-    auto documents = kind->render(*m, run_id, invocations);
+    auto documents = kind->render(*m, run_id, invocations, runner::PlaceholdersUsed(*suite));
     if (!documents) return Fail(documents.error());
     std::cout << fmt::format("# arm {} ({}): {} object(s), run id '{}'\n", m->name, path,
                              documents->size(), run_id);

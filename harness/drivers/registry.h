@@ -71,9 +71,11 @@ struct DriverKind {
                                                                         const ArmOptions&)>
       arm_variants;
   // Optional: what a run would submit for these invocations, as YAML documents, contacting
-  // nothing (`sandprobe render`).
+  // nothing (`sandprobe render`). `placeholders_used`: the suite's (runner::PlaceholdersUsed),
+  // so targets the arm would deploy for it (the in-cluster canary) are shown too.
   std::function<std::expected<std::vector<std::string>, std::string>(
-      const core::Manifest&, const std::string& run_id, const std::vector<Invocation>&)>
+      const core::Manifest&, const std::string& run_id, const std::vector<Invocation>&,
+      const std::set<std::string>& placeholders_used)>
       render;
   // Optional: find and remove what dead runs left in this kind's place (`sandprobe cleanup`).
   std::function<void(const SweepRequest&, SweepTally&)> sweep_leftovers;

@@ -400,7 +400,7 @@ std::expected<std::vector<std::string>, std::string> ListSchedulableNodes(
 
 std::expected<std::vector<Json>, std::string> RenderArm(
     const core::Manifest& manifest, const std::string& run_id,
-    const std::vector<Invocation>& invocations) {
+    const std::vector<Invocation>& invocations, bool with_canary) {
   auto settings = kube::ParseSettings(manifest);
   if (!settings) return std::unexpected(settings.error());
   std::vector<Json> out;
@@ -420,6 +420,13 @@ std::expected<std::vector<Json>, std::string> RenderArm(
   }
   if (!out.empty() && !settings->namespace_name.empty()) {
     out.front()["metadata"]["namespace"] = settings->namespace_name;  // where the policy goes
+  }
+  if (with_canary) {
+    Json svc = kube::BuildCanaryService(run_id);
+    if (!settings->namespace_name.empty()) svc["metadata"]["namespace"] = settings->namespace_name;
+    out.push_back(std::move(svc));
+    out.push_back(kube::BuildCanaryPod(*settings, run_id, "render",
+                                       std::string(kube::ClusterCanaryScript()), 6 * 3600));
   }
   for (const Invocation& inv : invocations) {
     kube::JobRequest req{run_id,         manifest.name,

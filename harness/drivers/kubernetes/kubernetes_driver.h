@@ -126,10 +126,11 @@ std::expected<std::unique_ptr<Driver>, SetupError> MakeKubernetesDriver(
 std::expected<std::vector<std::string>, std::string> ListSchedulableNodes(
     const kube::ApiClient& client, const std::string& label_selector, double timeout_s = 15);
 
-// The objects one arm would submit for `sandprobe render`: its NetworkPolicy (if any), then per
-// invocation a Job, or the dry-run Pod for the admission probe. Reads the policy file.
+// The objects one arm would submit for `sandprobe render`: its NetworkPolicy (if any), the
+// in-cluster canary's Service and Pod (with_canary; nonce "render"), then per invocation a Job,
+// or the dry-run Pod for the admission probe. Reads the policy file.
 std::expected<std::vector<nlohmann::json>, std::string> RenderArm(
     const core::Manifest& manifest, const std::string& run_id,
-    const std::vector<Invocation>& invocations);
+    const std::vector<Invocation>& invocations, bool with_canary = false);
 
 }  // namespace sandprobe::drivers

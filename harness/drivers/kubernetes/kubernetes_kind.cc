@@ -1,6 +1,8 @@
 // The `kubernetes` kind: one Job per probe invocation (kubernetes_driver.h). It derives arms
 // (arms.h), renders what a run would submit, and sweeps dead runs' objects (leftovers.h) in the
 // cluster and namespace a manifest names.
+#include <algorithm>
+
 #include "drivers/kubernetes/arms.h"
 #include "drivers/kubernetes/kubernetes_driver.h"
 #include "drivers/kubernetes/leftovers.h"
@@ -15,9 +17,13 @@ DriverKind KubernetesKind() {
   k.make = MakeKubernetesDriver;
   k.arm_variants = kube::ArmVariants;
   k.render = [](const core::Manifest& manifest, const std::string& run_id,
-                const std::vector<Invocation>& invocations)
+                const std::vector<Invocation>& invocations,
+                const std::set<std::string>& placeholders_used)
       -> std::expected<std::vector<std::string>, std::string> {
-    auto objects = RenderArm(manifest, run_id, invocations);
+    const bool canary = std::ranges::any_of(placeholders_used, [](const std::string& p) {
+      return p.starts_with("canary.cluster.");
+    });
+    auto objects = RenderArm(manifest, run_id, invocations, canary);
     if (!objects) return std::unexpected(objects.error());
     std::vector<std::string> documents;
     for (const nlohmann::json& o : *objects) documents.push_back(kube::JsonToYaml(o));
