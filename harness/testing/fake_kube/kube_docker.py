@@ -84,8 +84,28 @@ def cleanup_stale(log=lambda m: None):
         info = docker("network", "inspect", "-f", '{{index .Labels "' + PID_LABEL + '"}}', nid,
                       check=False).stdout.strip()
         if not (info.isdigit() and pid_alive(int(info))):
-            log(f"removing network {nid} of a dead fake-kube instance")
+            inst = docker("network", "inspect", "-f", '{{index .Labels "' + LABEL + '"}}', nid,
+                          check=False).stdout.strip()
+            log(f"removing network {nid} of a dead fake-kube instance {inst}")
             docker("network", "rm", nid, check=False)
+            if inst:
+                remove_host_chains(inst)
+
+
+def remove_host_chains(instance, bridge=None):
+    """Deletes the jumps to FKE-<instance> from FORWARD/INPUT and every FKE-<instance>* chain."""
+    top = f"FKE-{instance}"
+    out = run(["iptables", "-w", "20", "-S"], timeout=60, check=False).stdout
+    for ln in out.splitlines():
+        parts = ln.split()
+        if ln.startswith("-A ") and parts[1] in ("FORWARD", "INPUT") and parts[-1] == top:
+            run(["iptables", "-w", "20", "-D", *parts[1:]], timeout=60, check=False)
+    chains = [ln.split()[1] for ln in out.splitlines() if ln.startswith("-N ")
+              and (ln.split()[1] == top or ln.split()[1].startswith(top + "-"))]
+    if chains:
+        run(["iptables-restore", "-w", "20", "--noflush"], timeout=60, check=False,
+            input="*filter\n" + "\n".join([f":{c} - [0:0]" for c in chains] +
+                                         [f"-X {c}" for c in chains]) + "\nCOMMIT\n")
 
 
 def parse_cpu(text):
@@ -102,6 +122,7 @@ class DockerPod:
         self.pause = None
         self.app = None
         self.attach = None  # Popen of `docker start -a` (log follower)
+        self.chain = None  # host egress chain
         self.app_pid = None
         self.netns_pid = None
         self.killed = False
@@ -118,7 +139,7 @@ class DockerPod:
 
     def kill_tree(self):
         self.killed = True
-        self.kubelet.netns.pop(self.uid, None)
+        self.kubelet.release_netns(self)
         names = [n for n in (self.app, self.pause) if n]
         if names:
             docker("rm", "-f", *names, check=False, timeout=60)
@@ -151,6 +172,7 @@ class DockerKubelet:
         self.dns_lock = threading.Lock()
         self.dns = None
         self.subnet = self.gateway = self.bridge = None
+        self.host_jumps = False
         self.stopping = False
 
     # ------------------------------------------------------------------ network
@@ -200,8 +222,14 @@ class DockerKubelet:
         return cid, pid
 
     def start(self, node_names):
-        """Network, DNS, node containers. Returns {node: ip}."""
+        """Network, host egress chain, node containers. Returns {node: ip}."""
         self.create_network()
+        top = f"FKE-{self.instance}"
+        self.host_restore([f":{top} - [0:0]"], check=True)
+        for chain in ("FORWARD", "INPUT"):
+            run(["iptables", "-w", "20", "-I", chain, "1", "-i", self.bridge, "-j", top],
+                timeout=60)
+        self.host_jumps = True
         for node in node_names:
             cname = f"fake-kube-{self.instance}-node-{node}"[:120]
             cid, pid = self.infra_container(cname, node)
@@ -306,32 +334,71 @@ class DockerKubelet:
                                            f"{delay}s not yet applied)" if young else "")
         namespaces = {n["metadata"]["name"]: n["metadata"].get("labels") or {}
                       for n in self.cluster.store.list_locked("namespaces")}
-        filt, summary, selecting = kube_netpol.filter_rules(me, policies, pods, namespaces)
+        netns, host, summary, selecting = kube_netpol.filter_rules(
+            me, policies, pods, namespaces, ent["chain"])
         decision["policies"] = selecting
         decision["rules"] = summary
-        text = nat + "\nCOMMIT\n" + filt + "\n" + "\n".join(rejects) + "\nCOMMIT\n"
+        decision["egressChain"] = f"host filter {ent['chain']} (physdev-in {ent['veth']})"
+        text = nat + "\nCOMMIT\n" + "\n".join(netns + rejects) + "\nCOMMIT\n"
+        text = (text, "\n".join(host))
         if ent.get("runtime") == "runsc":
             decision["runtimeNote"] = (
                 "runtime runsc here runs with --network=none: the gVisor sandbox has only its own "
                 "loopback and does not use this netns, so these rules are not what isolates it")
         return text, decision
 
+    def host_restore(self, lines, check=False):
+        """iptables-restore --noflush of the fake's own chains in the HOST filter table."""
+        return run(["iptables-restore", "-w", "20", "--noflush"],
+                   input="*filter\n" + "\n".join(lines) + "\nCOMMIT\n", timeout=60,
+                   check=check)
+
+    def host_top_chain(self):
+        """FKE-<instance>: established first, nothing but the pod subnet, then one jump per pod
+        veth to its egress chain (jumped to from FORWARD and INPUT for our bridge)."""
+        top = f"FKE-{self.instance}"
+        lines = [f":{top} - [0:0]",
+                 f"-A {top} -m conntrack --ctstate ESTABLISHED,RELATED -j RETURN",
+                 f"-A {top} ! -d {self.subnet} -j DROP"]
+        with self.cluster.store.cond if self.cluster else threading.Lock():
+            ents = [e for e in self.netns.values() if e.get("veth")]
+        for e in ents:
+            lines += [f":{e['chain']} - [0:0]" if e.get("applied") is None else "",
+                      f"-A {top} -m physdev --physdev-in {e['veth']} -j {e['chain']}"]
+        with self.lock:
+            self.host_restore([x for x in lines if x], check=True)
+
+    def drop_host_chains(self, prefix):
+        out = run(["iptables", "-w", "20", "-S"], timeout=60, check=False).stdout
+        chains = [ln.split()[1] for ln in out.splitlines() if ln.startswith("-N ")
+                  and (ln.split()[1] == prefix or ln.split()[1].startswith(prefix + "-"))]
+        if chains:
+            with self.lock:
+                self.host_restore([f":{c} - [0:0]" for c in chains] +
+                                  [f"-X {c}" for c in chains])
+
     def apply(self, uid, text, decision):
         ent = self.netns.get(uid)
         if ent is None:
             return
+        text, host = text
         p = run(["nsenter", f"--net=/proc/{ent['pid']}/ns/net", "iptables-restore"], input=text,
                 timeout=30, check=False)
+        if p.returncode == 0:
+            with self.lock:
+                p = self.host_restore(host.split("\n"))
         if p.returncode != 0:
             # Fail closed: a ruleset that does not load must not leave the pod unfiltered.
             run(["nsenter", f"--net=/proc/{ent['pid']}/ns/net", "iptables-restore"],
                 input="*filter\n:INPUT DROP [0:0]\n:FORWARD DROP [0:0]\n:OUTPUT DROP [0:0]\n"
                       "-A OUTPUT -o lo -j ACCEPT\n-A INPUT -i lo -j ACCEPT\nCOMMIT\n",
                 timeout=30, check=False)
+            with self.lock:
+                self.host_restore([f":{ent['chain']} - [0:0]", f"-A {ent['chain']} -j DROP"])
             decision = dict(decision, error=f"iptables-restore failed: {p.stderr.strip()[:300]}"
                             " (fail closed: all non-loopback traffic dropped)")
         decision["appliedAt"] = time.time()
-        ent["applied"] = text
+        ent["applied"] = (text, host)
         ent["decision"] = decision
         with self.cluster.store.cond:
             if self.netns.get(uid) is ent:
@@ -527,10 +594,14 @@ class DockerKubelet:
             ent = {"pid": netns_pid, "ip": pod_ip, "key": key, "runtime": runtime,
                    "started": None, "applied": None}
             if not host_net:
+                ent["veth"] = veth
+                ent["chain"] = f"FKE-{self.instance}-{veth[len('fk') + 6:]}"
+                dp.chain = ent["chain"]
                 with cl.store.cond:
                     self.netns[uid] = ent
                     text, decision = self.desired_locked(uid, time.time())
                 self.apply(uid, text, decision)
+                self.host_top_chain()
             else:
                 with cl.store.cond:
                     cl.pod_network[key] = {
@@ -678,9 +749,20 @@ class DockerKubelet:
         # pod is deleted (docker rm -f in DockerPod.kill_tree).
         self.finish(dp, keep_app=True)
 
-    def finish(self, dp, keep_app=False):
+    def release_netns(self, dp):
+        """Forgets the pod's netns: its jump leaves the host top chain, its chains go."""
         with self.cluster.store.cond:
-            self.netns.pop(dp.uid, None)
+            ent = self.netns.pop(dp.uid, None)
+        if getattr(dp, "chain", None) and not self.stopping:
+            try:
+                self.host_top_chain()
+                self.drop_host_chains(dp.chain)
+            except (RuntimeError, OSError, subprocess.TimeoutExpired):
+                pass
+        return ent
+
+    def finish(self, dp, keep_app=False):
+        self.release_netns(dp)
         if dp.pause:
             docker("rm", "-f", dp.pause, check=False, timeout=60)
         if not keep_app and dp.app:
@@ -722,6 +804,8 @@ class DockerKubelet:
         if ids:
             docker("rm", "-f", *ids, check=False, timeout=120)
         docker("network", "rm", self.net_name, check=False, timeout=60)
+        if self.host_jumps:
+            remove_host_chains(self.instance, self.bridge)
         shutil.rmtree(self.pod_dir, ignore_errors=True)
 
 

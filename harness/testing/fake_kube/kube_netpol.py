@@ -126,34 +126,42 @@ def _direction(pod, policies, pods, namespaces, ptype, key, peer_key, chain, add
     return [p["metadata"]["name"] for p in selecting], True
 
 
-def filter_rules(pod, policies, pods, namespaces):
-    """iptables-restore text (*filter) enforcing `policies` for `pod`, plus a summary.
+def filter_rules(pod, policies, pods, namespaces, egress_chain):
+    """Rules enforcing `policies` for `pod`.
 
     pod/pods entries: {"ns", "name", "labels", "ip", "hostNetwork", "spec"};
-    namespaces: {name: labels}. Returns (text, summary lines, selecting policy names).
+    namespaces: {name: labels}. Returns (pod netns *filter lines (ingress, in INPUT),
+    host lines for the pod's egress chain `egress_chain` (chain heads first), summary lines,
+    selecting policy names).
+
+    Egress is enforced on the HOST side of the pod's veth (as Calico, Cilium, kube-router and
+    k3s's policy controller do): a DROP in the pod's own OUTPUT chain would make sendto() of a
+    denied UDP datagram fail with EPERM at once, which no real CNI does (their drops are silent:
+    UDP vanishes, TCP connect times out).
     """
     egress, ingress, summary = [], [], []
     sel_e, iso_e = _direction(pod, policies, pods, namespaces, "Egress", "egress", "to",
-                              "FK-EGRESS", "-d", egress, summary)
+                              egress_chain, "-d", egress, summary)
     sel_i, iso_i = _direction(pod, policies, pods, namespaces, "Ingress", "ingress", "from",
                               "FK-INGRESS", "-s", ingress, summary)
     if not iso_e:
         summary.append("Egress: not isolated (all allowed)")
     if not iso_i:
         summary.append("Ingress: not isolated (all allowed)")
-    heads = [r for r in egress + ingress if r.startswith(":")]
-    body = [r for r in egress + ingress if not r.startswith(":")]
-    text = "\n".join(["*filter", ":INPUT ACCEPT [0:0]", ":FORWARD ACCEPT [0:0]",
-                      ":OUTPUT ACCEPT [0:0]", ":FK-EGRESS - [0:0]", ":FK-INGRESS - [0:0]",
-                      ":FK-SVC-REJECT - [0:0]", *heads,
-                      "-A OUTPUT -o lo -j ACCEPT",
-                      "-A OUTPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT",
-                      "-A OUTPUT -j FK-SVC-REJECT",
-                      "-A OUTPUT -j FK-EGRESS",
-                      "-A INPUT -i lo -j ACCEPT",
-                      "-A INPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT",
-                      "-A INPUT -j FK-INGRESS", *body])
-    return text, summary, sorted(set(sel_e) | set(sel_i))
+    iheads = [r for r in ingress if r.startswith(":")]
+    ibody = [r for r in ingress if not r.startswith(":")]
+    netns = ["*filter", ":INPUT ACCEPT [0:0]", ":FORWARD ACCEPT [0:0]",
+             ":OUTPUT ACCEPT [0:0]", ":FK-INGRESS - [0:0]", ":FK-SVC-REJECT - [0:0]", *iheads,
+             "-A OUTPUT -o lo -j ACCEPT",
+             "-A OUTPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT",
+             "-A OUTPUT -j FK-SVC-REJECT",
+             "-A INPUT -i lo -j ACCEPT",
+             "-A INPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT",
+             "-A INPUT -j FK-INGRESS", *ibody]
+    eheads = [r for r in egress if r.startswith(":")]
+    ebody = [r for r in egress if not r.startswith(":")]
+    host = [f":{egress_chain} - [0:0]", *eheads, *ebody]
+    return netns, host, summary, sorted(set(sel_e) | set(sel_i))
 
 
 def nat_rules(services, endpoints_of, gateway):

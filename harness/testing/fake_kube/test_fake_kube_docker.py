@@ -223,6 +223,9 @@ class DockerKubeletTest(unittest.TestCase):
         r, pod = self.probe()
         self.assertReach(r, {k: False for k in REACH_KEYS})
         self.assertEqual(r["ifaces"], ["eth0", "lo"])  # filtered, never unplugged
+        # Silent drops, as CNIs do: a denied UDP datagram vanishes (no EPERM from sendto).
+        self.assertIn("timed out", r["udp"])
+        self.assertIn("timed out", r["tcp"])
         net = pod["_network"]
         self.assertTrue(net["filtered"])
         self.assertEqual(net["policies"], ["deny-all"])
@@ -418,6 +421,29 @@ class DockerShutdownTest(unittest.TestCase):
         nets = subprocess.run(["docker", "network", "ls", "-q", "--filter", label],
                               capture_output=True, text=True, timeout=30).stdout.split()
         self.assertEqual((left, nets), ([], []))
+        rules = subprocess.run(["iptables", "-w", "20", "-S"], capture_output=True, text=True,
+                               timeout=60).stdout
+        self.assertNotIn(f"FKE-{inst}", rules)
+
+    def test_sigkill_leftovers_removed_by_next_start(self):
+        kube = FakeKube("--kubelet", "docker", "--nodes", "k1")
+        inst = kube.state()["docker"]["network"]["name"].split("fake-kube-", 1)[1]
+        kube.proc.kill()  # SIGKILL: nothing is cleaned up ...
+        kube.proc.wait()
+        label = f"label=io.sandprobe.fake-kube={inst}"
+        ps = ["docker", "ps", "-aq", "--filter", label]
+        self.assertTrue(subprocess.run(ps, capture_output=True, text=True,
+                                       timeout=30).stdout.split())
+        kube.stop()
+        second = FakeKube("--kubelet", "docker", "--nodes", "k2")  # ... until the next start
+        try:
+            self.assertEqual(subprocess.run(ps, capture_output=True, text=True,
+                                            timeout=30).stdout.split(), [])
+            self.assertNotIn(f"FKE-{inst}", subprocess.run(
+                ["iptables", "-w", "20", "-S"], capture_output=True, text=True,
+                timeout=60).stdout)
+        finally:
+            self.assertEqual(second.stop(), 0)
 
 
 if __name__ == "__main__":
