@@ -874,5 +874,78 @@ class OwnServerTest(unittest.TestCase):
             self.assertNotIn("READY", p.stdout)
 
 
+class DiscoveryAndServicesTest(unittest.TestCase):
+    """Cluster-shape endpoints the product reads (process kubelet; no pods run here)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.kube = FakeKube("--cni", "flannel", "--version-string", "v1.30.2+k3s2",
+                            "--runtime-classes", "gvisor=runsc,kata",
+                            "--fault", "forbid=/api/v1/namespaces/sandprobe/events")
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.kube.stop() == 0
+
+    def test_version_string(self):
+        v = self.kube.ok("GET", "/version")
+        self.assertEqual((v["gitVersion"], v["major"], v["minor"]), ("v1.30.2+k3s2", "1", "30"))
+
+    def test_networking_discovery_and_all_namespace_policies(self):
+        res = self.kube.ok("GET", "/apis/networking.k8s.io/v1")
+        self.assertEqual(res["kind"], "APIResourceList")
+        self.assertIn("networkpolicies", [r["name"] for r in res["resources"]])
+        self.kube.ok("POST", f"/apis/networking.k8s.io/v1/namespaces/{NS}/networkpolicies",
+                     {"metadata": {"name": "np-all-ns"}, "spec": {"podSelector": {}}})
+        items = self.kube.ok("GET", "/apis/networking.k8s.io/v1/networkpolicies")["items"]
+        self.assertIn(("sandprobe", "np-all-ns"),
+                      [(i["metadata"]["namespace"], i["metadata"]["name"]) for i in items])
+
+    def test_cni_shape(self):
+        node = self.kube.ok("GET", "/api/v1/nodes/fake-node-1")
+        self.assertEqual(node["metadata"]["annotations"][
+            "flannel.alpha.coreos.com/backend-type"], "vxlan")
+        ds = self.kube.ok("GET", "/apis/apps/v1/namespaces/kube-system/daemonsets")
+        self.assertEqual([d["metadata"]["name"] for d in ds["items"]], ["kube-flannel-ds"])
+
+    def test_runtime_classes(self):
+        rcs = self.kube.ok("GET", "/apis/node.k8s.io/v1/runtimeclasses")["items"]
+        self.assertEqual({r["metadata"]["name"]: r["handler"] for r in rcs},
+                         {"gvisor": "runsc", "kata": "kata"})
+        st, _, obj = self.kube.request("GET", "/apis/node.k8s.io/v1/runtimeclasses/nope")
+        self.assertEqual(st, 404)
+
+    def test_forbid_fault(self):
+        st, _, obj = self.kube.request("GET", f"/api/v1/namespaces/{NS}/events")
+        self.assertEqual((st, obj["reason"]), (403, "Forbidden"))
+        self.assertEqual(obj["message"], 'events is forbidden: User "system:serviceaccount:'
+                         'sandprobe:sandprobe" cannot list resource "events" in API group "" in '
+                         'the namespace "sandprobe"')
+        self.kube.ok("GET", f"/api/v1/namespaces/{NS}/pods")  # other paths unaffected
+
+    def test_services(self):
+        base = f"/api/v1/namespaces/{NS}/services"
+        svc = self.kube.ok("POST", base, {"metadata": {"name": "web", "labels": {"a": "b"}},
+                                          "spec": {"selector": {"app": "web"},
+                                                   "ports": [{"port": 80}]}})
+        ip = svc["spec"]["clusterIP"]
+        self.assertTrue(ip.startswith("10.9") and ip not in ("10.96.0.1", "10.96.0.10"), ip)
+        self.assertEqual(svc["spec"]["ports"][0]["targetPort"], 80)
+        self.assertEqual(self.kube.request("POST", base, {"metadata": {"name": "web"}, "spec": {
+            "ports": [{"port": 81}]}})[0], 409)
+        for bad in ({"ports": []}, {"ports": [{"port": 0}]},
+                    {"ports": [{"port": 80, "protocol": "ICMP"}]}, {"type": "NodePort",
+                                                                     "ports": [{"port": 80}]}):
+            st, _, obj = self.kube.request("POST", base, {"metadata": {"name": "bad"},
+                                                          "spec": bad})
+            self.assertEqual((st, obj["reason"]), (422, "Invalid"), bad)
+        lst = self.kube.ok("GET", base + "?labelSelector=a%3Db")["items"]
+        self.assertEqual([s["metadata"]["name"] for s in lst], ["web"])
+        self.assertEqual(self.kube.ok("GET", "/api/v1/namespaces/default/services/kubernetes")[
+            "spec"]["clusterIP"], "10.96.0.1")
+        self.kube.ok("DELETE", base + "/web")
+        self.assertEqual(self.kube.request("GET", base + "/web")[0], 404)
+
+
 if __name__ == "__main__":
     unittest.main()
