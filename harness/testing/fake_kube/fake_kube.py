@@ -4,8 +4,19 @@
 It is a real HTTPS server on 127.0.0.1 (kernel-chosen port) that answers the paths and JSON shapes
 of the real API (batch/v1 Job, core/v1 Pod/Event/Node/Namespace, networking.k8s.io/v1
 NetworkPolicy, meta/v1 Status and WatchEvent) so the C++ `kubernetes` driver can be tested where
-no cluster can run. It "runs" pods as local processes. The contract with the driver is
-CONTRACT.md beside this file.
+no cluster can run. The contract with the driver is CONTRACT.md beside this file.
+
+Two kubelets (--kubelet):
+  process (default)  pods are local processes (kube_procs.py). Used ONLY for the API-behaviour
+                     self-tests (watch, faults, quotas, admission, jobs...): its network model is
+                     coarse (denied egress = an empty network namespace, egress rules
+                     all-or-nothing, the image and most of securityContext ignored).
+  docker             pods are REAL containers (kube_docker.py): a pause + app container per pod on
+                     the fake's own internal docker network, kube-proxy-style Service DNAT, cluster
+                     DNS, NetworkPolicy as packet filters (kube_netpol.py), securityContext /
+                     limits / emptyDir / RuntimeClass / service account token mapped to docker
+                     flags. Needs root and a running dockerd; everything it creates is labelled
+                     io.sandprobe.fake-kube=<instance> and io.sandprobe.fake-kube.pid=<pid>.
 
 Real behaviours it models:
   - bearer-token or client-certificate auth over TLS (CA made with the `openssl` CLI), 401 Status;
@@ -25,15 +36,20 @@ Real behaviours it models:
     pods created through POST .../pods (dry run or not; a non-dry-run bare pod is stored and run);
     pods made by the job controller are admitted unless a fault or an unknown runtimeClassName
     makes the Job's pod creation fail (FailedCreate event).
-Key simplifications (details in kube_cluster.py / kube_procs.py): one pod per Job
-(backoffLimit > 0 is ignored: the first pod's end ends the Job); a memory limit is enforced by
-sampling the pod's process-tree RSS every 50 ms and SIGKILLing it (how the fake models the
-kubelet's cgroup OOM kill: reason OOMKilled, exit code 137); denied egress is a fresh network
-namespace with a down loopback; NetworkPolicy egress rules are all-or-nothing (none = deny all,
-any = allow all); pod processes run the host's binaries (the image is ignored).
+  - Services (type ClusterIP only; clusterIP from 10.96.0.0/12, never .1/.10; 422 Invalid on bad
+    ports/type; pre-existing default/kubernetes 10.96.0.1:443 and kube-system/kube-dns
+    10.96.0.10:53), RuntimeClass objects (--runtime-classes NAME=HANDLER), kube-system DaemonSets
+    and node annotations of the --cni, APIResourceList discovery for every group/version served.
+Key simplifications, process kubelet (details in kube_cluster.py / kube_procs.py): one pod per
+Job (backoffLimit > 0 is ignored: the first pod's end ends the Job); a memory limit is enforced by
+sampling the pod's process-tree RSS every 50 ms and SIGKILLing it; denied egress is a fresh
+network namespace with a down loopback; NetworkPolicy egress rules are all-or-nothing (none =
+deny all, any = allow all); pod processes run the host's binaries (the image is ignored).
+The docker kubelet's model and limits: kube_docker.py and kube_netpol.py docstrings.
 NOT modelled: pagination (limit/continue are ignored, everything comes in one page), PATCH/PUT,
-RBAC, ResourceQuota objects (quota is the `quota-jobs` / `quota-pods` faults), most defaulting,
-server-side apply, any resource not listed above, HTTP/2.
+RBAC (only the scripted `forbid` fault), ResourceQuota objects (quota is the `quota-jobs` /
+`quota-pods` faults), most defaulting, server-side apply, Endpoints/EndpointSlice objects
+(endpoints are computed internally), any resource not listed above, HTTP/2.
 
 Faults (--fault, repeatable; POST /fake/script {"faults": [...]} replaces them at runtime):
   watch-break-after=N      every watch stream is cut (socket closed mid-stream) after N events
@@ -44,18 +60,32 @@ Faults (--fault, repeatable; POST /fake/script {"faults": [...]} replaces them a
   hang-after=N             after N API requests, accept requests and never answer
   oom=PROBE / evict=PROBE  pods of that probe end OOMKilled (137) / Evicted ~0.3 s after start
   pod-fails-create=PROBE   the Job gets a FailedCreate event and never a pod
+  forbid=PATH_REGEX        requests whose path?query matches answer 403 Forbidden as RBAC words
+                           it: `<resource> is forbidden: User "system:serviceaccount:sandprobe:
+                           sandprobe" cannot <verb> resource "<resource>" in API group "<group>"
+                           in the namespace "<ns>"` (or "at the cluster scope")
 A PROBE matches a label or annotation value of the Job or its pod template (e.g.
 sandprobe.io/probe: net.dns), or a substring of the container command/args.
 Control endpoints (no auth, never faulted): GET /fake/state (every stored object, pod network
-decisions, settings), GET /fake/processes (pids of running pod processes), GET /fake/requests
-(method, path, status of each API request), POST /fake/script (JSON: "network-policy",
-"policy-delay", "admission", "faults", "add-faults", "compact": true drops the watch history).
+decisions, settings; docker mode adds "docker": {network, nodes, dns_queries} and
+"serviceAccountToken": {sha256, length, path} - never the token), GET /fake/processes (pids of
+running pod processes), GET /fake/containers (this instance's docker containers; [] in process
+mode), GET /fake/requests (method, path, status of each API request), POST /fake/script (JSON:
+"network-policy" (enforce | ignore | enforce-on=n1,n2 | enforce-after=S, the last docker mode
+only), "policy-delay", "admission", "faults", "add-faults", "compact": true drops the watch
+history).
 
 Usage: fake_kube.py --kubeconfig-out DIR/kubeconfig --state-dir DIR [--network-policy
-enforce|ignore|enforce-on=n1,n2] [--policy-delay S] [--nodes n1,n2:unschedulable,n3:tainted]
-[--admission MODE] [--runtime-classes gvisor,kata] [--auth token|client-cert] [--fault F]...
-Prints `READY https://127.0.0.1:<port>` when it listens; SIGTERM/SIGINT: stop accepting, kill every
-pod process tree, exit 0. If killed with SIGKILL its pod processes are NOT cleaned up.
+enforce|ignore|enforce-on=n1,n2|enforce-after=S] [--policy-delay S]
+[--nodes n1,n2:unschedulable,n3:tainted] [--admission MODE] [--runtime-classes gvisor=runsc,kata]
+[--auth token|client-cert] [--fault F]... [--kubelet process|docker] [--infra-image IMAGE]
+[--pod-pids-limit N] [--cni flannel|k3s|calico|cilium|none] [--version-string v1.32.3+k3s1]
+Prints `READY https://127.0.0.1:<port>` when it listens (docker mode: also serves the API on
+<pod network gateway>:6443, reached from pods as kubernetes.default.svc / 10.96.0.1:443);
+SIGTERM/SIGINT: stop accepting, kill every pod process tree / remove every container, the
+network and the host firewall chains of this instance, exit 0. SIGKILL leaves pod processes
+(process mode) or containers, network and chains (docker mode): docker-mode leftovers are removed
+by the next fake that starts (their pid label names a dead process).
 """
 import argparse
 import base64

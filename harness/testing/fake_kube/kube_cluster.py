@@ -9,12 +9,16 @@ Modelled (close to Kubernetes 1.31):
     docs/traps.md, trap 5). ttlSecondsAfterFinished deletes the Job and its pods.
   - Scheduler: spec.nodeName, else the first schedulable node (no spec.unschedulable, taints
     NoSchedule/NoExecute tolerated) matching nodeSelector and required node affinity.
-  - Kubelet: see kube_procs.py (processes, OOM by RSS, network namespace for denied egress).
+  - Kubelet: --kubelet process: kube_procs.py (processes, OOM by RSS, network namespace for
+    denied egress; the NOT-modelled list below is about this kubelet); --kubelet docker:
+    kube_docker.py (real containers; _kubelet schedules, then DockerKubelet.run_pod runs it).
+  - Services (ClusterIP allocation, validation), RuntimeClass and CNI DaemonSet objects.
   - NetworkPolicy: a pod is egress-isolated iff a policy of its namespace selects it with Egress in
     policyTypes (policyTypes defaulted as the API server does); policies add up.
-NOT modelled (documented simplifications):
+NOT modelled (documented simplifications; process kubelet unless said otherwise):
   - backoffLimit > 0, completions/parallelism > 1, podFailurePolicy: one pod, its end ends the Job;
-  - NetworkPolicy egress RULES: an empty rule list denies all, ANY rule allows all (no peers/ports);
+  - NetworkPolicy egress RULES: an empty rule list denies all, ANY rule allows all (no peers/ports)
+    (the docker kubelet enforces peers and ports: kube_netpol.py);
   - only the first container runs; images are ignored (the host's binaries run);
     readOnlyRootFilesystem, capabilities, seccomp, emptyDir sizeLimit, cpu limits are not enforced;
   - a Job pod deleted from under a running Job fails the Job (no replacement pod).

@@ -11,9 +11,21 @@ Pods run as REAL containers, wired as a CNI + kubelet + kube-proxy would wire th
     InternalIP; hostNetwork pods join its netns, never this machine's;
   - each pod = a pause container (`sleep infinity`, cap-drop ALL, read-only, user 65534) holding
     the netns + the app container (`--network container:<pause>`, `--pull never`); before the app
-    starts the netns gets kube-proxy nat rules (ClusterIP DNAT) and the NetworkPolicy filter
-    chains (kube_netpol.py), re-applied with iptables-restore whenever Services, endpoints,
-    policies, pods or the mode change (a 0.25 s resync loop; rules applied only when changed);
+    starts, the pod's rules are installed (kube_netpol.py), re-applied atomically with
+    iptables-restore whenever Services, endpoints, policies, pods or the mode change (a 0.25 s
+    resync loop; rules applied only when changed):
+      * in the pod netns (nsenter): nat OUTPUT kube-proxy DNAT for every Service (ClusterIP:port
+        -> endpoint podIP:targetPort, random among endpoints; kubernetes -> gateway:6443,
+        kube-dns -> gateway:53), REJECT for Services without endpoints (as kube-proxy), and the
+        INGRESS policy chain in filter INPUT (lo, ESTABLISHED,RELATED first; silent DROP);
+      * EGRESS on the host side of the pod's veth, like Calico/Cilium/kube-router: the host filter
+        table gets FKE-<instance> (jumped to from FORWARD and INPUT for our bridge only:
+        ESTABLISHED,RELATED return, anything not for the pod /24 is dropped, then one
+        `-m physdev --physdev-in <veth>` jump per pod to its chain FKE-<instance>-<n>). Why not
+        the pod's own filter OUTPUT: a DROP there makes sendto() of a denied UDP datagram fail at
+        once with EPERM, which no real CNI does (silent loss, TCP connect timing out). Checked
+        on this machine: OUTPUT DROP gave EPERM, the host-side DROP gives a timeout;
+    IPv6 is disabled in every pod/node netns (no link-local path around the IPv4 filters);
   - pod spec mapping: see DockerKubelet.app_args (user, read-only root, capabilities, privileged,
     no-new-privileges, seccomp, memory/cpu limits, hostPID, pids limit, emptyDir + sizeLimit
     eviction, runtimeClass handler, service account token, resolv.conf).
@@ -22,9 +34,17 @@ Limitations (also in CONTRACT.md):
   - emptyDir medium Memory is a tmpfs of sizeLimit (ENOSPC at the limit, no eviction);
   - a terminated pod's pause container is removed at once (its sandbox is torn down), the exited
     app container stays until the pod is deleted;
-  - runtime runsc on this machine is configured with `--network=none`: a gVisor pod has ONLY its
-    own loopback (no eth0), so it reaches nothing whatever the policy; the pod netns filter rules
-    are not what isolates it. /fake/state says so for such pods (`runtimeNote`);
+  - runtime runsc on this machine is configured with `--network=none` (dockerd's runtime args):
+    a gVisor pod has ONLY its own loopback (no eth0), so it reaches nothing whatever the policy
+    (checked: under deny-all and without a policy alike, connect() -> EHOSTUNREACH); the pod's
+    filter rules are not what isolates it, and whether gVisor's netstack (which with
+    --network=sandbox talks through a packet socket) would bypass pod-netns iptables could not be
+    tested here. /fake/state says so for such pods (`runtimeNote`);
+  - dnsPolicy is not read: every pod, hostNetwork ones included, gets the cluster resolv.conf
+    (a real hostNetwork pod without ClusterFirstWithHostNet gets the node's; here the node's
+    resolver IS the cluster DNS, so the file is the same);
+  - hostNetwork pods share the node container's netns: never filtered, never matched by pod
+    selectors; the node netns gets the Service DNAT rules (kube-proxy runs on nodes);
   - SIGKILL of the fake leaves its containers and network until the next fake starts (it removes
     objects whose io.sandprobe.fake-kube.pid label names a dead process).
 """
@@ -123,6 +143,7 @@ class DockerPod:
         self.app = None
         self.attach = None  # Popen of `docker start -a` (log follower)
         self.chain = None  # host egress chain
+        self.pod_ip = None  # address to release once the pause container is gone
         self.app_pid = None
         self.netns_pid = None
         self.killed = False
@@ -143,6 +164,9 @@ class DockerPod:
         names = [n for n in (self.app, self.pause) if n]
         if names:
             docker("rm", "-f", *names, check=False, timeout=60)
+        if self.pod_ip:
+            self.kubelet.release_ip(self.pod_ip)
+            self.pod_ip = None
         if self.attach is not None:
             try:
                 self.attach.kill()
@@ -164,7 +188,7 @@ class DockerKubelet:
         self.pod_dir = os.path.join(state_dir, "pods")
         os.makedirs(self.pod_dir, exist_ok=True)
         self.lock = threading.Lock()
-        self.next_ip = 2
+        self.used_ips = set()
         self.veth_n = 0
         self.nodes = {}  # node name -> {"container", "ip", "pid"}
         self.netns = {}  # pod uid -> state dict (pid, ip, applied text, ...)
@@ -194,17 +218,27 @@ class DockerKubelet:
         raise RuntimeError(f"no free /24 for the pod network: {last}")
 
     def alloc_ip(self):
+        """The lowest free address of the /24 (released ones are reused) and a new veth name."""
         with self.lock:
-            if self.next_ip > 254:
-                raise RuntimeError("pod network full (253 addresses)")
-            ip = ".".join(self.subnet.split(".")[:3]) + f".{self.next_ip}"
-            self.next_ip += 1
+            free = [n for n in range(2, 255) if n not in self.used_ips]
+            if not free:
+                raise RuntimeError("pod network full (253 addresses in use)")
+            self.used_ips.add(free[0])
             self.veth_n += 1
-            return ip, f"fk{self.instance[:6]}{self.veth_n}"
+            return (".".join(self.subnet.split(".")[:3]) + f".{free[0]}",
+                    f"fk{self.instance[:6]}{self.veth_n}")
+
+    def release_ip(self, ip):
+        with self.lock:
+            self.used_ips.discard(int(ip.rsplit(".", 1)[1]))
 
     def plug(self, pid, ip, veth):
         """veth pair: host end into the bridge, `eth0` into the netns of pid; routes: subnet +
-        service CIDR only (no default route)."""
+        service CIDR only (no default route); IPv6 off in the netns (no link-local path around
+        the IPv4 filters)."""
+        run(["nsenter", f"--net=/proc/{pid}/ns/net", "sysctl", "-q", "-w",
+             "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"],
+            timeout=30)
         run(["ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns",
              str(pid)], timeout=30)
         run(["ip", "link", "set", veth, "master", self.bridge, "up"], timeout=30)
@@ -318,11 +352,13 @@ class DockerKubelet:
         elif settings.get("enforce-on") is not None and me["node"] not in settings["enforce-on"]:
             decision["filtered"] = False
             decision["why"] = f"node {me['node']} does not enforce NetworkPolicy"
-        elif settings.get("enforce-after") and ent.get("started") is not None and \
-                now < ent["started"] + settings["enforce-after"]:
+        elif settings.get("enforce-after") and (
+                ent.get("started") is None or now < ent["started"] + settings["enforce-after"]):
+            # The pod's first S seconds count from its app container's start (not yet: now).
+            until = (ent.get("started") or now) + settings["enforce-after"]
             decision["filtered"] = False
             decision["why"] = (f"enforce-after={settings['enforce-after']}: unfiltered until "
-                               f"{ent['started'] + settings['enforce-after']:.3f}")
+                               f"{until:.3f} (app start + {settings['enforce-after']}s)")
         else:
             delay = settings["policy-delay"]
             allp = self.cluster.store.list_locked("networkpolicies")
@@ -588,6 +624,7 @@ class DockerKubelet:
                 _, netns_pid = self.infra_container(dp.pause, name[:63], (
                     "--read-only", "--user", "65534:65534"))
                 pod_ip, veth = self.alloc_ip()
+                dp.pod_ip = pod_ip
                 self.plug(netns_pid, pod_ip, veth)
                 net = f"container:{dp.pause}"
             dp.netns_pid = netns_pid
@@ -622,6 +659,9 @@ class DockerKubelet:
             if c.get("workingDir"):
                 argv[1:1] = ["--workdir", c["workingDir"]]
             docker(*argv)
+            if dp.killed:  # deleted while its containers were being made: undo them
+                dp.kill_tree()
+                return
             with open(log_path, "ab") as log:
                 dp.attach = subprocess.Popen(["docker", "start", "-a", dp.app],
                                              stdin=subprocess.DEVNULL, stdout=log,
@@ -765,6 +805,9 @@ class DockerKubelet:
         self.release_netns(dp)
         if dp.pause:
             docker("rm", "-f", dp.pause, check=False, timeout=60)
+            if dp.pod_ip:
+                self.release_ip(dp.pod_ip)
+                dp.pod_ip = None
         if not keep_app and dp.app:
             docker("rm", "-f", dp.app, check=False, timeout=60)
 
