@@ -622,7 +622,8 @@ class DockerKubelet:
             else:
                 dp.pause = f"fake-kube-{self.instance}-{short}-pause"
                 _, netns_pid = self.infra_container(dp.pause, name[:63], (
-                    "--read-only", "--user", "65534:65534"))
+                    "--read-only", "--user", "65534:65534",
+                    "--label", f"{LABEL}.pod={ns}.{name}"))
                 pod_ip, veth = self.alloc_ip()
                 dp.pod_ip = pod_ip
                 self.plug(netns_pid, pod_ip, veth)
@@ -825,8 +826,12 @@ class DockerKubelet:
                 d = json.loads(line)
             except json.JSONDecodeError:
                 continue
+            labels = dict(kv.split("=", 1) for kv in (d.get("Labels") or "").split(",")
+                          if "=" in kv)
+            pod = labels.get(f"{LABEL}.pod", "")
             out.append({"id": d.get("ID"), "name": d.get("Names"), "state": d.get("State"),
-                        "status": d.get("Status"), "image": d.get("Image")})
+                        "status": d.get("Status"), "image": d.get("Image"),
+                        "pod": pod.replace(".", "/", 1) if pod else None})
         return out
 
     def state(self):

@@ -286,6 +286,14 @@ class DockerKubeletTest(unittest.TestCase):
         self.assertReach(lines["T0"], {"tcp": True, "dns_svc": True})
         self.assertReach(lines["T1"], {"tcp": False, "dns_svc": False})
 
+    def test_09b_policy_delay(self):
+        # A policy counts only once it is S seconds old (late programming of NEW policies).
+        self.kube.script(**{"policy-delay": 2.5})
+        self.policy("deny-all", egress=[])
+        lines, _ = self.probe(again=4)
+        self.assertReach(lines["T0"], {"tcp": True})
+        self.assertReach(lines["T1"], {"tcp": False, "dns_svc": False})
+
     def test_10_host_network_pod_unfiltered(self):
         self.policy("deny-all", egress=[], selector={})
         r, pod = self.probe(spec={"hostNetwork": True})
@@ -349,8 +357,8 @@ class DockerKubeletTest(unittest.TestCase):
         self.pod(name, "import time\nprint(open('/proc/version').read().strip())\ntime.sleep(2)",
                  spec={"runtimeClassName": "gvisor"}, wait=False)
         cname = wait_for(lambda: [c["name"] for c in self.kube.ok("GET", "/fake/containers")[
-            "containers"] if c["name"].endswith("-app") and c["state"] == "running"
-            and self.phase(name) == "Running"], 60, what="gvisor app container")
+            "containers"] if c["name"].endswith("-app") and c["pod"] == f"{NS}/{name}"], 60,
+            what="gvisor app container")
         info = docker_json("inspect", cname[0])[0]
         self.assertEqual(info["HostConfig"]["Runtime"], "runsc")
         pod = wait_for(lambda: (lambda o: o if o["status"]["phase"] in ("Succeeded", "Failed")
