@@ -67,7 +67,7 @@ Faults (--fault, repeatable; POST /fake/script {"faults": [...]} replaces them a
 A PROBE matches a label or annotation value of the Job or its pod template (e.g.
 sandprobe.io/probe: net.dns), or a substring of the container command/args.
 Control endpoints (no auth, never faulted): GET /fake/state (every stored object, pod network
-decisions, settings; docker mode adds "docker": {network, nodes, dns_queries} and
+decisions, settings; docker mode adds "docker": {network, nodes}, "dns_queries" and
 "serviceAccountToken": {sha256, length, path} - never the token), GET /fake/processes (pids of
 running pod processes), GET /fake/containers (this instance's docker containers; [] in process
 mode), GET /fake/requests (method, path, status of each API request), POST /fake/script (JSON:
@@ -809,6 +809,7 @@ class Handler(BaseHTTPRequestHandler):
                                                        path=SA_DIR)
             if cluster.docker is not None:
                 body["docker"] = cluster.docker.state()
+                body["dns_queries"] = body["docker"].pop("dns_queries")
                 body["kubelet"] = "docker"
             else:
                 body["kubelet"] = "process"

@@ -580,6 +580,30 @@ class DockerKubelet:
             out += ["-e", f"{k}={v}"]
         return out
 
+    @staticmethod
+    def run_as_non_root_refusal(pod, image):
+        """The kubelet's runAsNonRoot check: the effective uid (runAsUser, else the image's USER)
+        must be a non-zero number. Returns the kubelet's error text or None."""
+        spec = pod["spec"]
+        c = spec["containers"][0]
+        psc, csc = spec.get("securityContext") or {}, c.get("securityContext") or {}
+        if not csc.get("runAsNonRoot", psc.get("runAsNonRoot")):
+            return None
+        uid = csc.get("runAsUser", psc.get("runAsUser"))
+        ref = (f'(pod: "{pod["metadata"]["name"]}_{pod["metadata"]["namespace"]}'
+               f'({pod["metadata"]["uid"]})", container: {c["name"]})')
+        if uid is not None:
+            return None if int(uid) != 0 else \
+                f"container's runAsUser breaks non-root policy {ref}"
+        user = docker("image", "inspect", "-f", "{{.Config.User}}", image,
+                      check=False).stdout.strip().split(":")[0]
+        if user in ("", "0", "root"):
+            return f"container has runAsNonRoot and image will run as root {ref}"
+        if not user.isdigit():
+            return (f"container has runAsNonRoot and image has non-numeric user ({user}), "
+                    f"cannot verify user is non-root {ref}")
+        return None
+
     def image_present(self, image):
         return docker("image", "inspect", "-f", "{{.Id}}", image, check=False).returncode == 0
 
@@ -597,6 +621,16 @@ class DockerKubelet:
                 upd = cl._set_status_locked(ns, name, uid, waiting)
                 if upd is not None:
                     cl._event_locked(upd, "Warning", "ErrImageNeverPull", msg, "kubelet")
+            return
+        refusal = self.run_as_non_root_refusal(pod, image)
+        if refusal:
+            with cl.store.cond:
+                def config_error(st, p):
+                    st["containerStatuses"][0]["state"] = {"waiting": {
+                        "reason": "CreateContainerConfigError", "message": refusal}}
+                upd = cl._set_status_locked(ns, name, uid, config_error)
+                if upd is not None:
+                    cl._event_locked(upd, "Warning", "Failed", f"Error: {refusal}", "kubelet")
             return
         short = uid.replace("-", "")[:12]
         pdir = os.path.join(self.pod_dir, uid)

@@ -213,7 +213,7 @@ class DockerKubeletTest(unittest.TestCase):
         self.assertEqual(pod["status"]["hostIP"], self.nodes["n1"]["ip"])
         self.assertNotEqual(pod["status"]["podIP"], pod["status"]["hostIP"])
         self.assertTrue(pod["status"]["podIP"].startswith(self.net["subnet"].rsplit(".", 1)[0]))
-        q = [e for e in self.kube.state()["docker"]["dns_queries"]
+        q = [e for e in self.kube.state()["dns_queries"]
              if e["client"] == pod["status"]["podIP"]]
         self.assertTrue(any(e["qname"] == "echo.sandprobe.svc.cluster.local" and
                             e["answer"] == self.svc_ip for e in q), q)
@@ -350,6 +350,64 @@ class DockerKubeletTest(unittest.TestCase):
                                        str(fp["length"])])
         _, log = self.pod("nosa", script, spec={"automountServiceAccountToken": False})
         self.assertEqual(log.split(), ["ABSENT", "0"])
+
+    def test_23b_token_accepted_by_api_from_pod(self):
+        script = ("import json, ssl, urllib.request\n"
+                  "p = '/var/run/secrets/kubernetes.io/serviceaccount/'\n"
+                  "ctx = ssl.create_default_context(cafile=p + 'ca.crt')\n"
+                  "req = urllib.request.Request('https://kubernetes.default.svc/api/v1/namespaces/'"
+                  " + open(p + 'namespace').read() + '/pods', headers={'Authorization': "
+                  "'Bearer ' + open(p + 'token').read()})\n"
+                  "print(json.load(urllib.request.urlopen(req, context=ctx, timeout=10))['kind'])")
+        _, log = self.pod("api", script)
+        self.assertEqual(log.strip(), "PodList")
+
+    def test_23c_job_like_the_driver_submits(self):
+        body = {"metadata": {"name": "drv-job", "labels": {"sandprobe.io/run": "r1"}},
+                "spec": {"backoffLimit": 0, "activeDeadlineSeconds": 60, "template": {
+                    "metadata": {"labels": {"sandprobe.io/run": "r1"}},
+                    "spec": {"restartPolicy": "Never", "automountServiceAccountToken": False,
+                             "enableServiceLinks": False,
+                             "securityContext": {"runAsNonRoot": True, "runAsUser": 65534,
+                                                 "runAsGroup": 65534,
+                                                 "seccompProfile": {"type": "RuntimeDefault"}},
+                             "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "16Mi"}}],
+                             "containers": [{
+                                 "name": "probe", "image": IMAGE,
+                                 "command": ["timeout", "-k", "2", "20", "python3", "-u", "-c",
+                                             "import os; open('/tmp/x','w').write('1'); "
+                                             "print('uid', os.getuid(), os.getgid())"],
+                                 "securityContext": {"allowPrivilegeEscalation": False,
+                                                     "readOnlyRootFilesystem": True,
+                                                     "capabilities": {"drop": ["ALL"]}},
+                                 "resources": {"limits": {"memory": "128Mi", "cpu": "500m"}},
+                                 "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}]}]}}}}
+        self.kube.ok("POST", f"/apis/batch/v1/namespaces/{NS}/jobs", body)
+        job = wait_for(lambda: (lambda j: j if any(c["type"] in ("Complete", "Failed") for c in
+                                                   j["status"].get("conditions", [])) else None)(
+            self.kube.ok("GET", f"/apis/batch/v1/namespaces/{NS}/jobs/drv-job")), 60)
+        self.assertIn("Complete", [c["type"] for c in job["status"]["conditions"]], job)
+        pods = self.kube.ok("GET", f"/api/v1/namespaces/{NS}/pods?labelSelector=job-name%3D"
+                            "drv-job")["items"]
+        _, _, log = self.kube.request("GET", f"/api/v1/namespaces/{NS}/pods/"
+                                      f"{pods[0]['metadata']['name']}/log?container=probe")
+        self.assertEqual(log.decode().strip(), "uid 65534 65534")
+        self.kube.ok("DELETE", f"/apis/batch/v1/namespaces/{NS}/jobs/drv-job"
+                     "?propagationPolicy=Background")
+
+    def test_23d_run_as_non_root_refuses_root_image(self):
+        self.kube.ok("POST", f"/api/v1/namespaces/{NS}/pods", {
+            "metadata": {"name": "rootimg"}, "spec": {
+                "restartPolicy": "Never", "securityContext": {"runAsNonRoot": True},
+                "containers": [{"name": "probe", "image": IMAGE, "command": ["true"]}]}})
+        pod = wait_for(lambda: (lambda o: o if (o["status"].get("containerStatuses") or [
+            {"state": {}}])[0]["state"].get("waiting", {}).get("reason") not in (
+            None, "ContainerCreating") else None)(
+            self.kube.ok("GET", f"/api/v1/namespaces/{NS}/pods/rootimg")), 30)
+        w = pod["status"]["containerStatuses"][0]["state"]["waiting"]
+        self.assertEqual(w["reason"], "CreateContainerConfigError")
+        self.assertIn("container has runAsNonRoot and image will run as root", w["message"])
+        self.kube.ok("DELETE", f"/api/v1/namespaces/{NS}/pods/rootimg")
 
     def test_24_runtime_class_gvisor(self):
         self.policy("deny-all", egress=[])
