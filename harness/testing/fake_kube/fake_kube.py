@@ -318,6 +318,9 @@ class FakeServer(ThreadingHTTPServer):
     allow_reuse_address = False
 
     def __init__(self, cluster, ssl_ctx, token, address=("127.0.0.1", 0)):
+        # The fixed gateway:6443 listener must bind again while connections of the previous
+        # fake on the same (reused) subnet sit in TIME_WAIT.
+        self.allow_reuse_address = address[1] != 0
         super().__init__(address, Handler)
         self.cluster = cluster
         self.ssl_ctx = ssl_ctx

@@ -209,6 +209,11 @@ class DockerKubelet:
                        self.net_name, check=False)
             if p.returncode == 0:
                 nid = p.stdout.strip()
+                busy = self.gateway_ports_busy(f"172.31.{third}.1")
+                if busy:  # e.g. a TIME_WAIT of an earlier fake's API on this gateway
+                    last = f"{subnet}: gateway {busy}"
+                    docker("network", "rm", nid, check=False)
+                    continue
                 self.subnet, self.gateway = subnet, f"172.31.{third}.1"
                 self.bridge = "br-" + nid[:12]
                 return
@@ -216,6 +221,22 @@ class DockerKubelet:
             if "already exists" in last and "network with name" in last:
                 raise RuntimeError(f"docker network {self.net_name} already exists")
         raise RuntimeError(f"no free /24 for the pod network: {last}")
+
+    @staticmethod
+    def gateway_ports_busy(gateway):
+        """Why the fake could not listen on gateway:6443/tcp, :53/tcp, :53/udp, or None."""
+        import socket
+        for kind, port in ((socket.SOCK_STREAM, 6443), (socket.SOCK_STREAM, 53),
+                           (socket.SOCK_DGRAM, 53)):
+            s = socket.socket(socket.AF_INET, kind)
+            try:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                s.bind((gateway, port))
+            except OSError as e:
+                return f"port {port}: {e.strerror}"
+            finally:
+                s.close()
+        return None
 
     def alloc_ip(self):
         """The lowest free address of the /24 (released ones are reused) and a new veth name."""
