@@ -312,7 +312,7 @@ class DockerKubelet:
     # ------------------------------------------------------------------ rules
     def _pods_view_locked(self):
         out = []
-        for p in self.cluster.store.list_locked("pods"):
+        for p in self.cluster.store.objects["pods"].values():  # read-only, under the lock
             st = p.get("status") or {}
             out.append({"ns": p["metadata"]["namespace"], "name": p["metadata"]["name"],
                         "uid": p["metadata"]["uid"],
@@ -350,15 +350,28 @@ class DockerKubelet:
             return eps
         return endpoints_of
 
-    def desired_locked(self, uid, now):
+    def snapshot_locked(self):
+        """What every pod's rules are computed from (one pass over the store per resync)."""
+        objs = self.cluster.store.objects
+        pods = self._pods_view_locked()
+        services = sorted(objs["services"].values(),
+                          key=lambda o: (o["metadata"]["namespace"], o["metadata"]["name"]))
+        nat, rejects = kube_netpol.nat_rules(services, self._endpoints(pods), self.gateway)
+        return {"pods": pods, "nat": nat, "rejects": rejects,
+                "policies": sorted(objs["networkpolicies"].values(), key=lambda o: (
+                    o["metadata"]["namespace"], o["metadata"]["name"])),
+                "namespaces": {n["metadata"]["name"]: n["metadata"].get("labels") or {}
+                               for n in objs["namespaces"].values()}}
+
+    def desired_locked(self, uid, now, snap=None):
         """(rules text, decision dict) for a live pod netns, computed from the store."""
         ent = self.netns[uid]
-        pods = self._pods_view_locked()
+        snap = snap or self.snapshot_locked()
+        pods = snap["pods"]
         me = next((p for p in pods if p["uid"] == uid), None)
         if me is None:
             return None, None
-        services = self.cluster.store.list_locked("services")
-        nat, rejects = kube_netpol.nat_rules(services, self._endpoints(pods), self.gateway)
+        nat, rejects = snap["nat"], snap["rejects"]
         settings = self.cluster.settings
         mode = settings["network-policy"]
         decision = {"node": me["node"], "podIP": ent["ip"], "hostNetwork": me["hostNetwork"],
@@ -382,17 +395,15 @@ class DockerKubelet:
                                f"{until:.3f} (app start + {settings['enforce-after']}s)")
         else:
             delay = settings["policy-delay"]
-            allp = self.cluster.store.list_locked("networkpolicies")
+            allp = snap["policies"]
             policies = [p for p in allp
                         if now - self.cluster.policy_born.get(p["metadata"]["uid"], 0) >= delay]
             decision["filtered"] = True
             young = len(allp) - len(policies)
             decision["why"] = "enforce" + (f" ({young} policies younger than policy-delay "
                                            f"{delay}s not yet applied)" if young else "")
-        namespaces = {n["metadata"]["name"]: n["metadata"].get("labels") or {}
-                      for n in self.cluster.store.list_locked("namespaces")}
         netns, host, summary, selecting = kube_netpol.filter_rules(
-            me, policies, pods, namespaces, ent["chain"])
+            me, policies, pods, snap["namespaces"], ent["chain"])
         decision["policies"] = selecting
         decision["rules"] = summary
         decision["egressChain"] = f"host filter {ent['chain']} (physdev-in {ent['veth']})"
@@ -461,22 +472,28 @@ class DockerKubelet:
             if self.netns.get(uid) is ent:
                 self.cluster.pod_network[ent["key"]] = decision
 
-    def sync_one(self, uid):
+    def sync_all(self):
+        """One resync: node netns DNAT, then every live pod whose rules changed."""
+        now = time.time()
+        todo = []
         with self.cluster.store.cond:
-            if uid not in self.netns:
+            snap = self.snapshot_locked()
+            for uid, ent in list(self.netns.items()):
+                text, decision = self.desired_locked(uid, now, snap)
+                if text is not None and (text != ent.get("applied") or decision.get(
+                        "filtered") != (ent.get("decision") or {}).get("filtered")):
+                    todo.append((uid, text, decision))
+        self.sync_nodes(snap["nat"])
+        for uid, text, decision in todo:
+            if self.stopping:
                 return
-            text, decision = self.desired_locked(uid, time.time())
-        if text is not None and (text != self.netns[uid].get("applied") or
-                                 decision.get("filtered") != self.netns[uid].get(
-                                     "decision", {}).get("filtered")):
-            self.apply(uid, text, decision)
+            try:
+                self.apply(uid, text, decision)
+            except (RuntimeError, OSError, subprocess.TimeoutExpired, KeyError):
+                pass
 
-    def sync_nodes(self):
+    def sync_nodes(self, nat):
         """kube-proxy on the nodes: Service DNAT in each node netns (hostNetwork pods use it)."""
-        with self.cluster.store.cond:
-            pods = self._pods_view_locked()
-            services = self.cluster.store.list_locked("services")
-            nat, _ = kube_netpol.nat_rules(services, self._endpoints(pods), self.gateway)
         text = nat + "\nCOMMIT\n"
         for info in self.nodes.values():
             if info.get("applied") != text:
@@ -488,16 +505,9 @@ class DockerKubelet:
         while not self.stopping:
             time.sleep(0.25)
             try:
-                self.sync_nodes()
-            except (RuntimeError, OSError, subprocess.TimeoutExpired):
+                self.sync_all()
+            except (RuntimeError, OSError, subprocess.TimeoutExpired, KeyError):
                 pass
-            for uid in list(self.netns):
-                if self.stopping:
-                    return
-                try:
-                    self.sync_one(uid)
-                except (RuntimeError, OSError, subprocess.TimeoutExpired, KeyError):
-                    pass
 
     # ------------------------------------------------------------------ pods
     def app_args(self, pod, pdir, node):
