@@ -28,7 +28,9 @@ Pods run as REAL containers, wired as a CNI + kubelet + kube-proxy would wire th
     IPv6 is disabled in every pod/node netns (no link-local path around the IPv4 filters);
   - pod spec mapping: see DockerKubelet.app_args (user, read-only root, capabilities, privileged,
     no-new-privileges, seccomp, memory/cpu limits, hostPID, pids limit, emptyDir + sizeLimit
-    eviction, runtimeClass handler, service account token, resolv.conf).
+    eviction, runtimeClass handler, service account token, resolv.conf); runAsNonRoot is checked
+    as the kubelet does (CreateContainerConfigError); a missing image is never pulled
+    (ErrImageNeverPull); pod activeDeadlineSeconds -> Failed/DeadlineExceeded.
 Limitations (also in CONTRACT.md):
   - only the first container runs, no init containers, no probes, no restarts;
   - emptyDir medium Memory is a tmpfs of sizeLimit (ENOSPC at the limit, no eviction);
@@ -814,8 +816,10 @@ class DockerKubelet:
                     dp.attach.kill()
                 break
             time.sleep(0.1)
-        p = docker("inspect", "-f", "{{json .State}}", dp.app, check=False)
-        st = json.loads(p.stdout) if p.returncode == 0 else {}
+        p = docker("inspect", dp.app, check=False)
+        full = (json.loads(p.stdout) or [{}])[0] if p.returncode == 0 else {}
+        st = full.get("State") or {}
+        cid, image_id = full.get("Id", dp.app), full.get("Image", "")
         code = st.get("ExitCode", 137 if (evicted or deadline_hit) else 255)
         oom = bool(st.get("OOMKilled"))
         finished = now_rfc3339()
@@ -841,8 +845,10 @@ class DockerKubelet:
                                                  started, finished)
             def with_id(s, p, fn=fn):
                 fn(s, p)
-                s["containerStatuses"][0]["state"]["terminated"]["containerID"] = \
-                    f"docker://{dp.app}"
+                cs = s["containerStatuses"][0]
+                cs["state"]["terminated"]["containerID"] = f"docker://{cid}"
+                cs["containerID"] = f"docker://{cid}"
+                cs["imageID"] = image_id
             upd = cl._set_status_locked(ns, name, uid, with_id)
             if upd is not None and evicted:
                 cl._event_locked(upd, "Warning", "Evicted", evicted.strip(), "kubelet")
