@@ -4,8 +4,19 @@
 It is a real HTTPS server on 127.0.0.1 (kernel-chosen port) that answers the paths and JSON shapes
 of the real API (batch/v1 Job, core/v1 Pod/Event/Node/Namespace, networking.k8s.io/v1
 NetworkPolicy, meta/v1 Status and WatchEvent) so the C++ `kubernetes` driver can be tested where
-no cluster can run. It "runs" pods as local processes. The contract with the driver is
-CONTRACT.md beside this file.
+no cluster can run. The contract with the driver is CONTRACT.md beside this file.
+
+Two kubelets (--kubelet):
+  process (default)  pods are local processes (kube_procs.py). Used ONLY for the API-behaviour
+                     self-tests (watch, faults, quotas, admission, jobs...): its network model is
+                     coarse (denied egress = an empty network namespace, egress rules
+                     all-or-nothing, the image and most of securityContext ignored).
+  docker             pods are REAL containers (kube_docker.py): a pause + app container per pod on
+                     the fake's own internal docker network, kube-proxy-style Service DNAT, cluster
+                     DNS, NetworkPolicy as packet filters (kube_netpol.py), securityContext /
+                     limits / emptyDir / RuntimeClass / service account token mapped to docker
+                     flags. Needs root and a running dockerd; everything it creates is labelled
+                     io.sandprobe.fake-kube=<instance> and io.sandprobe.fake-kube.pid=<pid>.
 
 Real behaviours it models:
   - bearer-token or client-certificate auth over TLS (CA made with the `openssl` CLI), 401 Status;
@@ -25,15 +36,20 @@ Real behaviours it models:
     pods created through POST .../pods (dry run or not; a non-dry-run bare pod is stored and run);
     pods made by the job controller are admitted unless a fault or an unknown runtimeClassName
     makes the Job's pod creation fail (FailedCreate event).
-Key simplifications (details in kube_cluster.py / kube_procs.py): one pod per Job
-(backoffLimit > 0 is ignored: the first pod's end ends the Job); a memory limit is enforced by
-sampling the pod's process-tree RSS every 50 ms and SIGKILLing it (how the fake models the
-kubelet's cgroup OOM kill: reason OOMKilled, exit code 137); denied egress is a fresh network
-namespace with a down loopback; NetworkPolicy egress rules are all-or-nothing (none = deny all,
-any = allow all); pod processes run the host's binaries (the image is ignored).
+  - Services (type ClusterIP only; clusterIP from 10.96.0.0/12, never .1/.10; 422 Invalid on bad
+    ports/type; pre-existing default/kubernetes 10.96.0.1:443 and kube-system/kube-dns
+    10.96.0.10:53), RuntimeClass objects (--runtime-classes NAME=HANDLER), kube-system DaemonSets
+    and node annotations of the --cni, APIResourceList discovery for every group/version served.
+Key simplifications, process kubelet (details in kube_cluster.py / kube_procs.py): one pod per
+Job (backoffLimit > 0 is ignored: the first pod's end ends the Job); a memory limit is enforced by
+sampling the pod's process-tree RSS every 50 ms and SIGKILLing it; denied egress is a fresh
+network namespace with a down loopback; NetworkPolicy egress rules are all-or-nothing (none =
+deny all, any = allow all); pod processes run the host's binaries (the image is ignored).
+The docker kubelet's model and limits: kube_docker.py and kube_netpol.py docstrings.
 NOT modelled: pagination (limit/continue are ignored, everything comes in one page), PATCH/PUT,
-RBAC, ResourceQuota objects (quota is the `quota-jobs` / `quota-pods` faults), most defaulting,
-server-side apply, any resource not listed above, HTTP/2.
+RBAC (only the scripted `forbid` fault), ResourceQuota objects (quota is the `quota-jobs` /
+`quota-pods` faults), most defaulting, server-side apply, Endpoints/EndpointSlice objects
+(endpoints are computed internally), any resource not listed above, HTTP/2.
 
 Faults (--fault, repeatable; POST /fake/script {"faults": [...]} replaces them at runtime):
   watch-break-after=N      every watch stream is cut (socket closed mid-stream) after N events
@@ -44,18 +60,32 @@ Faults (--fault, repeatable; POST /fake/script {"faults": [...]} replaces them a
   hang-after=N             after N API requests, accept requests and never answer
   oom=PROBE / evict=PROBE  pods of that probe end OOMKilled (137) / Evicted ~0.3 s after start
   pod-fails-create=PROBE   the Job gets a FailedCreate event and never a pod
+  forbid=PATH_REGEX        requests whose path?query matches answer 403 Forbidden as RBAC words
+                           it: `<resource> is forbidden: User "system:serviceaccount:sandprobe:
+                           sandprobe" cannot <verb> resource "<resource>" in API group "<group>"
+                           in the namespace "<ns>"` (or "at the cluster scope")
 A PROBE matches a label or annotation value of the Job or its pod template (e.g.
 sandprobe.io/probe: net.dns), or a substring of the container command/args.
 Control endpoints (no auth, never faulted): GET /fake/state (every stored object, pod network
-decisions, settings), GET /fake/processes (pids of running pod processes), GET /fake/requests
-(method, path, status of each API request), POST /fake/script (JSON: "network-policy",
-"policy-delay", "admission", "faults", "add-faults", "compact": true drops the watch history).
+decisions, settings; docker mode adds "docker": {network, nodes}, "dns_queries" and
+"serviceAccountToken": {sha256, length, path} - never the token), GET /fake/processes (pids of
+running pod processes), GET /fake/containers (this instance's docker containers; [] in process
+mode), GET /fake/requests (method, path, status of each API request), POST /fake/script (JSON:
+"network-policy" (enforce | ignore | enforce-on=n1,n2 | enforce-after=S, the last docker mode
+only), "policy-delay", "admission", "faults", "add-faults", "compact": true drops the watch
+history).
 
 Usage: fake_kube.py --kubeconfig-out DIR/kubeconfig --state-dir DIR [--network-policy
-enforce|ignore|enforce-on=n1,n2] [--policy-delay S] [--nodes n1,n2:unschedulable,n3:tainted]
-[--admission MODE] [--runtime-classes gvisor,kata] [--auth token|client-cert] [--fault F]...
-Prints `READY https://127.0.0.1:<port>` when it listens; SIGTERM/SIGINT: stop accepting, kill every
-pod process tree, exit 0. If killed with SIGKILL its pod processes are NOT cleaned up.
+enforce|ignore|enforce-on=n1,n2|enforce-after=S] [--policy-delay S]
+[--nodes n1,n2:unschedulable,n3:tainted] [--admission MODE] [--runtime-classes gvisor=runsc,kata]
+[--auth token|client-cert] [--fault F]... [--kubelet process|docker] [--infra-image IMAGE]
+[--pod-pids-limit N] [--cni flannel|k3s|calico|cilium|none] [--version-string v1.32.3+k3s1]
+Prints `READY https://127.0.0.1:<port>` when it listens (docker mode: also serves the API on
+<pod network gateway>:6443, reached from pods as kubernetes.default.svc / 10.96.0.1:443);
+SIGTERM/SIGINT: stop accepting, kill every pod process tree / remove every container, the
+network and the host firewall chains of this instance, exit 0. SIGKILL leaves pod processes
+(process mode) or containers, network and chains (docker mode): docker-mode leftovers are removed
+by the next fake that starts (their pid label names a dead process).
 """
 import argparse
 import base64
@@ -76,11 +106,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from kube_cluster import Cluster  # noqa: E402
 from kube_procs import become_subreaper, netns_wrapper  # noqa: E402
+from kube_docker import SA_DIR, token_fingerprint  # noqa: E402
 from kube_store import (RESOURCES, ApiError, check_field_selector, not_found,  # noqa: E402
                         parse_field_selector, parse_label_selector, status)
 
 GROUPS = {"pods": "v1", "events": "v1", "namespaces": "v1", "nodes": "v1", "jobs": "batch/v1",
-          "networkpolicies": "networking.k8s.io/v1"}
+          "networkpolicies": "networking.k8s.io/v1", "services": "v1",
+          "runtimeclasses": "node.k8s.io/v1", "daemonsets": "apps/v1"}
+CNIS = ("flannel", "k3s", "calico", "cilium", "none")
 ADMISSION_MODES = ("admit", "warn", "webhook-403", "psa-403", "vap-422")
 VERSION = {"major": "1", "minor": "31", "gitVersion": "v1.31.4+fake", "gitCommit": "fake",
            "gitTreeState": "clean", "buildDate": "2024-12-10T00:00:00Z", "goVersion": "go1.22.9",
@@ -92,7 +125,7 @@ def parse_faults(items):
     """['watch-break-after=3', '429=jobs:2', ...] -> fault dict; ValueError on unknown faults."""
     f = {"watch-break-after": None, "watch-gone": 0, "429": [], "quota-jobs": None,
          "quota-pods": None, "hang-after": None, "oom": set(), "evict": set(),
-         "pod-fails-create": set()}
+         "pod-fails-create": set(), "forbid": []}
     for item in items:
         key, _, value = item.partition("=")
         if key in ("watch-break-after", "quota-jobs", "quota-pods", "hang-after"):
@@ -103,6 +136,9 @@ def parse_faults(items):
             regex, _, count = value.rpartition(":")
             re.compile(regex)
             f["429"].append([regex, int(count)])
+        elif key == "forbid":
+            re.compile(value)
+            f["forbid"].append(value)
         elif key in ("oom", "evict", "pod-fails-create"):
             if not value:
                 raise ValueError(f"fault {key} needs a probe id")
@@ -112,14 +148,47 @@ def parse_faults(items):
     return f
 
 
-def apply_network_policy(settings, text):
+def apply_network_policy(settings, text, docker_mode=False):
     if text in ("enforce", "ignore"):
         settings["network-policy"], settings["enforce-on"] = text, None
+        settings["enforce-after"] = 0.0
     elif text.startswith("enforce-on="):
         settings["network-policy"] = "enforce"
         settings["enforce-on"] = {n for n in text.split("=", 1)[1].split(",") if n}
+        settings["enforce-after"] = 0.0
+    elif text.startswith("enforce-after="):
+        if not docker_mode:
+            raise ValueError("--network-policy enforce-after=S needs --kubelet docker")
+        settings["network-policy"] = "enforce"
+        settings["enforce-on"] = None
+        settings["enforce-after"] = float(text.split("=", 1)[1])
     else:
         raise ValueError(f"bad --network-policy {text!r}")
+
+
+def forbidden(method, path, query):
+    """403 Forbidden Status as the RBAC authorizer words it (scripted by --fault forbid=RE)."""
+    parts = path.strip("/").split("/")
+    group, rest = ("", parts[2:]) if parts[:1] == ["api"] else (
+        parts[1] if len(parts) > 1 else "", parts[3:])
+    ns = None
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        ns, rest = rest[1], rest[2:]
+    resource = rest[0] if rest else (parts[-1] if parts else "")
+    name = rest[1] if len(rest) > 1 else None
+    if len(rest) > 2:
+        resource += "/" + rest[2]
+    watch = query.get("watch") in ("1", "true", "True")
+    verb = {"GET": "watch" if watch else ("get" if name else "list"),
+            "POST": "create", "PUT": "update", "PATCH": "patch",
+            "DELETE": "delete" if name else "deletecollection"}.get(method, method.lower())
+    who = 'User "system:serviceaccount:sandprobe:sandprobe"'
+    where = f'in the namespace "{ns}"' if ns else "at the cluster scope"
+    qual = f"{resource}.{group}" if group else resource
+    subject = f'{qual} "{name}"' if name else qual
+    return ApiError(403, "Forbidden", f'{subject} is forbidden: {who} cannot {verb} resource '
+                    f'"{resource}" in API group "{group}" {where}',
+                    {"name": name or "", "group": group, "kind": resource.split("/")[0]})
 
 
 def settings_json(settings):
@@ -132,10 +201,40 @@ def settings_json(settings):
     return conv(settings)
 
 
-def parse_nodes(text):
+def cni_annotations(cni, name, ip):
+    """Node annotations the real CNI (or k3s) writes, with this fake's values."""
+    flannel = {"flannel.alpha.coreos.com/backend-type": "vxlan",
+               "flannel.alpha.coreos.com/backend-data": '{"VNI":1,"VtepMAC":"0a:58:0a:2a:00:01"}',
+               "flannel.alpha.coreos.com/kube-subnet-manager": "true",
+               "flannel.alpha.coreos.com/public-ip": ip}
+    if cni == "flannel":
+        return flannel
+    if cni == "k3s":
+        return dict(flannel, **{"k3s.io/node-args": '["server"]', "k3s.io/hostname": name,
+                                "k3s.io/internal-ip": ip,
+                                "k3s.io/node-config-hash": "FAKEKUBE4ZQ7V3WUF6YQKX2C",
+                                "node.alpha.kubernetes.io/ttl": "0"})
+    if cni == "calico":
+        return {"projectcalico.org/IPv4Address": f"{ip}/24",
+                "projectcalico.org/IPv4IPIPTunnelAddr": "10.42.0.1"}
+    if cni == "cilium":
+        return {"io.cilium.network.ipv4-cilium-host": "10.0.0.1",
+                "io.cilium.network.ipv4-pod-cidr": "10.0.0.0/24",
+                "io.cilium.network.ipv4-health-ip": "10.0.0.2",
+                "network.cilium.io/ipv4-cilium-host": "10.0.0.1",
+                "network.cilium.io/ipv4-pod-cidr": "10.0.0.0/24"}
+    return {}
+
+
+def node_names(text):
+    return [entry.split(":")[0] for entry in text.split(",")]
+
+
+def parse_nodes(text, ips=None, cni="none"):
     nodes = []
     for entry in text.split(","):
         name, *flags = entry.split(":")
+        ip = (ips or {}).get(name, "127.0.0.1")
         spec, taints = {}, []
         if "unschedulable" in flags:
             spec["unschedulable"] = True
@@ -144,13 +243,14 @@ def parse_nodes(text):
             taints.append({"key": "sandprobe.io/tainted", "value": "true", "effect": "NoSchedule"})
         if taints:
             spec["taints"] = taints
-        nodes.append({"metadata": {"name": name, "labels": {
+        nodes.append({"metadata": {"name": name, "annotations": cni_annotations(cni, name, ip),
+                                   "labels": {
             "kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
             "kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "linux"}},
             "spec": spec,
             "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
                                        "message": "kubelet is posting ready status"}],
-                       "addresses": [{"type": "InternalIP", "address": "127.0.0.1"},
+                       "addresses": [{"type": "InternalIP", "address": ip},
                                      {"type": "Hostname", "address": name}],
                        "nodeInfo": {"kubeletVersion": VERSION["gitVersion"],
                                     "containerRuntimeVersion": "fake://1.0",
@@ -163,15 +263,19 @@ def openssl(*args):
     subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=60)
 
 
-def make_pki(d):
-    """CA, server cert (SAN 127.0.0.1, localhost), client cert (CN=sandprobe) in d, by openssl."""
+def make_pki(d, extra_sans=()):
+    """CA, server cert (SAN 127.0.0.1, localhost, kubernetes.default.svc[.cluster.local],
+    10.96.0.1 + extra_sans), client cert (CN=sandprobe) in d, by openssl."""
+    sans = "".join(f",{x}" for x in extra_sans)
     ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
     openssl("req", "-x509", *ec, "-keyout", f"{d}/ca.key", "-out", f"{d}/ca.crt", "-days", "7",
             "-subj", "/CN=fake-kube-ca", "-addext", "basicConstraints=critical,CA:TRUE",
             "-addext", "keyUsage=critical,keyCertSign,cRLSign")
     for name, cn, ext in (
             ("server", "/CN=fake-kube-apiserver",
-             "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc\n"
+             "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc,"
+             "DNS:kubernetes.default.svc.cluster.local,DNS:kubernetes.default,DNS:kubernetes,"
+             f"IP:10.96.0.1{sans}\n"
              "extendedKeyUsage=serverAuth\n"),
             ("client", "/O=sandprobe-ci/CN=sandprobe", "extendedKeyUsage=clientAuth\n")):
         with open(f"{d}/{name}.ext", "w") as f:
@@ -213,8 +317,11 @@ class FakeServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = False
 
-    def __init__(self, cluster, ssl_ctx, token):
-        super().__init__(("127.0.0.1", 0), Handler)
+    def __init__(self, cluster, ssl_ctx, token, address=("127.0.0.1", 0)):
+        # The fixed gateway:6443 listener must bind again while connections of the previous
+        # fake on the same (reused) subnet sit in TIME_WAIT.
+        self.allow_reuse_address = address[1] != 0
+        super().__init__(address, Handler)
         self.cluster = cluster
         self.ssl_ctx = ssl_ctx
         self.token = token
@@ -312,6 +419,9 @@ class Handler(BaseHTTPRequestHandler):
         if auth.startswith("Bearer ") and secrets.compare_digest(auth[7:].strip(),
                                                                  self.server.token):
             return True
+        sa = self.server.cluster.sa_token
+        if sa and auth.startswith("Bearer ") and secrets.compare_digest(auth[7:].strip(), sa):
+            return True
         try:
             return bool(self.request.getpeercert())
         except (ValueError, ssl.SSLError):
@@ -341,6 +451,9 @@ class Handler(BaseHTTPRequestHandler):
             self.body = self.read_body()
             if not self.authorized():
                 raise ApiError(401, "Unauthorized", "Unauthorized")
+            for regex in faults.get("forbid") or []:
+                if re.search(regex, self.path):
+                    raise forbidden(method, path, query)
             with srv.counter_lock:
                 for entry in faults["429"]:
                     if entry[1] > 0 and re.search(entry[0], self.path):
@@ -378,6 +491,16 @@ class Handler(BaseHTTPRequestHandler):
         parts = path.strip("/").split("/")
         if path == "/version":
             return self.send_json(200, VERSION)
+        if len(parts) == 3 and parts[0] == "apis" and f"{parts[1]}/{parts[2]}" in \
+                set(GROUPS.values()):
+            gv = f"{parts[1]}/{parts[2]}"
+            return self.send_json(200, {
+                "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv,
+                "resources": [{"name": r, "singularName": RESOURCES[r][0].lower(),
+                               "namespaced": RESOURCES[r][2], "kind": RESOURCES[r][0],
+                               "verbs": ["create", "delete", "deletecollection", "get", "list",
+                                         "watch"]}
+                              for r in sorted(GROUPS) if GROUPS[r] == gv]})
         if path == "/api":
             return self.send_json(200, {"kind": "APIVersions", "versions": ["v1"],
                                         "serverAddressByClientCIDRs": [
@@ -387,7 +510,7 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
                 {"name": g, "versions": [{"groupVersion": f"{g}/v1", "version": "v1"}],
                  "preferredVersion": {"groupVersion": f"{g}/v1", "version": "v1"}}
-                for g in ("batch", "networking.k8s.io")]})
+                for g in ("apps", "batch", "networking.k8s.io", "node.k8s.io")]})
         # /api/v1/... or /apis/<group>/<version>/...
         if parts[0] == "api" and len(parts) >= 3 and parts[1] == "v1":
             gv, rest = "v1", parts[2:]
@@ -572,6 +695,9 @@ class Handler(BaseHTTPRequestHandler):
             if dry_run:
                 raise ApiError(400, "BadRequest", "fake-kube: dryRun only for pods and jobs")
             return self.send_json(201, cluster.create_policy(ns, body))
+        if resource == "services":
+            svc = cluster.create_service(ns, body, dry_run)
+            return self.send_json(201, svc)
         if resource == "namespaces":
             with cluster.store.cond:
                 obj = copy.deepcopy(body)
@@ -592,7 +718,8 @@ class Handler(BaseHTTPRequestHandler):
         if name is None:
             return self.delete_collection(resource, ns, query, propagation)
         obj = self.delete_named(resource, ns, name, propagation)
-        if resource == "pods" or (resource == "jobs" and propagation == "Foreground"):
+        if resource in ("pods", "services") or (resource == "jobs" and
+                                                propagation == "Foreground"):
             return self.send_json(200, obj)
         group = GROUPS[resource].split("/")[0] if "/" in GROUPS[resource] else ""
         self.send_json(200, {"kind": "Status", "apiVersion": "v1", "metadata": {},
@@ -606,6 +733,8 @@ class Handler(BaseHTTPRequestHandler):
             return cluster.delete_job(ns, name, propagation)
         if resource == "pods":
             return cluster.delete_pod(ns, name)
+        if resource == "services":
+            return cluster.delete_service(ns, name)
         if resource == "networkpolicies":
             with cluster.store.cond:
                 obj = cluster.store.delete_locked(resource, ns, name)
@@ -615,7 +744,7 @@ class Handler(BaseHTTPRequestHandler):
         raise ApiError(405, "MethodNotAllowed", f"fake-kube does not delete {resource}")
 
     def delete_collection(self, resource, ns, query, propagation):
-        if resource not in ("jobs", "pods", "networkpolicies"):
+        if resource not in ("jobs", "pods", "networkpolicies", "services"):
             raise ApiError(405, "MethodNotAllowed", f"fake-kube: no deletecollection of {resource}")
         lreqs, freqs = self.selectors(resource, query)
         store = self.server.cluster.store
@@ -678,7 +807,21 @@ class Handler(BaseHTTPRequestHandler):
                         "settings": settings_json(cluster.settings),
                         "apiRequests": self.server.api_requests,
                         "watches": self.server.watch_count}
+                if cluster.sa_token:
+                    body["serviceAccountToken"] = dict(token_fingerprint(cluster.sa_token),
+                                                       path=SA_DIR)
+            if cluster.docker is not None:
+                body["docker"] = cluster.docker.state()
+                body["dns_queries"] = body["docker"].pop("dns_queries")
+                body["kubelet"] = "docker"
+            else:
+                body["kubelet"] = "process"
             return self.send_json(200, body)
+        if method == "GET" and path == "/fake/containers":
+            if cluster.docker is None:
+                return self.send_json(200, {"kubelet": "process", "containers": []})
+            return self.send_json(200, {"kubelet": "docker",
+                                        "containers": cluster.docker.containers()})
         if method == "GET" and path == "/fake/processes":
             return self.send_json(200, {"processes": cluster.running_processes()})
         if method == "GET" and path == "/fake/requests":
@@ -690,8 +833,10 @@ class Handler(BaseHTTPRequestHandler):
                 with cluster.store.cond:
                     new = dict(cluster.settings)
                     if "network-policy" in body:
-                        apply_network_policy(new, body["network-policy"])
-                        if new["network-policy"] == "enforce" and cluster.netns_prefix is None:
+                        apply_network_policy(new, body["network-policy"],
+                                             cluster.docker is not None)
+                        if new["network-policy"] == "enforce" and cluster.netns_prefix is None \
+                                and cluster.docker is None:
                             raise ValueError("enforce needs a network namespace tool; none works")
                     if "policy-delay" in body:
                         new["policy-delay"] = float(body["policy-delay"])
@@ -731,19 +876,37 @@ def main(argv=None):
     ap.add_argument("--policy-delay", type=float, default=0.0)
     ap.add_argument("--nodes", default="fake-node-1")
     ap.add_argument("--admission", default="admit", choices=ADMISSION_MODES)
-    ap.add_argument("--runtime-classes", default="gvisor")
+    ap.add_argument("--runtime-classes", default="gvisor",
+                    help="RuntimeClass objects: NAME[=HANDLER],... (handler = docker runtime in "
+                         "--kubelet docker mode; default handler = the name)")
     ap.add_argument("--namespaces", default="default,kube-system,sandprobe")
     ap.add_argument("--context-namespace", default="sandprobe")
     ap.add_argument("--auth", default="token", choices=("token", "client-cert"))
     ap.add_argument("--kubeconfig-paths", action="store_true",
                     help="reference CA/cert files by path instead of inline *-data")
     ap.add_argument("--fault", action="append", default=[])
+    ap.add_argument("--kubelet", default="process", choices=("process", "docker"))
+    ap.add_argument("--infra-image", default="sandprobe-probe:local",
+                    help="image of the node and pause containers (docker mode; never pulled)")
+    ap.add_argument("--pod-pids-limit", type=int, default=-1)
+    ap.add_argument("--cni", default="none", choices=CNIS)
+    ap.add_argument("--version-string", default="v1.32.3+k3s1")
     args = ap.parse_args(argv)
 
-    settings = {"network-policy": "enforce", "enforce-on": None, "policy-delay": args.policy_delay,
-                "admission": args.admission}
+    m = re.match(r"v(\d+)\.(\d+)", args.version_string)
+    if not m:
+        print(f"fake_kube: bad --version-string {args.version_string!r}", file=sys.stderr)
+        return 2
+    VERSION.update(major=m.group(1), minor=m.group(2), gitVersion=args.version_string)
+    docker_mode = args.kubelet == "docker"
+    settings = {"network-policy": "enforce", "enforce-on": None, "enforce-after": 0.0,
+                "policy-delay": args.policy_delay, "admission": args.admission}
+    handlers = {}
+    for item in (r for r in args.runtime_classes.split(",") if r):
+        name, _, handler = item.partition("=")
+        handlers[name] = handler or name
     try:
-        apply_network_policy(settings, args.network_policy)
+        apply_network_policy(settings, args.network_policy, docker_mode)
         settings["faults"] = parse_faults(args.fault)
     except ValueError as e:
         print(f"fake_kube: {e}", file=sys.stderr)
@@ -755,37 +918,82 @@ def main(argv=None):
         netns_prefix = netns_wrapper(as_root)
     except RuntimeError as e:
         netns_prefix = None
-        if settings["network-policy"] == "enforce":
+        if settings["network-policy"] == "enforce" and not docker_mode:
             print(f"fake_kube: --network-policy enforce impossible: {e}", file=sys.stderr)
             return 2
     become_subreaper()
-    make_pki(state_dir)
-    token = secrets.token_urlsafe(32)
-    cluster = Cluster(settings, parse_nodes(args.nodes),
-                      [n for n in args.namespaces.split(",") if n],
-                      [r for r in args.runtime_classes.split(",") if r], as_root, netns_prefix,
-                      secrets.token_hex(8), state_dir)
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(f"{state_dir}/server.crt", f"{state_dir}/server.key")
-    ctx.load_verify_locations(f"{state_dir}/ca.crt")
-    ctx.verify_mode = ssl.CERT_OPTIONAL
-    server = FakeServer(cluster, ctx, token)
+    instance = secrets.token_hex(4)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    kubelet = None
+    node_ips = None
+    extra_sans = ()
+    if docker_mode:
+        import kube_docker
+        if not as_root:
+            print("fake_kube: --kubelet docker needs root (nsenter, ip, iptables)",
+                  file=sys.stderr)
+            return 2
+        try:
+            kube_docker.docker("version", "--format", "{{.Server.Version}}", timeout=30)
+            kube_docker.cleanup_stale(lambda msg: print(f"fake_kube: {msg}", file=sys.stderr))
+            if not kube_docker.DockerKubelet.image_present(None, args.infra_image):
+                raise RuntimeError(f"infra image {args.infra_image} is not present (never "
+                                   "pulled)")
+            kubelet = kube_docker.DockerKubelet(None, instance, state_dir, args.infra_image,
+                                                handlers, args.pod_pids_limit)
+            try:
+                node_ips = kubelet.start(node_names(args.nodes))
+            except BaseException:
+                kubelet.shutdown()
+                raise
+        except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
+            print(f"fake_kube: --kubelet docker: {e}", file=sys.stderr)
+            return 2
+        extra_sans = (f"IP:{kubelet.gateway}",)
+    try:
+        make_pki(state_dir, extra_sans)
+        token = secrets.token_urlsafe(32)
+        cluster = Cluster(settings, parse_nodes(args.nodes, node_ips, args.cni),
+                          [n for n in args.namespaces.split(",") if n],
+                          list(handlers), as_root, netns_prefix, instance, state_dir,
+                          handlers, args.cni)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(f"{state_dir}/server.crt", f"{state_dir}/server.key")
+        ctx.load_verify_locations(f"{state_dir}/ca.crt")
+        ctx.verify_mode = ssl.CERT_OPTIONAL
+        server = FakeServer(cluster, ctx, token)
+        servers = [server]
+        if kubelet is not None:
+            import kube_docker
+            cluster.sa_token = kube_docker.make_sa_token(instance)
+            kubelet.cluster = cluster
+            cluster.docker = kubelet
+            kubelet.start_dns()
+            servers.append(FakeServer(cluster, ctx, token, (kubelet.gateway, 6443)))
+    except BaseException as e:
+        if kubelet is not None:
+            kubelet.shutdown()
+        if isinstance(e, (OSError, RuntimeError, subprocess.SubprocessError)):
+            print(f"fake_kube: start failed: {e}", file=sys.stderr)
+            return 2
+        raise
     port = server.server_address[1]
     cluster.service_port = port
     url = f"https://127.0.0.1:{port}"
     write_kubeconfig(args.kubeconfig_out, url, state_dir, token, args.auth, args.kubeconfig_paths,
                      args.context_namespace)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
-                     daemon=True).start()
+    for srv in servers:
+        threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.1},
+                         daemon=True).start()
     print(f"READY {url}", flush=True)
     while not stop.wait(0.5):
         pass
-    server.shutdown()
-    server.server_close()
-    server.hang.set()
+    for srv in servers:
+        srv.shutdown()
+        srv.server_close()
+        srv.hang.set()
     with cluster.store.cond:
         cluster.stopping.set()
         cluster.store.cond.notify_all()

@@ -9,12 +9,16 @@ Modelled (close to Kubernetes 1.31):
     docs/traps.md, trap 5). ttlSecondsAfterFinished deletes the Job and its pods.
   - Scheduler: spec.nodeName, else the first schedulable node (no spec.unschedulable, taints
     NoSchedule/NoExecute tolerated) matching nodeSelector and required node affinity.
-  - Kubelet: see kube_procs.py (processes, OOM by RSS, network namespace for denied egress).
+  - Kubelet: --kubelet process: kube_procs.py (processes, OOM by RSS, network namespace for
+    denied egress; the NOT-modelled list below is about this kubelet); --kubelet docker:
+    kube_docker.py (real containers; _kubelet schedules, then DockerKubelet.run_pod runs it).
+  - Services (ClusterIP allocation, validation), RuntimeClass and CNI DaemonSet objects.
   - NetworkPolicy: a pod is egress-isolated iff a policy of its namespace selects it with Egress in
     policyTypes (policyTypes defaulted as the API server does); policies add up.
-NOT modelled (documented simplifications):
+NOT modelled (documented simplifications; process kubelet unless said otherwise):
   - backoffLimit > 0, completions/parallelism > 1, podFailurePolicy: one pod, its end ends the Job;
-  - NetworkPolicy egress RULES: an empty rule list denies all, ANY rule allows all (no peers/ports);
+  - NetworkPolicy egress RULES: an empty rule list denies all, ANY rule allows all (no peers/ports)
+    (the docker kubelet enforces peers and ports: kube_netpol.py);
   - only the first container runs; images are ignored (the host's binaries run);
     readOnlyRootFilesystem, capabilities, seccomp, emptyDir sizeLimit, cpu limits are not enforced;
   - a Job pod deleted from under a running Job fails the Job (no replacement pod).
@@ -127,6 +131,27 @@ def selector_matches(selector, labels):
     return True
 
 
+def cni_daemonsets(cni):
+    """The kube-system DaemonSets a cluster with that CNI shows (k3s embeds flannel and its
+    network-policy controller in the k3s binary: none)."""
+    names = {"flannel": [("kube-flannel-ds", "app", "flannel", "docker.io/flannel/flannel:v0.26.1")],
+             "calico": [("calico-node", "k8s-app", "calico-node",
+                         "docker.io/calico/node:v3.29.1")],
+             "cilium": [("cilium", "k8s-app", "cilium", "quay.io/cilium/cilium:v1.16.5")]}
+    out = []
+    for name, key, value, image in names.get(cni, []):
+        out.append({"metadata": {"name": name, "namespace": "kube-system",
+                                 "labels": {key: value}},
+                    "spec": {"selector": {"matchLabels": {key: value}}, "template": {
+                        "metadata": {"labels": {key: value}},
+                        "spec": {"hostNetwork": True, "containers": [
+                            {"name": name, "image": image}]}}},
+                    "status": {"currentNumberScheduled": 1, "desiredNumberScheduled": 1,
+                               "numberAvailable": 1, "numberReady": 1, "numberMisscheduled": 0,
+                               "updatedNumberScheduled": 1, "observedGeneration": 1}})
+    return out
+
+
 def policy_types(policy):
     """spec.policyTypes as the API server defaults it: Ingress, + Egress if egress rules exist."""
     spec = policy.get("spec") or {}
@@ -142,11 +167,14 @@ class Cluster:
     """
 
     def __init__(self, settings, nodes, namespaces, runtime_classes, as_root, netns_prefix,
-                 instance, state_dir):
+                 instance, state_dir, runtime_handlers=None, cni="none"):
         self.store = Store()
         self.state_dir = state_dir
         self.settings = settings
         self.runtime_classes = set(runtime_classes)
+        self.docker = None  # kube_docker.DockerKubelet in --kubelet docker mode
+        self.sa_token = None  # service account token canary (docker mode)
+        self.service_ips = set()
         self.as_root = as_root
         self.netns_prefix = netns_prefix
         self.instance = instance
@@ -164,6 +192,26 @@ class Cluster:
                     "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}})
             for node in nodes:
                 self.store.create_locked("nodes", node)
+            for rc in sorted(self.runtime_classes):
+                self.store.create_locked("runtimeclasses", {
+                    "metadata": {"name": rc}, "handler": (runtime_handlers or {}).get(rc, rc)})
+            if "default" in namespaces:
+                self._store_service_locked("default", {
+                    "metadata": {"name": "kubernetes", "labels": {
+                        "component": "apiserver", "provider": "kubernetes"}},
+                    "spec": {"clusterIP": "10.96.0.1", "ports": [
+                        {"name": "https", "protocol": "TCP", "port": 443, "targetPort": 6443}]}})
+            if "kube-system" in namespaces:
+                self._store_service_locked("kube-system", {
+                    "metadata": {"name": "kube-dns", "labels": {
+                        "k8s-app": "kube-dns", "kubernetes.io/name": "CoreDNS"}},
+                    "spec": {"clusterIP": "10.96.0.10", "selector": {"k8s-app": "kube-dns"},
+                             "ports": [{"name": "dns", "protocol": "UDP", "port": 53,
+                                        "targetPort": 53},
+                                       {"name": "dns-tcp", "protocol": "TCP", "port": 53,
+                                        "targetPort": 53}]}})
+                for ds in cni_daemonsets(cni):
+                    self.store.create_locked("daemonsets", ds)
         threading.Thread(target=self._sweeper, daemon=True, name="sweeper").start()
 
     # ------------------------------------------------------------------ helpers
@@ -663,6 +711,93 @@ class Cluster:
             self.policy_born[stored["metadata"]["uid"]] = time.time()
             return stored
 
+    # ------------------------------------------------------------------ services
+    def _store_service_locked(self, ns, svc):
+        svc["metadata"]["namespace"] = ns
+        spec = svc.setdefault("spec", {})
+        spec.setdefault("type", "ClusterIP")
+        spec.setdefault("sessionAffinity", "None")
+        spec["clusterIPs"] = [spec["clusterIP"]]
+        spec.setdefault("ipFamilies", ["IPv4"])
+        spec.setdefault("ipFamilyPolicy", "SingleStack")
+        svc["status"] = {"loadBalancer": {}}
+        stored = self.store.create_locked("services", svc)
+        self.service_ips.add(spec["clusterIP"])
+        return stored
+
+    def create_service(self, ns, body, dry_run=False):
+        """POST .../services: type ClusterIP only; clusterIP allocated from 10.96.0.0/12."""
+        svc, meta, name = new_object(ns, body)
+        spec = svc.setdefault("spec", {})
+        causes = []
+        if not dns1123_label_ok(name):
+            causes.append({"field": "metadata.name", "message": f'Invalid value: "{name}": a '
+                           "DNS-1035 label must consist of lower case alphanumeric characters "
+                           "or '-'"})
+        stype = spec.get("type", "ClusterIP")
+        if stype != "ClusterIP":
+            causes.append({"field": "spec.type", "message": f'Unsupported value: "{stype}": '
+                           'fake-kube supports "ClusterIP"'})
+        ports = spec.get("ports")
+        if not ports:
+            causes.append({"field": "spec.ports", "message": "Required value"})
+        seen = set()
+        for i, p in enumerate(ports or []):
+            if not isinstance(p, dict) or not isinstance(p.get("port"), int) or \
+                    not 1 <= p["port"] <= 65535:
+                causes.append({"field": f"spec.ports[{i}].port", "message":
+                               f"Invalid value: {p.get('port') if isinstance(p, dict) else p}: "
+                               "must be between 1 and 65535, inclusive"})
+                continue
+            proto = p.setdefault("protocol", "TCP")
+            if proto not in ("TCP", "UDP", "SCTP"):
+                causes.append({"field": f"spec.ports[{i}].protocol", "message":
+                               f'Unsupported value: "{proto}": supported values: "SCTP", "TCP", '
+                               '"UDP"'})
+            tp = p.setdefault("targetPort", p["port"])
+            if isinstance(tp, int) and not 1 <= tp <= 65535:
+                causes.append({"field": f"spec.ports[{i}].targetPort", "message":
+                               f"Invalid value: {tp}: must be between 1 and 65535, inclusive"})
+            if len(ports) > 1 and not p.get("name"):
+                causes.append({"field": f"spec.ports[{i}].name", "message": "Required value"})
+            if (p["port"], proto) in seen:
+                causes.append({"field": f"spec.ports[{i}]", "message": "Duplicate value"})
+            seen.add((p["port"], proto))
+        if causes:
+            raise invalid("Service", name, causes)
+        with self.store.cond:
+            self.require_namespace_locked(ns)
+            if self.store.get_locked("services", ns, name) is not None:
+                raise ApiError(409, "AlreadyExists", f'services "{name}" already exists',
+                               {"name": name, "group": "", "kind": "services"})
+            want = spec.get("clusterIP")
+            if want in (None, ""):
+                want = None
+                for n in range(2, 1 << 20):
+                    ip = f"10.{96 + (n >> 16)}.{(n >> 8) & 255}.{n & 255}"
+                    if (n & 255) in (0, 255) or ip in ("10.96.0.1", "10.96.0.10") or \
+                            ip in self.service_ips:
+                        continue
+                    want = ip
+                    break
+            elif want != "None" and want in self.service_ips:
+                raise invalid("Service", name, [{"field": "spec.clusterIPs", "message":
+                                                 f"Invalid value: []string{{\"{want}\"}}: "
+                                                 "failed to allocate IP: provided IP is already "
+                                                 "allocated"}])
+            spec["clusterIP"] = want
+            if dry_run:
+                return svc
+            return self._store_service_locked(ns, svc)
+
+    def delete_service(self, ns, name):
+        with self.store.cond:
+            obj = self.store.delete_locked("services", ns, name)
+            if obj is None:
+                raise not_found("services", name)
+            self.service_ips.discard(obj["spec"].get("clusterIP"))
+            return obj
+
     # ------------------------------------------------------------------ kubelet
     def _container_env(self, pod, node):
         c = pod["spec"]["containers"][0]
@@ -747,6 +882,8 @@ class Cluster:
             decision = self.egress_decision_locked(pod, node, time.time())
             self.pod_network[f"{ns}/{name}"] = decision
             pod = copy.deepcopy(pod)
+        if self.docker is not None:
+            return self.docker.run_pod(ns, name, uid, pod, node)
         argv, run_uid, run_gid = self._argv(pod, decision["denied"])
         env = self._container_env(pod, node)
         cwd = tempfile.mkdtemp(prefix="fake-kube-pod-")
@@ -900,8 +1037,19 @@ class Cluster:
             reap_orphans(popen_pids)
 
     def shutdown(self):
-        """Kills every pod process tree (and any stray with this instance's marker)."""
+        """Kills every pod process tree (and any stray with this instance's marker); in docker
+        mode removes every container and the network of this instance."""
         self.stopping.set()
+        if self.docker is not None:
+            with self.store.cond:
+                pods = list(self.procs.values())
+                self.procs.clear()
+            for dp in pods:
+                dp.killed = True
+            self.docker.shutdown()
+            for dp in pods:
+                if dp.attach is not None and dp.attach.poll() is None:
+                    dp.attach.kill()
         with self.store.cond:
             procs = list(self.procs.values())
             self.procs.clear()

@@ -1,5 +1,8 @@
 """Local processes that stand in for pod containers in the FAKE Kubernetes API server (tests only).
 
+This is the `--kubelet process` model, kept for the API-behaviour self-tests; `--kubelet docker`
+(kube_docker.py) runs real containers instead.
+
 How a container "runs" here (what a kubelet + runtime would do, modelled with plain processes):
   - argv = container command + args, PATH=/usr/bin:/bin, HOME=/tmp, cwd a fresh directory,
     stdout and stderr to ONE log file (a real kubelet interleaves both streams too);

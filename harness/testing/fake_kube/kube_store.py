@@ -23,6 +23,9 @@ RESOURCES = {
     "events": ("Event", "v1", True),
     "jobs": ("Job", "batch/v1", True),
     "networkpolicies": ("NetworkPolicy", "networking.k8s.io/v1", True),
+    "services": ("Service", "v1", True),
+    "runtimeclasses": ("RuntimeClass", "node.k8s.io/v1", False),
+    "daemonsets": ("DaemonSet", "apps/v1", True),
 }
 
 

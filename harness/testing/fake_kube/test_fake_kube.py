@@ -874,5 +874,181 @@ class OwnServerTest(unittest.TestCase):
             self.assertNotIn("READY", p.stdout)
 
 
+class DiscoveryAndServicesTest(unittest.TestCase):
+    """Cluster-shape endpoints the product reads (process kubelet; no pods run here)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.kube = FakeKube("--cni", "flannel", "--version-string", "v1.30.2+k3s2",
+                            "--runtime-classes", "gvisor=runsc,kata",
+                            "--fault", "forbid=/api/v1/namespaces/sandprobe/events")
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.kube.stop() == 0
+
+    def test_version_string(self):
+        v = self.kube.ok("GET", "/version")
+        self.assertEqual((v["gitVersion"], v["major"], v["minor"]), ("v1.30.2+k3s2", "1", "30"))
+
+    def test_networking_discovery_and_all_namespace_policies(self):
+        res = self.kube.ok("GET", "/apis/networking.k8s.io/v1")
+        self.assertEqual(res["kind"], "APIResourceList")
+        self.assertIn("networkpolicies", [r["name"] for r in res["resources"]])
+        self.kube.ok("POST", f"/apis/networking.k8s.io/v1/namespaces/{NS}/networkpolicies",
+                     {"metadata": {"name": "np-all-ns"}, "spec": {"podSelector": {}}})
+        items = self.kube.ok("GET", "/apis/networking.k8s.io/v1/networkpolicies")["items"]
+        self.assertIn(("sandprobe", "np-all-ns"),
+                      [(i["metadata"]["namespace"], i["metadata"]["name"]) for i in items])
+
+    def test_cni_shape(self):
+        node = self.kube.ok("GET", "/api/v1/nodes/fake-node-1")
+        self.assertEqual(node["metadata"]["annotations"][
+            "flannel.alpha.coreos.com/backend-type"], "vxlan")
+        ds = self.kube.ok("GET", "/apis/apps/v1/namespaces/kube-system/daemonsets")
+        self.assertEqual([d["metadata"]["name"] for d in ds["items"]], ["kube-flannel-ds"])
+
+    def test_runtime_classes(self):
+        rcs = self.kube.ok("GET", "/apis/node.k8s.io/v1/runtimeclasses")["items"]
+        self.assertEqual({r["metadata"]["name"]: r["handler"] for r in rcs},
+                         {"gvisor": "runsc", "kata": "kata"})
+        st, _, obj = self.kube.request("GET", "/apis/node.k8s.io/v1/runtimeclasses/nope")
+        self.assertEqual(st, 404)
+
+    def test_forbid_fault(self):
+        st, _, obj = self.kube.request("GET", f"/api/v1/namespaces/{NS}/events")
+        self.assertEqual((st, obj["reason"]), (403, "Forbidden"))
+        self.assertEqual(obj["message"], 'events is forbidden: User "system:serviceaccount:'
+                         'sandprobe:sandprobe" cannot list resource "events" in API group "" in '
+                         'the namespace "sandprobe"')
+        self.kube.ok("GET", f"/api/v1/namespaces/{NS}/pods")  # other paths unaffected
+
+    def test_services(self):
+        base = f"/api/v1/namespaces/{NS}/services"
+        svc = self.kube.ok("POST", base, {"metadata": {"name": "web", "labels": {"a": "b"}},
+                                          "spec": {"selector": {"app": "web"},
+                                                   "ports": [{"port": 80}]}})
+        ip = svc["spec"]["clusterIP"]
+        self.assertTrue(ip.startswith("10.9") and ip not in ("10.96.0.1", "10.96.0.10"), ip)
+        self.assertEqual(svc["spec"]["ports"][0]["targetPort"], 80)
+        self.assertEqual(self.kube.request("POST", base, {"metadata": {"name": "web"}, "spec": {
+            "ports": [{"port": 81}]}})[0], 409)
+        for bad in ({"ports": []}, {"ports": [{"port": 0}]},
+                    {"ports": [{"port": 80, "protocol": "ICMP"}]}, {"type": "NodePort",
+                                                                     "ports": [{"port": 80}]}):
+            st, _, obj = self.kube.request("POST", base, {"metadata": {"name": "bad"},
+                                                          "spec": bad})
+            self.assertEqual((st, obj["reason"]), (422, "Invalid"), bad)
+        lst = self.kube.ok("GET", base + "?labelSelector=a%3Db")["items"]
+        self.assertEqual([s["metadata"]["name"] for s in lst], ["web"])
+        self.assertEqual(self.kube.ok("GET", "/api/v1/namespaces/default/services/kubernetes")[
+            "spec"]["clusterIP"], "10.96.0.1")
+        self.kube.ok("DELETE", base + "/web")
+        self.assertEqual(self.kube.request("GET", base + "/web")[0], 404)
+
+
+class NetpolRulesTest(unittest.TestCase):
+    """kube_netpol: NetworkPolicy -> iptables lines, as the API defines the semantics (pure)."""
+
+    def setUp(self):
+        sys.path.insert(0, HERE)
+        import kube_netpol
+        self.np = kube_netpol
+
+        def pod(ns, name, ip, labels, ports=(), host=False):
+            return {"ns": ns, "name": name, "uid": name, "ip": ip, "labels": labels,
+                    "hostNetwork": host, "node": "n1",
+                    "spec": {"containers": [{"ports": [dict(p) for p in ports]}]}}
+        self.me = pod("sandprobe", "me", "172.31.200.5", {"role": "client"})
+        self.web = pod("sandprobe", "web", "172.31.200.6", {"app": "web"},
+                       [{"name": "http", "containerPort": 8080, "protocol": "TCP"}])
+        self.other = pod("other", "web2", "172.31.200.7", {"app": "web"},
+                         [{"name": "http", "containerPort": 9090, "protocol": "TCP"}])
+        self.hostpod = pod("sandprobe", "h", "172.31.200.2", {"app": "web"}, host=True)
+        self.pods = [self.me, self.web, self.other, self.hostpod]
+        self.nss = {"sandprobe": {"kubernetes.io/metadata.name": "sandprobe"},
+                    "other": {"kubernetes.io/metadata.name": "other", "team": "x"}}
+
+    def pol(self, name, spec, ns="sandprobe"):
+        spec = dict(spec)
+        spec.setdefault("podSelector", {"matchLabels": {"role": "client"}})
+        return {"metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+    def egress(self, *pols):
+        _, host, summary, sel = self.np.filter_rules(self.me, list(pols), self.pods, self.nss,
+                                                     "FKE-x-1")
+        return [h for h in host if not h.startswith(":")], summary, sel
+
+    def test_not_selected_means_not_isolated(self):
+        rules, summary, sel = self.egress(self.pol("p", {"podSelector": {"matchLabels": {
+            "role": "server"}}, "policyTypes": ["Egress"]}))
+        self.assertEqual((rules, sel), ([], []))
+        self.assertIn("Egress: not isolated (all allowed)", summary)
+
+    def test_egress_without_policy_types_defaults_to_ingress_only(self):
+        rules, _, _ = self.egress(self.pol("p", {"egress": []}))  # egress [] => no Egress type
+        self.assertEqual(rules, [])
+
+    def test_named_port_resolves_per_peer_pod_and_host_network_is_no_peer(self):
+        rules, _, _ = self.egress(self.pol("p", {"policyTypes": ["Egress"], "egress": [{
+            "to": [{"namespaceSelector": {}, "podSelector": {"matchLabels": {"app": "web"}}}],
+            "ports": [{"port": "http"}]}]}))
+        self.assertEqual(rules, [
+            "-A FKE-x-1 -d 172.31.200.6/32 -p tcp -m tcp --dport 8080 -j ACCEPT",
+            "-A FKE-x-1 -d 172.31.200.7/32 -p tcp -m tcp --dport 9090 -j ACCEPT",
+            "-A FKE-x-1 -j DROP"])
+
+    def test_pod_selector_alone_is_the_policy_namespace(self):
+        rules, _, _ = self.egress(self.pol("p", {"policyTypes": ["Egress"], "egress": [{
+            "to": [{"podSelector": {"matchLabels": {"app": "web"}}}]}]}))
+        self.assertEqual(rules, ["-A FKE-x-1 -d 172.31.200.6/32 -j ACCEPT", "-A FKE-x-1 -j DROP"])
+
+    def test_namespace_selector_match_expressions_end_port_udp(self):
+        rules, _, _ = self.egress(self.pol("p", {"policyTypes": ["Egress"], "egress": [{
+            "to": [{"namespaceSelector": {"matchExpressions": [
+                {"key": "team", "operator": "In", "values": ["x"]}]}}],
+            "ports": [{"protocol": "UDP", "port": 1000, "endPort": 2000}]}]}))
+        self.assertEqual(rules, [
+            "-A FKE-x-1 -d 172.31.200.7/32 -p udp -m udp --dport 1000:2000 -j ACCEPT",
+            "-A FKE-x-1 -j DROP"])
+
+    def test_ip_block_except_and_policies_add_up(self):
+        rules, _, sel = self.egress(
+            self.pol("a", {"policyTypes": ["Egress"], "egress": [{"to": [{"ipBlock": {
+                "cidr": "172.31.200.0/24", "except": ["172.31.200.6/32"]}}]}]}),
+            self.pol("b", {"policyTypes": ["Egress"], "egress": [{"ports": [
+                {"protocol": "UDP", "port": 53}]}]}))
+        self.assertEqual(sel, ["a", "b"])
+        self.assertEqual(rules, [
+            "-A FKE-x-1-1-0 -d 172.31.200.6/32 -j RETURN",
+            "-A FKE-x-1-1-0 -d 172.31.200.0/24 -j ACCEPT",
+            "-A FKE-x-1 -j FKE-x-1-1-0",
+            "-A FKE-x-1 -p udp -m udp --dport 53 -j ACCEPT",
+            "-A FKE-x-1 -j DROP"])
+
+    def test_deny_all_and_ingress_in_pod_netns(self):
+        netns, host, summary, _ = self.np.filter_rules(
+            self.me, [self.pol("d", {"policyTypes": ["Egress", "Ingress"], "egress": [],
+                                     "ingress": [{"from": [{"podSelector": {}}]}]})],
+            self.pods, self.nss, "FKE-x-1")
+        self.assertEqual([h for h in host if not h.startswith(":")], ["-A FKE-x-1 -j DROP"])
+        self.assertIn("-A FK-INGRESS -s 172.31.200.6/32 -j ACCEPT", netns)
+        self.assertEqual(netns[-1], "-A FK-INGRESS -j DROP")
+        self.assertNotIn("-A FK-INGRESS -s 172.31.200.2/32 -j ACCEPT", netns)  # hostNetwork
+
+    def test_service_dnat_and_reject_without_endpoints(self):
+        svcs = [{"metadata": {"namespace": "sandprobe", "name": "web"},
+                 "spec": {"clusterIP": "10.96.0.2", "ports": [{"port": 80, "targetPort": 8080}]}},
+                {"metadata": {"namespace": "sandprobe", "name": "empty"},
+                 "spec": {"clusterIP": "10.96.0.3", "ports": [{"port": 80}]}}]
+        nat, rejects = self.np.nat_rules(
+            svcs, lambda svc, t: [("172.31.200.6", t)] if svc["metadata"]["name"] == "web"
+            else [], "172.31.200.1")
+        self.assertIn("-A FK-SERVICES -d 10.96.0.2/32 -p tcp -m tcp --dport 80 -j DNAT "
+                      "--to-destination 172.31.200.6:8080", nat)
+        self.assertEqual(rejects, ["-A FK-SVC-REJECT -d 10.96.0.3/32 -p tcp -m tcp --dport 80 "
+                                   "-j REJECT --reject-with icmp-port-unreachable"])
+
+
 if __name__ == "__main__":
     unittest.main()
