@@ -55,8 +55,9 @@ class DescriptorTest(unittest.TestCase):
     KEYS = ["id", "label", "category", "description", "requires_control", "drivers", "params",
             "classify"]
     EXPOSURES = {"exposed", "contained", "unknown"}
-    # multi-call probes; late evidence (http driver); what the harness plants; how it deploys
-    OPTIONAL = ["calls", "after_call_s", "needs", "deploy"]
+    # multi-call probes; late evidence (http driver); what the harness plants; how it deploys;
+    # what it measures when that is not traffic (not judged where the mechanism cannot change it)
+    OPTIONAL = ["calls", "after_call_s", "needs", "deploy", "measures"]
 
     def test_catalogue_is_complete(self):
         self.assertEqual(all_probe_ids(), self.EXPECTED_IDS)
@@ -67,6 +68,8 @@ class DescriptorTest(unittest.TestCase):
                 d = descriptor(pid)
                 self.assertEqual([k for k in d if k not in self.OPTIONAL], self.KEYS)
                 self.assertEqual(d["id"], pid)
+                self.assertEqual(d.get("measures"),
+                                 "interfaces" if pid == "net.interfaces" else None)
                 self.assertEqual(d["category"], pid.split(".")[0])
                 self.assertTrue(0 < len(d["label"]) <= 32 and d["description"])
                 kube = pid == "platform.runtime-class"

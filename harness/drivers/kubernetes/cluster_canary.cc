@@ -107,9 +107,16 @@ std::expected<std::shared_ptr<ClusterCanary>, SetupError> ClusterCanary::Acquire
       BuildCanaryPod(pod_settings, run_id, nonce, std::string(ClusterCanaryScript()), kCanaryMaxS),
       api_deadline());
   if (!pod) {
-    return std::unexpected(SetupError{fmt::format("in-cluster canary: creating Pod {} in {}: {}",
-                                                  name, ns, pod.error().ToString()),
-                                      rbac_hint});
+    const bool admission = pod.error().code == 422 ||
+                           (pod.error().code == 403 && !pod.error().IsQuota() &&
+                            pod.error().message.find("cannot create resource") == std::string::npos);
+    return std::unexpected(SetupError{
+        fmt::format("in-cluster canary: creating Pod {} in {}: {}", name, ns,
+                    pod.error().ToString()),
+        admission ? "the cluster's admission rejected the canary Pod: give what it demands in "
+                    "kubernetes.canaryTemplate (a Pod merge patch, e.g. {spec: {runtimeClassName: "
+                    "runc}}); `sandprobe render` shows the Pod"
+                  : rbac_hint});
   }
   // Running with an IP, then the ready line in its log (every socket bound).
   const auto deadline = After(settings.pod_start_timeout_s);

@@ -78,6 +78,24 @@ TEST(ClusterCanaryTest, ObjectsAreHardenedAndAgree) {
   }
 }
 
+TEST(ClusterCanaryTest, CanaryTemplatePatchesThePodButNotItsIdentity) {
+  KubeSettings s;
+  s.image = "probe:1";
+  s.canary_template = nlohmann::json::parse(R"({"metadata": {"name": "mine",
+      "labels": {"team": "a", "sandprobe.io/role": "probe"}},
+      "spec": {"runtimeClassName": "runc", "containers": [{"name": "x", "image": "evil"}],
+               "tolerations": [{"operator": "Exists"}]}})");
+  const auto pod = BuildCanaryPod(s, "sp-r", "n", "print(1)", 60);
+  EXPECT_EQ(pod["spec"]["runtimeClassName"], "runc");
+  EXPECT_EQ(pod["spec"]["tolerations"][0]["operator"], "Exists");
+  EXPECT_EQ(pod["metadata"]["name"], CanaryName("sp-r"));
+  EXPECT_EQ(pod["metadata"]["labels"]["team"], "a");
+  EXPECT_EQ(pod["metadata"]["labels"][kRoleLabel], "canary");
+  ASSERT_EQ(pod["spec"]["containers"].size(), 1u);
+  EXPECT_EQ(pod["spec"]["containers"][0]["image"], "probe:1");
+  EXPECT_EQ(pod["spec"]["automountServiceAccountToken"], false);
+}
+
 TEST(ClusterCanaryTest, EmbeddedScriptIsTheFileInTheTree) {
   std::ifstream in(std::string(SANDPROBE_KUBE_SOURCE_DIR) + "/cluster_canary.py");
   std::stringstream text;

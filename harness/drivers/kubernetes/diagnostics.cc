@@ -185,10 +185,24 @@ RuledOut CheckPolicyArm(const ApiClient& client, const PolicyArmView& view,
     if (view.pod_labels.is_null()) {
       r.not_checked.push_back("whether the policy selects the probe pods (no pod was seen)");
     } else {
-      const auto sel = SelectorMatches(
-          policy->body.value("/spec/podSelector"_json_pointer, Json::object()), view.pod_labels);
+      const Json selector =
+          policy->body.value("/spec/podSelector"_json_pointer, Json::object());
+      const auto sel = SelectorMatches(selector, view.pod_labels);
+      // Only the labels the selector asks about (a Job's pods carry many more).
+      Json asked = Json::object();
+      auto ask = [&](const std::string& key) {
+        asked[key] = view.pod_labels.is_object() && view.pod_labels.contains(key)
+                         ? view.pod_labels[key]
+                         : Json("<absent>");
+      };
+      if (selector.is_object()) {
+        for (const auto& [k, v] : selector.value("matchLabels", Json::object()).items()) ask(k);
+        for (const Json& e : selector.value("matchExpressions", Json::array())) {
+          if (e.is_object() && e.value("key", Json()).is_string()) ask(e["key"]);
+        }
+      }
       r.facts.push_back(fmt::format(
-          "probe pod labels as stored {} {} by its podSelector", LabelsText(view.pod_labels),
+          "the probe pods' stored labels {} {} by its podSelector", LabelsText(asked),
           !sel ? "(selector not understood)" : *sel ? "are selected" : "are NOT selected"));
     }
   }

@@ -265,7 +265,8 @@ std::expected<KubeSettings, std::string> ParseSettings(const core::Manifest& m) 
   static const char* kKeys[] = {"kubeconfig",  "context",       "namespace",    "image",
                                 "jobTemplate", "networkPolicy", "minPolicyAge", "podStartTimeout",
                                 "apiTimeout",  "logLimit",      "node",         "inClusterRoot",
-                                "agedRerun",   "settledRerun",  "podSettle"};
+                                "agedRerun",   "settledRerun",  "podSettle",
+                                "canaryTemplate"};
   for (auto& [k, v] : cfg.items()) {
     if (std::ranges::find(kKeys, k) == std::end(kKeys)) {
       return std::unexpected(fmt::format("{}: kubernetes.{}: unknown field", where, k));
@@ -303,6 +304,12 @@ std::expected<KubeSettings, std::string> ParseSettings(const core::Manifest& m) 
       return std::unexpected(where + ": kubernetes.jobTemplate: expected a mapping (a Job)");
     }
     s.job_template = cfg["jobTemplate"];
+  }
+  if (cfg.contains("canaryTemplate")) {
+    if (!cfg["canaryTemplate"].is_object()) {
+      return std::unexpected(where + ": kubernetes.canaryTemplate: expected a mapping (a Pod)");
+    }
+    s.canary_template = cfg["canaryTemplate"];
   }
   std::string error;
   if (auto v = SecondsField(cfg, "minPolicyAge", &error, where)) s.min_policy_age_s = *v;
@@ -443,6 +450,15 @@ Json BuildCanaryPod(const KubeSettings& s, const std::string& run_id, const std:
             {{"allowPrivilegeEscalation", false},
              {"readOnlyRootFilesystem", true},
              {"capabilities", {{"drop", {"ALL"}}}}}}}}}}}};
+  if (s.canary_template.is_object() && !s.canary_template.empty()) {
+    const Json ours = pod;
+    pod.merge_patch(s.canary_template);
+    pod["metadata"]["name"] = ours["metadata"]["name"];
+    for (const auto& [k, v] : labels.items()) pod["metadata"]["labels"][k] = v;
+    pod["spec"]["containers"] = ours["spec"]["containers"];
+    pod["apiVersion"] = "v1";
+    pod["kind"] = "Pod";
+  }
   if (!s.namespace_name.empty()) pod["metadata"]["namespace"] = s.namespace_name;
   return pod;
 }

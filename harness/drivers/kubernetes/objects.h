@@ -15,6 +15,7 @@
 //   settledRerun: 5s                            # also an `-settled` arm whose pods wait 5s before
 //                                               # probing (late enforcement for new pods)
 //   jobTemplate: {...}                          # RFC 7386 merge patch over the default Job
+//   canaryTemplate: {...}                       # merge patch over the in-cluster canary's Pod
 //   podStartTimeout: 120s  apiTimeout: 15s  logLimit: 1Mi  node: name
 // jobTemplate is merged as a JSON merge patch, so arrays are replaced whole — except
 // spec.template.spec.containers: an entry named `probe` (or the only entry, unnamed) is merged
@@ -44,6 +45,10 @@ struct KubeSettings {
   nlohmann::json job_template = nlohmann::json::object();
   std::string network_policy;        // "" | "deny-all-egress" | a policy file path (absolute)
   double min_policy_age_s = 0;       // seconds
+  // RFC 7386 merge patch over the in-cluster canary's Pod (kubernetes.canaryTemplate), for what
+  // the cluster's admission or scheduling demands: runtimeClassName, imagePullSecrets,
+  // nodeSelector, tolerations. Its name, labels and container always stay the driver's.
+  nlohmann::json canary_template = nlohmann::json::object();
   // Seconds the probe container waits before the probe starts (the `-settled` arm variant made
   // by settledRerun: a pod that is no longer new, for the "enforced late for new pods" finding).
   double pod_settle_s = 0;

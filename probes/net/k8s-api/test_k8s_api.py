@@ -1,5 +1,5 @@
 """net.k8s-api: the target from the service environment over TLS, no target at all, TLS to a
-plain HTTP server, and a refusal on loopback."""
+plain HTTP server, a target given by name, and a refusal on loopback."""
 import os
 import unittest
 
@@ -28,6 +28,14 @@ class K8sApiProbeTest(ProbeTestCase):
                                       "timeout_s": 2}).result
         self.assertEqual((r["outcome"], r["evidence"], r["errno"], r["connected"]),
                          ("no_reply", "absence", "SSLError", True))
+
+    def test_k8s_api_by_name_is_resolved_first(self):
+        # localhost comes from /etc/hosts: a name, resolved with the probe's deadline, no DNS sent.
+        c = self.canary(http_canary())
+        r = run_probe("net.k8s-api", {"target": "localhost:%d" % c.port, "scheme": "http",
+                                      "timeout_s": 2}).result
+        self.assertEqual(r["outcome"], "reached", r)
+        self.assertIn("127.0.0.1", r["addresses"])
 
     def test_refused_on_loopback_is_blocked(self):
         self.assertRefusedOnLoopbackIsBlocked("net.k8s-api", "target", scheme="http")
