@@ -26,7 +26,10 @@ bool PolicyLeak(const Cell& c) {
   return !StringField(c.observation.driver_facts, fact::kNetworkPolicy).empty() &&
          c.classification.exposure == Exposure::kExposed &&
          c.classification.evidence == Evidence::kPositive &&
-         !c.observation.driver_facts.contains(fact::kNotJudged);
+         !c.observation.driver_facts.contains(fact::kNotJudged) &&
+         // A host-network pod is outside every NetworkPolicy: its leak is the template's doing
+         // (a report note names it), not evidence about enforcement.
+         !c.observation.driver_facts.value(fact::kHostNetwork, false);
 }
 
 constexpr std::string_view kSettled = "-settled";

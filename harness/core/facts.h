@@ -65,6 +65,8 @@ inline constexpr char kPolicyCreatedAt[] = "policy_created_at";   // its creatio
 inline constexpr char kPolicyAgeS[] = "policy_age_s";             // s: its age at Job creation
 inline constexpr char kPolicyWaitS[] = "policy_wait_s";           // s waited for minPolicyAge
 inline constexpr char kStartWaitS[] = "start_wait_s";             // s: Job created to running
+// bool: the Pod ran with spec.hostNetwork (NetworkPolicy never applies to it; no banner).
+inline constexpr char kHostNetwork[] = "host_network";
 inline constexpr char kPodSettleS[] = "pod_settle_s";  // s the pod waited before probing (-settled)
 inline constexpr char kPodRelists[] = "pod_relists";              // int: watch re-lists
 inline constexpr char kWatchGone[] = "watch_gone";                // int: 410 Gone seen

@@ -196,8 +196,12 @@ RuledOut CheckPolicyArm(const ApiClient& client, const PolicyArmView& view,
                          : Json("<absent>");
       };
       if (selector.is_object()) {
-        for (const auto& [k, v] : selector.value("matchLabels", Json::object()).items()) ask(k);
-        for (const Json& e : selector.value("matchExpressions", Json::array())) {
+        const Json match_labels = selector.value("matchLabels", Json::object());
+        if (match_labels.is_object()) {
+          for (const auto& [k, v] : match_labels.items()) ask(k);
+        }
+        const Json match_expressions = selector.value("matchExpressions", Json::array());
+        for (const Json& e : match_expressions.is_array() ? match_expressions : Json::array()) {
           if (e.is_object() && e.value("key", Json()).is_string()) ask(e["key"]);
         }
       }

@@ -329,6 +329,9 @@ void KubernetesDriver::JobRun::RecordPodFacts() {
   if (gone_ > 0) obs_.driver_facts[core::fact::kWatchGone] = gone_;
   pod_name_ = StringAt(pod_, "/metadata/name");
   if (!pod_name_.empty()) obs_.driver_facts[core::fact::kPod] = pod_name_;
+  if (pod_.value("/spec/hostNetwork"_json_pointer, false)) {
+    obs_.driver_facts[core::fact::kHostNetwork] = true;
+  }
   if (!pod_name_.empty()) {  // for the policy arm's "ruled out" note: labels as stored
     std::lock_guard lock(driver_.mu_);
     if (driver_.stored_pod_labels_.is_null()) {
