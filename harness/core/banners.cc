@@ -24,6 +24,9 @@ std::set<std::string> NetRows(const Matrix& m) {
 // cell the arm's mechanism does not govern (net.interfaces under a policy: not judged).
 bool PolicyLeak(const Cell& c) {
   return !StringField(c.observation.driver_facts, fact::kNetworkPolicy).empty() &&
+         // A policy that allows some egress as written (DNS, say) is not contradicted by that
+         // traffic: the report's note names what it allows.
+         c.observation.driver_facts.value(fact::kPolicyDeniesAllEgress, false) &&
          c.classification.exposure == Exposure::kExposed &&
          c.classification.evidence == Evidence::kPositive &&
          !c.observation.driver_facts.contains(fact::kNotJudged) &&

@@ -9,8 +9,9 @@
 namespace sandprobe::core {
 
 // "NetworkPolicy is accepted but not enforced on this cluster": an arm whose invocations ran
-// under a NetworkPolicy the harness created (driver fact `network_policy`, a non-empty name; the
-// policy's age at submission in `policy_age_s`) was exposed, with positive evidence (a canary hit
+// under a NetworkPolicy the harness created that denies all egress as written (driver facts
+// `network_policy`, a non-empty name, and `policy_denies_all_egress`; the policy's age at
+// submission in `policy_age_s`), not in a host-network pod (`host_network`), was exposed, with positive evidence (a canary hit
 // or an answer, never a timeout or an absence), on a network row (Row::category "net") where a
 // control arm of the same run was exposed too. Cells carrying driver fact `not_judged` (the
 // interface count under a policy: a policy filters packets, it never removes eth0) never count. docs/traps.md, trap 14: only a control pod

@@ -36,7 +36,9 @@ Matrix TwoArms() {
   return m;
 }
 
-const nlohmann::json kPolicy = {{"network_policy", "sandprobe-r1-k8s-deny"}, {"policy_age_s", 3}};
+const nlohmann::json kPolicy = {{"network_policy", "sandprobe-r1-k8s-deny"},
+                                 {"policy_denies_all_egress", true},
+                                 {"policy_age_s", 3}};
 
 // One row's cells: the control's (k8s-open) and the candidate's (k8s-deny, with `facts`).
 std::vector<Cell> Row(const std::string& probe, Exposure control, Exposure candidate,
@@ -64,17 +66,27 @@ TEST(BannersTest, PolicyNotEnforcedTable) {
       {"a net. prefix in another category is not a network row",
        Row("net.mislabelled", E::kExposed, E::kExposed), false},
       {"unknown is not a leak", Row("net.dns", E::kExposed, E::kUnknown), false},
+      {"a policy that allows some egress as written: no banner (the note names its rules)",
+       Row("net.dns", E::kExposed, E::kExposed,
+           {{"network_policy", "p"}, {"policy_denies_all_egress", false}, {"policy_age_s", 3}}),
+       false},
       {"exposed on absence evidence only: never the banner",
        {MakeCell("net.dns", "k8s-open", E::kExposed),
         MakeCell("net.dns", "k8s-deny", E::kExposed, kPolicy, Evidence::kAbsence)},
        false},
       {"a host-network pod is outside every policy: no banner (a note names it)",
        Row("net.dns", E::kExposed, E::kExposed,
-           {{"network_policy", "p"}, {"policy_age_s", 3}, {"host_network", true}}),
+           {{"network_policy", "p"},
+            {"policy_denies_all_egress", true},
+            {"policy_age_s", 3},
+            {"host_network", true}}),
        false},
       {"a cell the arm does not judge (interfaces under a policy) is never a leak",
        Row("net.dns", E::kExposed, E::kExposed,
-           {{"network_policy", "p"}, {"policy_age_s", 3}, {"not_judged", "a policy filters"}}),
+           {{"network_policy", "p"},
+            {"policy_denies_all_egress", true},
+            {"policy_age_s", 3},
+            {"not_judged", "a policy filters"}}),
        false},
   };
   for (const Case& c : cases) {
@@ -95,7 +107,8 @@ TEST(BannersTest, PolicyNotEnforcedTable) {
 TEST(BannersTest, OneLineForSeveralArmsAndRows) {
   Matrix m = TwoArms();
   m.arms.push_back(Arm("k8s-deny-aged", ArmRole::kCandidate));
-  nlohmann::json aged = {{"network_policy", "p2"}, {"policy_age_s", 61.4}};
+  nlohmann::json aged = {
+      {"network_policy", "p2"}, {"policy_denies_all_egress", true}, {"policy_age_s", 61.4}};
   m.cells = {MakeCell("net.dns", "k8s-open", Exposure::kExposed),
              MakeCell("net.tcp-by-ip", "k8s-open", Exposure::kExposed),
              MakeCell("net.dns", "k8s-deny", Exposure::kExposed, kPolicy),
@@ -113,9 +126,12 @@ TEST(BannersTest, OneLineForSeveralArmsAndRows) {
 TEST(BannersTest, LateForNewPodsWhenTheSettledTwinHeld) {
   Matrix m = TwoArms();
   m.arms.push_back(Arm("k8s-deny-settled", ArmRole::kCandidate));
-  const nlohmann::json old_policy = {{"network_policy", "p"}, {"policy_age_s", 40}};
-  const nlohmann::json settled = {
-      {"network_policy", "p2"}, {"policy_age_s", 41}, {"pod_settle_s", 5}};
+  const nlohmann::json old_policy = {
+      {"network_policy", "p"}, {"policy_denies_all_egress", true}, {"policy_age_s", 40}};
+  const nlohmann::json settled = {{"network_policy", "p2"},
+                                  {"policy_denies_all_egress", true},
+                                  {"policy_age_s", 41},
+                                  {"pod_settle_s", 5}};
   m.cells = {MakeCell("net.dns", "k8s-open", Exposure::kExposed),
              MakeCell("net.tcp-by-ip", "k8s-open", Exposure::kExposed),
              // dns: fresh pod leaked, settled pod held -> late

@@ -63,6 +63,9 @@ inline constexpr char kNode[] = "node";            // string: Pod spec.nodeName
 inline constexpr char kNetworkPolicy[] = "network_policy";        // string: the arm's policy
 inline constexpr char kPolicyCreatedAt[] = "policy_created_at";   // its creationTimestamp
 inline constexpr char kPolicyAgeS[] = "policy_age_s";             // s: its age at Job creation
+// bool: the arm's policy denies all egress as written (Egress in policyTypes, no egress rule);
+// only then does a leak say anything about enforcement (core/banners.h).
+inline constexpr char kPolicyDeniesAllEgress[] = "policy_denies_all_egress";
 inline constexpr char kPolicyWaitS[] = "policy_wait_s";           // s waited for minPolicyAge
 inline constexpr char kStartWaitS[] = "start_wait_s";             // s: Job created to running
 // bool: the Pod ran with spec.hostNetwork (NetworkPolicy never applies to it; no banner).

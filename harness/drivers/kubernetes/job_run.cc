@@ -166,6 +166,7 @@ void KubernetesDriver::JobRun::BuildJob() {
   if (!driver_.policy_name_.empty()) {
     obs_.driver_facts[core::fact::kNetworkPolicy] = driver_.policy_name_;
     obs_.driver_facts[core::fact::kPolicyCreatedAt] = driver_.policy_created_at_;
+    obs_.driver_facts[core::fact::kPolicyDeniesAllEgress] = driver_.policy_denies_all_egress_;
     obs_.driver_facts[core::fact::kPolicyAgeS] = Round1(SecondsSince(*driver_.policy_stored_));
   }
   if (settings.pod_settle_s > 0) obs_.driver_facts[core::fact::kPodSettleS] = settings.pod_settle_s;

@@ -177,6 +177,15 @@ std::expected<void, SetupError> KubernetesDriver::CreatePolicy() {
         "the driver needs create on networkpolicies (ci/kubernetes/ has the Role)"});
   }
   policy_name_ = policy["metadata"]["name"];
+  {
+    const Json spec = policy.value("spec", Json::object());
+    const Json types = spec.value("policyTypes", Json::array());
+    const bool egress_type = (types.is_array() && std::ranges::find(types, Json("Egress")) !=
+                                                      types.end()) ||
+                             (!types.is_array() && spec.contains("egress"));
+    const Json rules = spec.value("egress", Json::array());
+    policy_denies_all_egress_ = egress_type && (!rules.is_array() || rules.empty());
+  }
   policy_created_at_ = StringAt(created->body, "/metadata/creationTimestamp");
   return {};
 }

@@ -107,6 +107,7 @@ class KubernetesDriver : public Driver {
   std::vector<std::string> warnings_;
   std::string policy_name_;                               // "" = this arm has no policy
   std::string policy_created_at_;                         // metadata.creationTimestamp
+  bool policy_denies_all_egress_ = false;                 // as written: Egress, no rule
   std::optional<kube::Clock::time_point> policy_stored_;  // local time of the 201
   std::string server_version_;       // GET /version gitVersion
   nlohmann::json stored_pod_labels_;  // the first probe Pod's metadata.labels as stored

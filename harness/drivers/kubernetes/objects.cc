@@ -515,6 +515,16 @@ std::expected<Json, std::string> PolicyFromYaml(const std::string& text, const s
   p["metadata"]["labels"][kRunLabel] = LabelValue(run_id);
   p["metadata"]["annotations"]["sandprobe.io/source"] =
       original.empty() ? source : fmt::format("{} ({})", original, source);
+  // Narrowed to the arm's own pods (the user's selector AND run + arm): a `podSelector: {}` would
+  // otherwise also select the control's pods and the in-cluster canary, and the control would no
+  // longer be a control.
+  Json& selector = p["spec"]["podSelector"];
+  if (!selector.is_object()) selector = Json::object();
+  if (!selector.contains("matchLabels") || !selector["matchLabels"].is_object()) {
+    selector["matchLabels"] = Json::object();
+  }
+  selector["matchLabels"][kRunLabel] = LabelValue(run_id);
+  selector["matchLabels"][kArmLabel] = LabelValue(arm);
   return p;
 }
 

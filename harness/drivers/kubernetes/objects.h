@@ -86,8 +86,10 @@ nlohmann::json BuildJob(const KubeSettings& settings, const JobRequest& request)
 nlohmann::json BuildAdmissionPod(const KubeSettings& settings, const JobRequest& request);
 // networking.k8s.io/v1 NetworkPolicy denying all egress of the arm's pods.
 nlohmann::json BuildDenyAllEgressPolicy(const std::string& run_id, const std::string& arm);
-// A user's NetworkPolicy (YAML text) renamed to PolicyName(run, arm), labelled with the run and
-// annotated with its original name. Errors: not YAML, not a NetworkPolicy.
+// A user's NetworkPolicy (YAML text) renamed to PolicyName(run, arm), labelled with the run,
+// annotated with its original name, and its podSelector narrowed to the arm's pods (matchLabels
+// sandprobe.io/run and sandprobe.io/arm added), so it never selects the control or the canary.
+// Errors: not YAML, not a NetworkPolicy.
 std::expected<nlohmann::json, std::string> PolicyFromYaml(const std::string& text,
                                                           const std::string& source,
                                                           const std::string& run_id,

@@ -2,12 +2,14 @@
 # size. The file is ALWAYS deleted, also on SIGTERM. Safety for an unsandboxed control arm: on a
 # filesystem far larger than the target (so not the limit under test) stop before it is nearly full.
 import signal
+import time
 
 DIR = PARAMS.get("dir", "/tmp")
 TARGET_MIB = int(PARAMS.get("target_mib", 256))
 CHUNK_MIB = max(1, int(PARAMS.get("chunk_mib", 4)))  # 0 would never end
 RESERVE_MIB = int(PARAMS.get("reserve_mib", 1024))
 CLAIMED_MIB = int(PARAMS.get("claimed_mib", 0))  # the judge holds written_mib to this claim
+HOLD_S = float(PARAMS.get("hold_s", 0))  # keep the full file this long (a limit enforced later)
 MIB, PROGRESS_EVERY = 1 << 20, 32 << 20
 # Refusals that are the filesystem's limit or policy speaking; anything else is weaker evidence.
 LIMIT_ERRNOS = {"ENOSPC", "EDQUOT", "EROFS", "EACCES", "EPERM", "EFBIG"}
@@ -48,6 +50,11 @@ try:
             emit("progress", written_mib=written // MIB)
     closing, fd = fd, None
     os.close(closing)  # close can report a deferred ENOSPC/EDQUOT too
+    if HOLD_S > 0 and not guarded:
+        # Data kept, not written and deleted at once: a limit enforced after the fact (the
+        # kubelet's eviction of an emptyDir over its sizeLimit) gets the time to act.
+        emit("progress", written_mib=written // MIB, holding_s=HOLD_S)
+        time.sleep(HOLD_S)
 except OSError as exc:
     err = errno_name(exc)
 finally:

@@ -22,6 +22,17 @@ class FillTmpProbeTest(ProbeTestCase):
         self.assertEqual((r["outcome"], r["evidence"], r["written_mib"], r["cleaned_up"]),
                          ("target_written", "positive", 8.0, True))
 
+    def test_hold_keeps_the_file_then_deletes_it(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            run = run_probe("fs.fill-tmp", {"dir": tmp, "target_mib": 2, "chunk_mib": 1,
+                                            "hold_s": 0.5})
+            self.assertEqual(os.listdir(tmp), [])
+        holding = [r for r in run.records if r.get("holding_s")]
+        self.assertEqual(len(holding), 1, run.records)
+        self.assertEqual(holding[0]["written_mib"], 2)
+        self.assertEqual((run.result["outcome"], run.result["cleaned_up"]),
+                         ("target_written", True))
+
     def test_fill_reports_progress_and_cleans_up_on_sigterm(self):
         line = self.assertSigtermCleansUp("fs.fill-tmp", {"target_mib": 1024, "chunk_mib": 1})
         self.assertIn('"written_mib":32', line)
