@@ -58,6 +58,7 @@ std::expected<void, SetupError> KubernetesDriver::Prepare() {
   if (submitted) submitted_ = true;
   if (!canary) return std::unexpected(canary.error());
   canary_ = std::move(*canary);
+  deployed_canary_ = submitted;  // this arm created it (the others joined): it says so once
   return {};
 }
 
@@ -66,7 +67,15 @@ std::map<std::string, std::string> KubernetesDriver::Placeholders() const {
 }
 
 std::vector<std::string> KubernetesDriver::RunNotes() {
-  if (!client_ || policy_name_.empty()) return {};
+  std::vector<std::string> notes;
+  if (canary_ && deployed_canary_) {
+    const auto p = canary_->Placeholders();
+    notes.push_back(fmt::format(
+        "in-cluster canary: Pod and Service {} in namespace {} ({}, ClusterIP {}), shared by the "
+        "run's kubernetes arms; its hits were read through pods/log",
+        canary_->pod(), ns_, p.at("canary.cluster.name"), p.at("canary.cluster.ip")));
+  }
+  if (!client_ || policy_name_.empty()) return notes;
   kube::PolicyArmView view;
   view.ns = ns_;
   view.policy_name = policy_name_;
@@ -76,8 +85,10 @@ std::vector<std::string> KubernetesDriver::RunNotes() {
     view.pod_labels = stored_pod_labels_;
     view.host_network = stored_pod_host_network_;
   }
-  return {kube::CheckPolicyArm(*client_, view, After(std::max(20.0, settings_.api_timeout_s * 2)))
-              .Line()};
+  notes.push_back(
+      kube::CheckPolicyArm(*client_, view, After(std::max(20.0, settings_.api_timeout_s * 2)))
+          .Line());
+  return notes;
 }
 
 std::string KubernetesDriver::NotJudgedReason(std::string_view measures) const {

@@ -67,7 +67,8 @@ class KubernetesDriver : public Driver {
   std::map<std::string, std::string> Placeholders() const override;
   // A policy arm filters packets: the interface count is reported, not judged.
   std::string NotJudgedReason(std::string_view measures) const override;
-  // A policy arm: what was ruled out before concluding (diagnostics.h), one note.
+  // The arm that deployed the in-cluster canary names it; a policy arm adds what was ruled out
+  // before concluding (diagnostics.h).
   std::vector<std::string> RunNotes() override;
 
   const kube::ApiClient* client() const { return client_ ? &*client_ : nullptr; }
@@ -113,6 +114,7 @@ class KubernetesDriver : public Driver {
   nlohmann::json stored_pod_labels_;  // the first probe Pod's metadata.labels as stored
   bool stored_pod_host_network_ = false;
   std::shared_ptr<kube::ClusterCanary> canary_;  // the run's in-cluster canary, if asked for
+  bool deployed_canary_ = false;                 // this arm created it
   std::atomic<bool> submitted_{false};  // a create was sent (policy or Job): Cleanup() looks
   std::mutex mu_;
   std::set<std::string> live_jobs_;
