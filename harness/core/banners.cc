@@ -26,16 +26,28 @@ bool PolicyLeak(const Cell& c) {
   return !StringField(c.observation.driver_facts, fact::kNetworkPolicy).empty() &&
          // A policy that allows some egress as written (DNS, say) is not contradicted by that
          // traffic: the report's note names what it allows.
-         c.observation.driver_facts.value(fact::kPolicyDeniesAllEgress, false) &&
+         c.observation.driver_facts.value(fact::kPolicyDeniesAllEgress, false) == true &&
+         // A policy that does not select the pod, or another policy that allows egress to it
+         // (policies add up), explains the leak without any failure of enforcement.
+         c.observation.driver_facts.value(fact::kPolicySelectsPod, true) == true &&
+         !c.observation.driver_facts.contains(fact::kOtherPoliciesAllowingEgress) &&
          c.classification.exposure == Exposure::kExposed &&
          c.classification.evidence == Evidence::kPositive &&
          !c.observation.driver_facts.contains(fact::kNotJudged) &&
          // A host-network pod is outside every NetworkPolicy: its leak is the template's doing
          // (a report note names it), not evidence about enforcement.
-         !c.observation.driver_facts.value(fact::kHostNetwork, false);
+         c.observation.driver_facts.value(fact::kHostNetwork, false) != true;
 }
 
 constexpr std::string_view kSettled = "-settled";
+
+// The settled twin of an arm: "k8s-deny" -> "k8s-deny-settled", and per node (the twin is made
+// before --nodes pins arms) "k8s-deny@n1" -> "k8s-deny-settled@n1".
+std::string SettledTwin(const std::string& arm) {
+  const size_t at = arm.find('@');
+  if (at == std::string::npos) return arm + std::string(kSettled);
+  return arm.substr(0, at) + std::string(kSettled) + arm.substr(at);
+}
 
 // (arm, probe) pairs whose leak its settled twin did not reproduce: arm -> {rows}, with the
 // settle time seen and the youngest policy age.
@@ -52,7 +64,7 @@ std::map<std::string, Late> LatePairs(const Matrix& m) {
     const ArmInfo* arm = m.FindArm(c.observation.arm);
     if (arm == nullptr || arm->role != ArmRole::kCandidate) continue;
     if (!net_rows.contains(c.observation.probe) || !PolicyLeak(c)) continue;
-    const Cell* settled = m.Find(c.observation.probe, c.observation.arm + std::string(kSettled));
+    const Cell* settled = m.Find(c.observation.probe, SettledTwin(c.observation.arm));
     if (settled == nullptr || settled->classification.exposure != Exposure::kContained) continue;
     Late& l = late[c.observation.arm];
     l.rows.insert(c.observation.probe);
@@ -77,9 +89,9 @@ std::vector<std::string> PolicyLateBanners(const Matrix& m) {
   std::vector<std::string> parts;
   for (const auto& [arm, l] : late) {
     parts.push_back(fmt::format(
-        "{}{} reached {} in a fresh pod; {}{} held them in pods that waited {:g}s", arm,
+        "{}{} reached {} in a fresh pod; {} held them in pods that waited {:g}s", arm,
         l.min_age >= 0 ? fmt::format(" (policy {:.0f}s old)", l.min_age) : "",
-        fmt::join(l.rows, ", "), arm, kSettled, l.settle_s));
+        fmt::join(l.rows, ", "), SettledTwin(arm), l.settle_s));
   }
   return {fmt::format("NetworkPolicy is enforced late for new pods on this cluster: {}",
                       fmt::join(parts, "; "))};

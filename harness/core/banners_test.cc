@@ -66,6 +66,16 @@ TEST(BannersTest, PolicyNotEnforcedTable) {
       {"a net. prefix in another category is not a network row",
        Row("net.mislabelled", E::kExposed, E::kExposed), false},
       {"unknown is not a leak", Row("net.dns", E::kExposed, E::kUnknown), false},
+      {"a policy that does not select the pod: no banner (the note says NOT selected)",
+       Row("net.dns", E::kExposed, E::kExposed,
+           {{"network_policy", "p"}, {"policy_denies_all_egress", true},
+            {"policy_selects_pod", false}}),
+       false},
+      {"another policy of the namespace allows egress (policies add up): no banner",
+       Row("net.dns", E::kExposed, E::kExposed,
+           {{"network_policy", "p"}, {"policy_denies_all_egress", true},
+            {"policy_selects_pod", true}, {"other_policies_allowing_egress", {"allow-web"}}}),
+       false},
       {"a policy that allows some egress as written: no banner (the note names its rules)",
        Row("net.dns", E::kExposed, E::kExposed,
            {{"network_policy", "p"}, {"policy_denies_all_egress", false}, {"policy_age_s", 3}}),
@@ -160,6 +170,16 @@ TEST(BannersTest, LateForNewPodsWhenTheSettledTwinHeld) {
       << not_enforced[0];
   EXPECT_EQ(PolicyBanners(m).size(), 2u);
   EXPECT_EQ(PolicyBanners(m)[0], late[0]);
+  // Per node (--nodes): the twin is "<arm>-settled@<node>".
+  Matrix nodes = TwoArms();
+  nodes.arms = {Arm("k8s-open@n1", ArmRole::kControl), Arm("k8s-deny@n1", ArmRole::kCandidate),
+                Arm("k8s-deny-settled@n1", ArmRole::kCandidate)};
+  nodes.cells = {MakeCell("net.dns", "k8s-open@n1", Exposure::kExposed),
+                 MakeCell("net.dns", "k8s-deny@n1", Exposure::kExposed, old_policy),
+                 MakeCell("net.dns", "k8s-deny-settled@n1", Exposure::kContained, settled)};
+  ASSERT_EQ(PolicyLateBanners(nodes).size(), 1u);
+  EXPECT_NE(PolicyLateBanners(nodes)[0].find("k8s-deny-settled@n1 held them"), std::string::npos);
+  EXPECT_TRUE(PolicyNotEnforcedBanners(nodes).empty());
   // Without a settled twin there is no late finding: a fresh leak alone is "not enforced".
   Matrix plain = TwoArms();
   plain.cells = {MakeCell("net.dns", "k8s-open", Exposure::kExposed),

@@ -66,6 +66,11 @@ inline constexpr char kPolicyAgeS[] = "policy_age_s";             // s: its age 
 // bool: the arm's policy denies all egress as written (Egress in policyTypes, no egress rule);
 // only then does a leak say anything about enforcement (core/banners.h).
 inline constexpr char kPolicyDeniesAllEgress[] = "policy_denies_all_egress";
+// bool: the arm's policy's podSelector selects this Pod's stored labels (absent: not evaluated).
+inline constexpr char kPolicySelectsPod[] = "policy_selects_pod";
+// [string]: other NetworkPolicies of the namespace that select the arm's pods and allow some
+// egress (policies add up): a leak under them says nothing about enforcement.
+inline constexpr char kOtherPoliciesAllowingEgress[] = "other_policies_allowing_egress";
 inline constexpr char kPolicyWaitS[] = "policy_wait_s";           // s waited for minPolicyAge
 inline constexpr char kStartWaitS[] = "start_wait_s";             // s: Job created to running
 // bool: the Pod ran with spec.hostNetwork (NetworkPolicy never applies to it; no banner).

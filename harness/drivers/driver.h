@@ -45,6 +45,8 @@ struct DriverContext {
   // The "{name}" placeholders the suite's parameters use (runner::PlaceholdersUsed), so a
   // driver deploys a target of its own (kubernetes: the in-cluster canary) only when asked for.
   std::set<std::string> placeholders_used = {};
+  // Set on Ctrl-C; long setup steps (the in-cluster canary's deploy) watch it. May be null.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 // A setup problem found before any probe ran (exit code 3); `hint` says how to fix it.

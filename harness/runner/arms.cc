@@ -120,8 +120,12 @@ std::expected<std::map<std::string, std::string>, RunError> Arms::Substitutions(
 
 void Arms::CollectRunNotes(std::vector<std::string>& notes) {
   for (const core::Manifest* m : order_) {
-    for (const std::string& n : drivers_.at(m->name)->RunNotes()) {
-      notes.push_back(fmt::format("{}: {}", m->name, n));
+    try {
+      for (const std::string& n : drivers_.at(m->name)->RunNotes()) {
+        notes.push_back(fmt::format("{}: {}", m->name, n));
+      }
+    } catch (const std::exception& e) {  // a note is never worth the run's cleanup
+      notes.push_back(fmt::format("{}: notes could not be gathered: {}", m->name, e.what()));
     }
   }
 }

@@ -14,6 +14,20 @@ bool EndsSequence(core::Ending e) {
 }
 
 // The probe needs the planted env, the driver cannot plant it, and the probe looks for it.
+// Drivers promise never to throw; one that does (a JSON field of an unexpected type in an
+// answer it parsed) must cost one ERROR cell, not the whole run and its cleanup.
+core::Observation GuardedExecute(drivers::Driver& driver, const drivers::Invocation& inv,
+                                 const std::atomic<bool>& cancel) {
+  try {
+    return driver.Execute(inv, cancel);
+  } catch (const std::exception& e) {
+    core::Observation obs;
+    obs.ending = core::Ending::kHarnessError;
+    obs.harness_error = std::string("driver failed: ") + e.what();
+    return obs;
+  }
+}
+
 bool CanaryNotPlanted(const Task& task, const core::ProbeDescriptor& probe,
                       const drivers::Driver& driver, const Session& session) {
   return !driver.PlantsEnvironment() && probe.Needs(core::Need::kPlantedEnv) &&
@@ -43,7 +57,7 @@ core::Observation Invoke(const Task& task, const core::ProbeDescriptor& probe,
   drivers::Invocation inv{task.probe, invocation, *script, task.deadline_s, session.Env()};
   inv.after_call_s = probe.after_call_s;
   inv.deploy = probe.deploy;
-  obs = driver.Execute(inv, cancel);
+  obs = GuardedExecute(driver, inv, cancel);
   // Multi-call probes (state.persists): call k+1 sees call k's result as `previous`; the last
   // call is judged, earlier ones are kept as evidence.
   nlohmann::json earlier = nlohmann::json::array();
@@ -64,7 +78,7 @@ core::Observation Invoke(const Task& task, const core::ProbeDescriptor& probe,
       break;
     }
     inv.script = *next;
-    obs = driver.Execute(inv, cancel);
+    obs = GuardedExecute(driver, inv, cancel);
   }
   if (!earlier.empty()) obs.driver_facts[core::fact::kCalls] = std::move(earlier);
   obs.invocation = invocation;

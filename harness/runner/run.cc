@@ -81,7 +81,7 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
   Arms arms;
   const drivers::DriverContext context{(*session)->nonce(), options.reaper_path,
                                        options.kill_grace_s, matrix.run_id,
-                                       PlaceholdersUsed(options.suite)};
+                                       PlaceholdersUsed(options.suite), &cancel};
   if (auto open = arms.Open(manifests, options.make_driver, context, matrix.notes); !open) {
     return std::unexpected(open.error());
   }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <ctime>
 #include <mutex>
 #include <utility>
 
@@ -76,7 +77,8 @@ ClusterCanary::ClusterCanary(const ApiClient& client, std::string ns, std::strin
 
 std::expected<std::shared_ptr<ClusterCanary>, SetupError> ClusterCanary::Acquire(
     const ApiClient& client, const std::string& ns, const KubeSettings& settings,
-    const std::string& run_id, const std::string& nonce, bool& submitted) {
+    const std::string& run_id, const std::string& nonce, bool& submitted,
+    const std::atomic<bool>* cancel) {
   const std::string key = fmt::format("{}|{}|{}", client.connection().server, ns, run_id);
   std::lock_guard lock(registry_mu);
   if (auto live = Registry()[key].lock()) return live;
@@ -88,7 +90,7 @@ std::expected<std::shared_ptr<ClusterCanary>, SetupError> ClusterCanary::Acquire
       "pods/log (ci/kubernetes/rbac.yaml), and the manifest's image able to run python3";
   submitted = true;
   auto svc = client.Call("POST", fmt::format("/api/v1/namespaces/{}/services", ns),
-                         BuildCanaryService(run_id), api_deadline());
+                         BuildCanaryService(run_id), api_deadline(), cancel);
   if (!svc) {
     return std::unexpected(SetupError{
         fmt::format("in-cluster canary: creating Service {} in {}: {}", name, ns,
@@ -105,7 +107,7 @@ std::expected<std::shared_ptr<ClusterCanary>, SetupError> ClusterCanary::Acquire
   auto pod = client.Call(
       "POST", fmt::format("/api/v1/namespaces/{}/pods", ns),
       BuildCanaryPod(pod_settings, run_id, nonce, std::string(ClusterCanaryScript()), kCanaryMaxS),
-      api_deadline());
+      api_deadline(), cancel);
   if (!pod) {
     const bool admission = pod.error().code == 422 ||
                            (pod.error().code == 403 && !pod.error().IsQuota() &&
@@ -126,7 +128,7 @@ std::expected<std::shared_ptr<ClusterCanary>, SetupError> ClusterCanary::Acquire
       fmt::format("/api/v1/namespaces/{}/pods/{}/log?container=canary&limitBytes=65536", ns, name);
   std::string last = "not scheduled yet";
   while (true) {
-    auto r = client.Call("GET", list, nullptr, After(settings.api_timeout_s));
+    auto r = client.Call("GET", list, nullptr, After(settings.api_timeout_s), cancel);
     const Json items = r ? ListItems(r->body) : Json::array();
     if (!items.empty()) {
       const Json& p = items.front();
@@ -144,14 +146,20 @@ std::expected<std::shared_ptr<ClusterCanary>, SetupError> ClusterCanary::Acquire
             rbac_hint});
       }
       if (phase == "Running" && !StringAt(p, "/status/podIP").empty()) {
-        auto log = client.Send("GET", log_path, "", After(settings.api_timeout_s));
+        auto log = client.Send("GET", log_path, "", After(settings.api_timeout_s), cancel);
         if (log && log->status == 200 && log->text.find(kReadyLine) != std::string::npos) break;
         last = "running, not ready yet (no ready line in its log)";
       }
     } else if (!r) {
       last = "cannot list it: " + r.error().ToString();
     }
-    if (!SleepFor(0.3, deadline, nullptr)) {
+    if (cancel != nullptr && cancel->load()) {
+      return std::unexpected(
+          SetupError{fmt::format("interrupted while the in-cluster canary Pod {} started", name),
+                     "nothing to fix: the run was interrupted (its objects are removed)"});
+    }
+    if (!SleepFor(0.3, deadline, cancel)) {
+      if (cancel != nullptr && cancel->load()) continue;  // reported above, next turn
       return std::unexpected(SetupError{
           fmt::format("in-cluster canary Pod {} in {} not ready after podStartTimeout {:g}s: {}",
                       name, ns, settings.pod_start_timeout_s, last),
@@ -164,20 +172,29 @@ std::expected<std::shared_ptr<ClusterCanary>, SetupError> ClusterCanary::Acquire
 }
 
 std::map<std::string, std::string> ClusterCanary::Placeholders() const {
+  // An IPv6 ClusterIP is bracketed, so "{canary.cluster.ip}:53" and URLs stay host:port.
+  const std::string ip = ip_.find(':') != std::string::npos ? "[" + ip_ + "]" : ip_;
   return {{"canary.cluster.name", fmt::format("{}.{}.svc.cluster.local", name_, ns_)},
-          {"canary.cluster.ip", ip_},
-          {"canary.cluster.http", fmt::format("{}:{}", ip_, kCanaryHttpPort)},
-          {"canary.cluster.tcp", fmt::format("{}:{}", ip_, kCanaryTcpPort)},
-          {"canary.cluster.udp", fmt::format("{}:{}", ip_, kCanaryUdpPort)},
-          {"canary.cluster.dns", fmt::format("{}:{}", ip_, kCanaryDnsPort)}};
+          {"canary.cluster.ip", ip},
+          {"canary.cluster.http", fmt::format("{}:{}", ip, kCanaryHttpPort)},
+          {"canary.cluster.tcp", fmt::format("{}:{}", ip, kCanaryTcpPort)},
+          {"canary.cluster.udp", fmt::format("{}:{}", ip, kCanaryUdpPort)},
+          {"canary.cluster.dns", fmt::format("{}:{}", ip, kCanaryDnsPort)}};
 }
 
 std::vector<core::CanaryHit> ClusterCanary::HitsFor(const std::string& invocation,
+                                                    std::chrono::system_clock::time_point since,
                                                     std::string* error) const {
+  // Whole seconds, 10 s early: clocks of this machine and the node differ a little.
+  const std::time_t t = std::chrono::system_clock::to_time_t(since) - 10;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
   auto log = client_.Call(
       "GET",
-      fmt::format("/api/v1/namespaces/{}/pods/{}/log?container=canary&limitBytes={}", ns_, name_,
-                  8 << 20),
+      fmt::format("/api/v1/namespaces/{}/pods/{}/log?container=canary&limitBytes={}&sinceTime={}",
+                  ns_, name_, 8 << 20, QueryEscape(stamp)),
       nullptr, After(std::max(10.0, api_timeout_s_)));
   if (!log) {
     if (error != nullptr) *error = "reading the in-cluster canary's log: " + log.error().ToString();

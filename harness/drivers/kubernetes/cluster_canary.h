@@ -3,13 +3,16 @@
 // cluster's pods have a target they can reach without flags (docs/design.md, "The in-cluster
 // canary"). Deployed only when the suite uses a {canary.cluster.*} placeholder; shared by every
 // kubernetes arm of the run on the same API server and namespace, so controls and candidates
-// aim at one target with identical parameters. Its hits come back through pods/log
+// aim at one target with identical parameters. The first arm's client (credentials), image and
+// canaryTemplate deploy it and read its log; the joining arms' are not used. Its hits come back through pods/log
 // (`SANDPROBE-HIT {json}` lines), bounded and made printable again here.
 //
 // Removal: both objects carry sandprobe.io/run, so the driver's Cleanup() and `sandprobe cleanup
 // --kubernetes` remove them with the run's other objects.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <expected>
 #include <map>
 #include <memory>
@@ -37,17 +40,23 @@ class ClusterCanary {
   // The run's canary on `client`'s server in `ns`: deployed by the first caller (Service, then
   // Pod; waits up to settings.pod_start_timeout_s for the Pod to run and print its ready line),
   // the same object for later callers with the same server, namespace and run. `submitted` is
-  // set before the first create, so the caller's cleanup knows to look. Errors: a SetupError
+  // set before the first create, so the caller's cleanup knows to look. `cancel` (Ctrl-C) stops
+  // the wait and every call; the objects already created are left to the caller's Cleanup().
+  // Errors: a SetupError
   // naming the object and the API's answer (RBAC, image pull, a Pod that never ran).
   static std::expected<std::shared_ptr<ClusterCanary>, SetupError> Acquire(
       const ApiClient& client, const std::string& ns, const KubeSettings& settings,
-      const std::string& run_id, const std::string& nonce, bool& submitted);
+      const std::string& run_id, const std::string& nonce, bool& submitted,
+      const std::atomic<bool>* cancel = nullptr);
 
   // canary.cluster.{name,ip,http,tcp,udp,dns} (runner::kArmPlaceholders).
   std::map<std::string, std::string> Placeholders() const;
-  // Reads the canary's log (GET pods/<name>/log, bounded) and returns the hits carrying
-  // `invocation`; empty when the log cannot be read (the caller notes it).
-  std::vector<core::CanaryHit> HitsFor(const std::string& invocation, std::string* error) const;
+  // Reads the canary's log since `since` (GET pods/<name>/log?sinceTime=, bounded to 8 MiB, so
+  // a long run or a busy scanner does not push an invocation's hits out of reach) and returns
+  // the hits carrying `invocation`; empty when the log cannot be read (the caller notes it).
+  std::vector<core::CanaryHit> HitsFor(const std::string& invocation,
+                                       std::chrono::system_clock::time_point since,
+                                       std::string* error) const;
   const std::string& pod() const { return name_; }
 
   ClusterCanary(const ApiClient& client, std::string ns, std::string name, std::string ip,

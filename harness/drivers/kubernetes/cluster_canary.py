@@ -5,7 +5,8 @@
 # which the driver reads back through pods/log. Started as: python3 -u -c <this> <nonce> <max_s>.
 #   HTTP  TCP 80 and 8080: any request; header "X-Sandprobe: <nonce> <invocation>"; answers 200
 #         "sandprobe-canary <nonce>\n".
-#   TCP   53 and 7000: one line "SANDPROBE <nonce> <invocation>\n" -> "SANDPROBE-ECHO ...\n".
+#   TCP   53 and 7000: one line "SANDPROBE <nonce> <invocation>\n" -> "SANDPROBE-ECHO ...\n"
+#         (TCP 53 is the echo, not DNS over TCP: a DNS query there is logged without invocation).
 #   UDP   53 and 7001: a datagram "SANDPROBE <nonce> <invocation>" -> "SANDPROBE-ECHO ...\n";
 #         any other datagram is parsed as a DNS query for "<invocation>.<nonce>.sandprobe.test"
 #         and answered NXDOMAIN (never forwarded: this canary resolves nothing).
@@ -36,8 +37,13 @@ def invocation_of(tag):
     return ""
 
 
+def peer_text(peer):
+    host = peer[0][7:] if peer[0].startswith("::ffff:") else peer[0]  # v4-mapped on a v6 socket
+    return ("[%s]:%d" if ":" in host else "%s:%d") % (host, peer[1])
+
+
 def hit(kind, invocation, peer, detail):
-    line = json.dumps({"kind": kind, "invocation": invocation, "peer": "%s:%d" % peer[:2],
+    line = json.dumps({"kind": kind, "invocation": invocation, "peer": peer_text(peer),
                        "detail": printable(detail), "unix_ms": int(time.time() * 1000)})
     with LOCK:
         sys.stdout.write("SANDPROBE-HIT " + line + "\n")
@@ -137,17 +143,30 @@ def serve_udp(sock):
                     + data[12:end], peer)
 
 
+def bound(kind, port):
+    """A socket on every address of the pod: dual-stack IPv6 where the pod has IPv6 (an IPv6 or
+    dual-stack cluster), else IPv4."""
+    try:
+        s = socket.socket(socket.AF_INET6, kind)
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("::", port))
+        return s
+    except OSError:
+        s = socket.socket(socket.AF_INET, kind)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("0.0.0.0", port))
+        return s
+
+
 def main():
     for port, handler in ((80, http_handler), (8080, http_handler), (53, tcp_handler),
                           (7000, tcp_handler)):
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind(("0.0.0.0", port))
+        s = bound(socket.SOCK_STREAM, port)
         s.listen(64)
         threading.Thread(target=serve_tcp, args=(s, handler), daemon=True).start()
     for port in (53, 7001):
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        s.bind(("0.0.0.0", port))
+        s = bound(socket.SOCK_DGRAM, port)
         threading.Thread(target=serve_udp, args=(s,), daemon=True).start()
     print("SANDPROBE-CANARY-READY", flush=True)
     time.sleep(MAX_S)

@@ -96,6 +96,24 @@ TEST(ClusterCanaryTest, CanaryTemplatePatchesThePodButNotItsIdentity) {
   EXPECT_EQ(pod["spec"]["automountServiceAccountToken"], false);
 }
 
+TEST(ClusterCanaryTest, CanaryTemplateOfTheWrongShape) {
+  core::Manifest m;
+  m.source_path = "m.yaml";
+  m.driver = "kubernetes";
+  m.driver_config = nlohmann::json::parse(R"({"image": "x", "canaryTemplate": {"spec": 1}})");
+  auto s = ParseSettings(m);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().find("kubernetes.canaryTemplate.spec: expected a mapping"),
+            std::string::npos)
+      << s.error();
+  KubeSettings direct;  // built without ParseSettings: still never throws, keeps its identity
+  direct.image = "x";
+  direct.canary_template = nlohmann::json::parse(R"({"metadata": null, "spec": null})");
+  const auto pod = BuildCanaryPod(direct, "sp-r", "n", "s", 60);
+  EXPECT_EQ(pod["metadata"]["name"], CanaryName("sp-r"));
+  EXPECT_EQ(pod["spec"]["containers"][0]["image"], "x");
+}
+
 TEST(ClusterCanaryTest, EmbeddedScriptIsTheFileInTheTree) {
   std::ifstream in(std::string(SANDPROBE_KUBE_SOURCE_DIR) + "/cluster_canary.py");
   std::stringstream text;

@@ -61,7 +61,23 @@ std::string Age(double s) {
 
 }  // namespace
 
+// The bodies, which may throw nlohmann::json::exception on a field of an unexpected type; the
+// public functions below catch it.
+std::optional<bool> SelectorMatchesUnchecked(const Json& selector, const Json& labels);
+std::string PolicySummaryUnchecked(const Json& policy);
+std::vector<std::string> CniHintsUnchecked(const Json& nodes, const Json& daemonsets);
+RuledOut CheckPolicyArmUnchecked(const ApiClient& client, const PolicyArmView& view,
+                                 Clock::time_point deadline);
+
 std::optional<bool> SelectorMatches(const Json& selector, const Json& labels) {
+  try {
+    return SelectorMatchesUnchecked(selector, labels);
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;  // a field of an unexpected type: not understood
+  }
+}
+
+std::optional<bool> SelectorMatchesUnchecked(const Json& selector, const Json& labels) {
   if (selector.is_null()) return true;
   if (!selector.is_object()) return std::nullopt;
   const Json l = labels.is_object() ? labels : Json::object();
@@ -98,6 +114,14 @@ std::optional<bool> SelectorMatches(const Json& selector, const Json& labels) {
 }
 
 std::string PolicySummary(const Json& policy) {
+  try {
+    return PolicySummaryUnchecked(policy);
+  } catch (const nlohmann::json::exception&) {
+    return "a policy this reader does not understand: " + policy.dump().substr(0, 200);
+  }
+}
+
+std::string PolicySummaryUnchecked(const Json& policy) {
   const Json spec = policy.is_object() ? policy.value("spec", Json::object()) : Json::object();
   const Json types = spec.value("policyTypes", Json::array());
   std::string out = "policyTypes " + types.dump();
@@ -128,6 +152,14 @@ std::string PolicySummary(const Json& policy) {
 }
 
 std::vector<std::string> CniHints(const Json& nodes, const Json& daemonsets) {
+  try {
+    return CniHintsUnchecked(nodes, daemonsets);
+  } catch (const nlohmann::json::exception&) {
+    return {};
+  }
+}
+
+std::vector<std::string> CniHintsUnchecked(const Json& nodes, const Json& daemonsets) {
   std::vector<std::string> hints;
   auto add = [&](std::string h) {
     if (std::ranges::find(hints, h) == hints.end()) hints.push_back(std::move(h));
@@ -170,6 +202,15 @@ std::string RuledOut::Line() const {
 
 RuledOut CheckPolicyArm(const ApiClient& client, const PolicyArmView& view,
                         Clock::time_point deadline) {
+  try {
+    return CheckPolicyArmUnchecked(client, view, deadline);
+  } catch (const nlohmann::json::exception& e) {
+    return RuledOut{{}, {std::string("the API server's answers (malformed: ") + e.what() + ")"}};
+  }
+}
+
+RuledOut CheckPolicyArmUnchecked(const ApiClient& client, const PolicyArmView& view,
+                                 Clock::time_point deadline) {
   RuledOut r;
   auto get = [&](const std::string& path) { return client.Call("GET", path, nullptr, deadline); };
   auto why = [](const ApiError& e) { return e.ToString().substr(0, 200); };
@@ -209,6 +250,31 @@ RuledOut CheckPolicyArm(const ApiClient& client, const PolicyArmView& view,
           "the probe pods' stored labels {} {} by its podSelector", LabelsText(asked),
           !sel ? "(selector not understood)" : *sel ? "are selected" : "are NOT selected"));
     }
+  }
+  // Policies add up: others in the namespace that select the probe pods may allow what this
+  // one denies.
+  if (auto same = get(fmt::format("/apis/networking.k8s.io/v1/namespaces/{}/networkpolicies",
+                                  view.ns));
+      !same) {
+    r.not_checked.push_back(fmt::format("other NetworkPolicies in {} ({})", view.ns,
+                                        why(same.error())));
+  } else {
+    std::vector<std::string> others;
+    for (const Json& p : ListItems(same->body)) {
+      if (!p.is_object() || StringAt(p, "/metadata/name") == view.policy_name) continue;
+      const Json selector = p.value("/spec/podSelector"_json_pointer, Json::object());
+      if (!view.pod_labels.is_null() &&
+          !SelectorMatches(selector, view.pod_labels).value_or(true)) {
+        continue;
+      }
+      others.push_back(fmt::format("{} ({})", StringAt(p, "/metadata/name"), PolicySummary(p)));
+    }
+    r.facts.push_back(others.empty()
+                          ? fmt::format("no other NetworkPolicy in {} selects the probe pods",
+                                        view.ns)
+                          : fmt::format("other NetworkPolicies in {} select the probe pods and "
+                                        "add up with it: {}",
+                                        view.ns, fmt::join(others, "; ")));
   }
   if (view.host_network) {
     r.facts.push_back(

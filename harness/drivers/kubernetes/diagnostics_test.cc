@@ -27,6 +27,8 @@ TEST(DiagnosticsTest, SelectorMatchesTable) {
       {R"({"matchExpressions": [{"key": "tier", "operator": "Gt", "values": ["1"]}]})",
        std::nullopt},
       {R"({"matchLabels": ["not", "a", "map"]})", std::nullopt},
+      {R"({"matchExpressions": [{"key": "tier", "operator": 1}]})", std::nullopt},
+      {R"({"matchExpressions": [{"key": "tier", "operator": "In", "values": "x"}]})", false},
       {R"("a string")", std::nullopt},
   };
   for (const auto& c : cases) {
@@ -52,6 +54,16 @@ TEST(DiagnosticsTest, PolicySummaryTable) {
        "10.0.0.0/8 except 10.1.0.0/16"},
   };
   for (const auto& c : cases) EXPECT_EQ(PolicySummary(Json::parse(c.policy)), c.want);
+  // Hostile shapes from an API server or a proxy: a sentence, never an exception.
+  for (const char* odd : {R"([])", R"({"spec": []})", R"({"spec": {"policyTypes": ["Egress"],
+        "egress": [1, {"ports": [7]}, {"to": ["x", {"ipBlock": 3}]}]}})",
+                          R"({"spec": {"policyTypes": ["Egress"], "egress": [{"ports":
+        [{"port": 53, "protocol": 6}]}]}})"}) {
+    EXPECT_NO_THROW(PolicySummary(Json::parse(odd))) << odd;
+  }
+  EXPECT_NO_THROW(CniHints(Json::parse(R"({"items": [1, {"metadata": {"annotations": 3}},
+      {"metadata": {"annotations": {"k3s.io/node-args": 5}}}]})"),
+                           Json::parse(R"({"items": [{"metadata": {"name": 7}}]})")));
 }
 
 TEST(DiagnosticsTest, CniHintsFromNodesAndDaemonSets) {

@@ -7,6 +7,7 @@
 
 #include "core/facts.h"
 #include "core/output.h"
+#include "drivers/kubernetes/diagnostics.h"
 
 namespace sandprobe::drivers {
 namespace kube {
@@ -167,6 +168,10 @@ void KubernetesDriver::JobRun::BuildJob() {
     obs_.driver_facts[core::fact::kNetworkPolicy] = driver_.policy_name_;
     obs_.driver_facts[core::fact::kPolicyCreatedAt] = driver_.policy_created_at_;
     obs_.driver_facts[core::fact::kPolicyDeniesAllEgress] = driver_.policy_denies_all_egress_;
+    if (!driver_.other_policies_allowing_.empty()) {
+      obs_.driver_facts[core::fact::kOtherPoliciesAllowingEgress] =
+          driver_.other_policies_allowing_;
+    }
     obs_.driver_facts[core::fact::kPolicyAgeS] = Round1(SecondsSince(*driver_.policy_stored_));
   }
   if (settings.pod_settle_s > 0) obs_.driver_facts[core::fact::kPodSettleS] = settings.pod_settle_s;
@@ -330,15 +335,22 @@ void KubernetesDriver::JobRun::RecordPodFacts() {
   if (gone_ > 0) obs_.driver_facts[core::fact::kWatchGone] = gone_;
   pod_name_ = StringAt(pod_, "/metadata/name");
   if (!pod_name_.empty()) obs_.driver_facts[core::fact::kPod] = pod_name_;
-  if (pod_.value("/spec/hostNetwork"_json_pointer, false)) {
+  if (pod_.is_object() && pod_.value("/spec/hostNetwork"_json_pointer, nlohmann::json()) == true) {
     obs_.driver_facts[core::fact::kHostNetwork] = true;
+  }
+  if (!driver_.policy_name_.empty() && pod_.is_object()) {
+    const nlohmann::json labels = pod_.value("/metadata/labels"_json_pointer, nlohmann::json());
+    if (auto selects = kube::SelectorMatches(driver_.policy_selector_, labels)) {
+      obs_.driver_facts[core::fact::kPolicySelectsPod] = *selects;
+    }
   }
   if (!pod_name_.empty()) {  // for the policy arm's "ruled out" note: labels as stored
     std::lock_guard lock(driver_.mu_);
-    if (driver_.stored_pod_labels_.is_null()) {
-      driver_.stored_pod_labels_ =
-          pod_.value("/metadata/labels"_json_pointer, nlohmann::json::object());
-      driver_.stored_pod_host_network_ = pod_.value("/spec/hostNetwork"_json_pointer, false);
+    if (driver_.stored_pod_labels_.is_null() && pod_.is_object()) {
+      const nlohmann::json labels = pod_.value("/metadata/labels"_json_pointer, nlohmann::json());
+      driver_.stored_pod_labels_ = labels.is_object() ? labels : nlohmann::json::object();
+      driver_.stored_pod_host_network_ =
+          pod_.value("/spec/hostNetwork"_json_pointer, nlohmann::json()) == true;
     }
   }
   if (const std::string node = StringAt(pod_, "/spec/nodeName"); !node.empty()) {

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/facts.h"
+#include "core/json_field.h"
 #include "core/output.h"
 #include "drivers/kubernetes/diagnostics.h"
 #include "drivers/kubernetes/job_run.h"
@@ -54,7 +55,7 @@ std::expected<void, SetupError> KubernetesDriver::Prepare() {
   if (!wants_canary) return {};
   bool submitted = false;
   auto canary = kube::ClusterCanary::Acquire(*client_, ns_, settings_, context_.run_id,
-                                             context_.nonce, submitted);
+                                             context_.nonce, submitted, context_.cancel);
   if (submitted) submitted_ = true;
   if (!canary) return std::unexpected(canary.error());
   canary_ = std::move(*canary);
@@ -196,6 +197,31 @@ std::expected<void, SetupError> KubernetesDriver::CreatePolicy() {
                              (!types.is_array() && spec.contains("egress"));
     const Json rules = spec.value("egress", Json::array());
     policy_denies_all_egress_ = egress_type && (!rules.is_array() || rules.empty());
+    policy_selector_ = spec.value("podSelector", Json::object());
+  }
+  // Policies add up: another policy of the namespace that selects this arm's pods and allows
+  // egress reopens what this one denies. Listed once (list on networkpolicies is granted).
+  if (auto list = client_->Call("GET", Path("/apis/networking.k8s.io/v1", "networkpolicies"),
+                                nullptr, After(settings_.api_timeout_s));
+      list) {
+    const kube::JobRequest sample{context_.run_id, manifest_.name, "sample", "x", "", 10, ""};
+    const Json labels =
+        kube::BuildJob(settings_, sample).value("/spec/template/metadata/labels"_json_pointer,
+                                                Json::object());
+    for (const Json& p : ListItems(list->body)) {
+      const std::string name = StringAt(p, "/metadata/name");
+      if (!p.is_object() || name == policy_name_) continue;
+      const Json spec = p.value("spec", Json::object());
+      const Json types = spec.is_object() ? spec.value("policyTypes", Json::array()) : Json();
+      const Json rules = spec.is_object() ? spec.value("egress", Json::array()) : Json();
+      const bool egress = types.is_array() && std::ranges::find(types, Json("Egress")) !=
+                                                  types.end();
+      if (!egress || !rules.is_array() || rules.empty()) continue;
+      const Json selector = spec.value("podSelector", Json::object());
+      if (kube::SelectorMatches(selector, labels).value_or(true)) {
+        other_policies_allowing_.push_back(name);
+      }
+    }
   }
   policy_created_at_ = StringAt(created->body, "/metadata/creationTimestamp");
   return {};
@@ -231,6 +257,7 @@ std::expected<void, std::string> KubernetesDriver::DeleteJob(const std::string& 
 
 core::Observation KubernetesDriver::Execute(const Invocation& inv,
                                             const std::atomic<bool>& cancel) {
+  const auto started = std::chrono::system_clock::now();
   JobRun run(*this, inv, cancel);
   if (!client_) return run.Fail("kubernetes driver used before Prepare()");
   if (inv.deploy == core::Deploy::kHarnessAdmission) return Admission(inv, cancel, run.Take());
@@ -244,19 +271,21 @@ core::Observation KubernetesDriver::Execute(const Invocation& inv,
   run.RecordStatusFacts();
   run.RemoveJob();
   core::Observation obs = run.Decide();
-  if (canary_) AddCanaryHits(inv, obs);
+  if (canary_) AddCanaryHits(inv, started, obs);
   return obs;
 }
 
-void KubernetesDriver::AddCanaryHits(const Invocation& inv, core::Observation& obs) const {
+void KubernetesDriver::AddCanaryHits(const Invocation& inv,
+                                     std::chrono::system_clock::time_point started,
+                                     core::Observation& obs) const {
   obs.driver_facts[core::fact::kClusterCanary] = canary_->pod();
   std::string error;
-  auto hits = canary_->HitsFor(inv.invocation, &error);
+  auto hits = canary_->HitsFor(inv.invocation, started, &error);
   // The probe saw an answer, the log has no line yet: container logs can lag by a moment.
-  const bool answered = obs.result && obs.result->value("outcome", "") == "reached";
+  const bool answered = obs.result && core::StringField(*obs.result, "outcome") == "reached";
   for (int retry = 0; hits.empty() && answered && error.empty() && retry < 3; ++retry) {
     kube::SleepFor(0.5, After(1), nullptr);
-    hits = canary_->HitsFor(inv.invocation, &error);
+    hits = canary_->HitsFor(inv.invocation, started, &error);
   }
   if (!error.empty()) obs.driver_facts[core::fact::kClusterCanaryLog] = error;
   for (core::CanaryHit& h : hits) obs.canary_hits.push_back(std::move(h));

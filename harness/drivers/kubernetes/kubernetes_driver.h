@@ -91,7 +91,8 @@ class KubernetesDriver : public Driver {
 
   // Adds the in-cluster canary's hits carrying the invocation (fact cluster_canary; a log that
   // cannot be read: fact cluster_canary_log with the error).
-  void AddCanaryHits(const Invocation& inv, core::Observation& obs) const;
+  void AddCanaryHits(const Invocation& inv, std::chrono::system_clock::time_point started,
+                     core::Observation& obs) const;
   core::Observation Admission(const Invocation& inv, const std::atomic<bool>& cancel,
                               core::Observation obs);
   // DELETE the Job (Background) and wait until a GET answers 404. Error text when unconfirmed.
@@ -109,6 +110,8 @@ class KubernetesDriver : public Driver {
   std::string policy_name_;                               // "" = this arm has no policy
   std::string policy_created_at_;                         // metadata.creationTimestamp
   bool policy_denies_all_egress_ = false;                 // as written: Egress, no rule
+  nlohmann::json policy_selector_;                        // its spec.podSelector as submitted
+  std::vector<std::string> other_policies_allowing_;      // same namespace, selecting our pods
   std::optional<kube::Clock::time_point> policy_stored_;  // local time of the 201
   std::string server_version_;       // GET /version gitVersion
   nlohmann::json stored_pod_labels_;  // the first probe Pod's metadata.labels as stored

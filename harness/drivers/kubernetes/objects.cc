@@ -306,10 +306,17 @@ std::expected<KubeSettings, std::string> ParseSettings(const core::Manifest& m) 
     s.job_template = cfg["jobTemplate"];
   }
   if (cfg.contains("canaryTemplate")) {
-    if (!cfg["canaryTemplate"].is_object()) {
+    const Json& t = cfg["canaryTemplate"];
+    if (!t.is_object()) {
       return std::unexpected(where + ": kubernetes.canaryTemplate: expected a mapping (a Pod)");
     }
-    s.canary_template = cfg["canaryTemplate"];
+    for (const char* key : {"metadata", "spec"}) {
+      if (t.contains(key) && !t[key].is_object()) {
+        return std::unexpected(
+            fmt::format("{}: kubernetes.canaryTemplate.{}: expected a mapping", where, key));
+      }
+    }
+    s.canary_template = t;
   }
   std::string error;
   if (auto v = SecondsField(cfg, "minPolicyAge", &error, where)) s.min_policy_age_s = *v;
@@ -453,6 +460,10 @@ Json BuildCanaryPod(const KubeSettings& s, const std::string& run_id, const std:
   if (s.canary_template.is_object() && !s.canary_template.empty()) {
     const Json ours = pod;
     pod.merge_patch(s.canary_template);
+    for (const char* key : {"metadata", "spec"}) {  // a patch that nulled or replaced them
+      if (!pod[key].is_object()) pod[key] = ours[key];
+    }
+    if (!pod["metadata"]["labels"].is_object()) pod["metadata"]["labels"] = Json::object();
     pod["metadata"]["name"] = ours["metadata"]["name"];
     for (const auto& [k, v] : labels.items()) pod["metadata"]["labels"][k] = v;
     pod["spec"]["containers"] = ours["spec"]["containers"];

@@ -194,7 +194,7 @@ def copy_manifest(src, dst, control=None, drop=(), add=()):
 
 
 def write_kube_manifest(path, name, control=None, policy=False, extra=(), timeout=None,
-                        limits=None):
+                        limits=None, canary_template=CANARY_TEMPLATE):
     """A kubernetes manifest in namespace sandprobe with the probe image; `timeout` (s) is its
     limits.timeout (the container's `timeout`), default 8 s for a policy arm, none for a control.
     `policy`: True for deny-all-egress, or a NetworkPolicy file path."""
@@ -208,7 +208,7 @@ def write_kube_manifest(path, name, control=None, policy=False, extra=(), timeou
     if lim:
         lines.append("limits: {%s}" % ", ".join("%s: %s" % kv for kv in lim.items()))
     lines += ["kubernetes:", "  namespace: %s" % NS, "  image: %s" % IMAGE,
-              "  " + CANARY_TEMPLATE]
+              "  " + canary_template]
     if policy:
         lines.append("  networkPolicy: %s" % ("deny-all-egress" if policy is True
                                               else json.dumps(policy)))
@@ -411,6 +411,10 @@ class Enforced(FakeRun):
         self.assertEqual(self.verdict("k8s-deny-egress", "platform.runtime-class")["verdict"],
                          "PASS")
         self.assertEqual(self.verdict("k8s-deny-egress", METADATA)["verdict"], "INCONCLUSIVE")
+        # Cluster DNS dropped: the API row still tried the API server's address itself.
+        api = self.cell("k8s-deny-egress", "net.k8s-api")["evidence"]["result"]
+        self.assertIn("KUBERNETES_SERVICE_HOST", api["target_source"], api)
+        self.assertEqual(api["addresses"], ["10.96.0.1"], api)
 
     def test_ruled_out_note(self):
         note = self.note("k8s-deny-egress: ruled out before concluding")
@@ -719,6 +723,36 @@ class Interrupt(unittest.TestCase):
         self.assertEqual(self.fake.objects_of_run(run_id), [])
         wait_for(lambda: self.fake.pod_containers() == [], 20, what="pod containers to go")
         self.assertEqual([n for n in os.listdir(self.canary) if n.startswith("sp-")], [])
+
+    def test_ctrl_c_while_the_canary_is_pending_removes_it(self):
+        # The canary's nodeSelector matches no node: it stays Pending, the driver waits for it
+        # (podStartTimeout 120 s) and Ctrl-C must end that wait and remove what was created.
+        d = self.tmp.name
+        m = write_kube_manifest(
+            os.path.join(d, "pending-open.yaml"), "k8s-open", canary_template=(
+                "canaryTemplate: {spec: {runtimeClassName: runc, nodeSelector: {no-such: node}}}"))
+        suite = u.write_suite(d, "pending", ["net.tcp-by-ip"], params=cluster_params())
+        p = subprocess.Popen(
+            [u.BIN, "run", "--suite", suite, "--sandbox", m, "--out", os.path.join(d, "out"),
+             "--canary-dir", os.path.join(d, "canary")],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+            env=dict(os.environ, SANDPROBE_HOME=u.HOME, **self.fake.env()))
+
+        def pending_canary():
+            if p.poll() is not None:
+                raise AssertionError("sandprobe ended early: %s" % p.communicate()[1][-3000:])
+            pods = [q for q in self.fake.state()["objects"]["pods"]
+                    if (q["metadata"].get("labels") or {}).get("sandprobe.io/role") == "canary"]
+            return pods and pods[0]["metadata"]["labels"][RUN_LABEL]
+        run_id = wait_for(pending_canary, 30, what="the pending canary Pod")
+        time.sleep(1)
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=60)
+        self.assertLess(time.monotonic() - t0, 20, "Ctrl-C did not end the canary's wait")
+        self.assertIn("interrupted", err.decode("utf-8", "replace"))
+        self.assertNotEqual(p.returncode, 0)
+        self.assertEqual(self.fake.objects_of_run(run_id), [])
 
     def test_dead_api_server_error_cells_exit_2_then_cleanup(self):
         p = self.start_run(["apiTimeout: 2s", "podStartTimeout: 20s"])

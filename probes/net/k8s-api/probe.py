@@ -22,6 +22,13 @@ else:
     # A name (kubernetes.default.svc) is resolved with a deadline first: glibc has none of its
     # own, and with cluster DNS dropped its retries over the search path outlast the container.
     addrs, exc = resolve(host, port, TIMEOUT_S)
+    env_host = os.environ.get("KUBERNETES_SERVICE_HOST", "")
+    if not addrs and env_host and source == "param":
+        # The name did not resolve (cluster DNS dropped), but the API server's address is in the
+        # environment: a policy that blocks DNS and not the API server must not pass by that.
+        addrs = [env_host]
+        port = int(os.environ.get("KUBERNETES_SERVICE_PORT", port))
+        source = "param, then KUBERNETES_SERVICE_HOST (the name did not resolve)"
     if not addrs:
         result("blocked", "absence", errno_name(exc), "name did not resolve", target=target,
                target_source=source, scheme=SCHEME, addresses=[])
