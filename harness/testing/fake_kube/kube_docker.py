@@ -190,6 +190,7 @@ class DockerKubelet:
         self.pod_dir = os.path.join(state_dir, "pods")
         os.makedirs(self.pod_dir, exist_ok=True)
         self.lock = threading.Lock()
+        self.top_lock = threading.Lock()  # host_top_chain: snapshot + restore as one step
         self.used_ips = set()
         self.veth_n = 0
         self.nodes = {}  # node name -> {"container", "ip", "pid"}
@@ -427,16 +428,25 @@ class DockerKubelet:
         """FKE-<instance>: established first, nothing but the pod subnet, then one jump per pod
         veth to its egress chain (jumped to from FORWARD and INPUT for our bridge)."""
         top = f"FKE-{self.instance}"
-        lines = [f":{top} - [0:0]",
-                 f"-A {top} -m conntrack --ctstate ESTABLISHED,RELATED -j RETURN",
-                 f"-A {top} ! -d {self.subnet} -j DROP"]
-        with self.cluster.store.cond if self.cluster else threading.Lock():
-            ents = [e for e in self.netns.values() if e.get("veth")]
-        for e in ents:
-            lines += [f":{e['chain']} - [0:0]" if e.get("applied") is None else "",
-                      f"-A {top} -m physdev --physdev-in {e['veth']} -j {e['chain']}"]
-        with self.lock:
-            self.host_restore([x for x in lines if x], check=True)
+        # One rewrite at a time, each from a snapshot taken inside the same critical section:
+        # ":top" flushes the chain, so two pods starting together could otherwise each restore a
+        # snapshot without the other, and the later restore drops the earlier pod's jump (that
+        # pod then ran unfiltered; seen as a UDP leak under deny-all in e2e.kubernetes).
+        with self.top_lock:
+            lines = [f":{top} - [0:0]",
+                     f"-A {top} -m conntrack --ctstate ESTABLISHED,RELATED -j RETURN",
+                     f"-A {top} ! -d {self.subnet} -j DROP"]
+            # Only pods whose own chain is loaded (apply() ran): a ":chain" line here would flush
+            # a chain another thread has just filled (that pod then ran unfiltered, a second
+            # race seen as leaks under deny-all), and a jump to a chain not yet made would fail.
+            # A pod not listed yet is added by its own call, made right after its apply().
+            with self.cluster.store.cond if self.cluster else threading.Lock():
+                ents = [e for e in self.netns.values()
+                        if e.get("veth") and e.get("applied") is not None]
+            for e in ents:
+                lines.append(f"-A {top} -m physdev --physdev-in {e['veth']} -j {e['chain']}")
+            with self.lock:
+                self.host_restore([x for x in lines if x], check=True)
 
     def drop_host_chains(self, prefix):
         out = run(["iptables", "-w", "20", "-S"], timeout=60, check=False).stdout
