@@ -380,6 +380,28 @@ def rbac_verb(method, path):
     raise AssertionError("an API call no table row names: %s %s" % (method, path))
 
 
+def granted_by_ci_kubernetes():
+    """{(apiGroup, resource, verb)} that ci/kubernetes/rbac.yaml and rbac-cluster.yaml grant."""
+    allowed = set()
+    for name in ("rbac.yaml", "rbac-cluster.yaml"):
+        with open(os.path.join(CI_KUBE, name)) as f:
+            for d in parse_yaml_documents(f.read()):
+                if d.get("kind") in ("Role", "ClusterRole"):
+                    for rule in d["rules"]:
+                        for g in rule["apiGroups"]:
+                            for r in rule["resources"]:
+                                allowed.update((g, r, v) for v in rule["verbs"])
+    return allowed
+
+
+def assert_calls_granted(test, fake, skip=lambda r: False):
+    """Every API request sandprobe made to `fake` is granted by ci/kubernetes; returns them.
+    `skip` leaves out the requests a test made itself."""
+    used = {rbac_verb(r["method"], r["path"]) for r in fake.requests() if not skip(r)} - {None}
+    test.assertLessEqual(used, granted_by_ci_kubernetes(), "calls the RBAC files do not grant")
+    return used
+
+
 class Enforced(FakeRun):
     FAKE_ARGS = ("--network-policy", "enforce", "--admission", "vap-422", "--cni", "calico")
 
@@ -424,17 +446,7 @@ class Enforced(FakeRun):
         self.assertIn("calico (", note)
 
     def test_every_api_call_is_allowed_by_ci_kubernetes(self):
-        allowed = set()
-        for name in ("rbac.yaml", "rbac-cluster.yaml"):
-            with open(os.path.join(CI_KUBE, name)) as f:
-                for d in parse_yaml_documents(f.read()):
-                    if d.get("kind") in ("Role", "ClusterRole"):
-                        for rule in d["rules"]:
-                            for g in rule["apiGroups"]:
-                                for r in rule["resources"]:
-                                    allowed.update((g, r, v) for v in rule["verbs"])
-        used = {rbac_verb(r["method"], r["path"]) for r in self.fake.requests()} - {None}
-        self.assertLessEqual(used, allowed, "calls the RBAC files do not grant")
+        used = assert_calls_granted(self, self.fake)
         # Driver calls missing from the Role would make a real run fail; grants the run never
         # used are listed in DRIVER_VERBS with the reason they exist (cleanup, --nodes).
         self.assertIn(("", "services", "create"), used)
@@ -584,6 +596,9 @@ class EveryNode(FakeRun):
             for probe in ("net.dns", "net.tcp-by-ip"):
                 facts = self.cell(arm, probe)["evidence"]["driver_facts"]
                 self.assertEqual(facts["node"], arm.split("@")[1], (arm, probe))
+
+    def test_node_listing_is_granted_too(self):
+        self.assertIn(("", "nodes", "list"), assert_calls_granted(self, self.fake))
 
     def test_n2_reaches_n1_blocks_and_banner_names_n2(self):
         for probe in ("net.dns", "net.tcp-by-ip"):
@@ -856,6 +871,9 @@ class CleanupCommand(unittest.TestCase):
         res = u.run_sandprobe(args, timeout=60, env=env)
         self.assertEqual(res.returncode, 0, res.describe())
         self.assertEqual(self.fake.objects_of_run("sp-live-run"), [])
+        # The sweep's own calls (the planting POSTs and GETs were the test's) are granted.
+        used = assert_calls_granted(self, self.fake, skip=lambda r: r["method"] == "POST")
+        self.assertIn(("", "services", "delete"), used)
 
     def test_unreachable_cluster_is_an_error(self):
         self.fake.script(faults=["hang-after=0"])
