@@ -67,8 +67,8 @@ std::expected<void, ConfigError> LoadClassify(const std::string& file, const YAM
   if (!node.IsMap())
     return std::unexpected(At(file, node, "classify", "required mapping is missing"));
   if (auto r = internal::OnlyKeys(file, node, "classify",
-                                  {"outcomes", "killed", "timed_out", "deadline", "crashed", "canary_hit",
-                                   "exceeds", "fact", "output", "quiet_after_call"});
+                                  {"outcomes", "killed", "timed_out", "deadline", "crashed",
+                                   "canary_hit", "exceeds", "fact", "output", "quiet_after_call"});
       !r) {
     return r;
   }

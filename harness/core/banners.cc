@@ -88,10 +88,10 @@ std::vector<std::string> PolicyLateBanners(const Matrix& m) {
   if (late.empty()) return {};
   std::vector<std::string> parts;
   for (const auto& [arm, l] : late) {
-    parts.push_back(fmt::format(
-        "{}{} reached {} in a fresh pod; {} held them in pods that waited {:g}s", arm,
-        l.min_age >= 0 ? fmt::format(" (policy {:.0f}s old)", l.min_age) : "",
-        fmt::join(l.rows, ", "), SettledTwin(arm), l.settle_s));
+    parts.push_back(
+        fmt::format("{}{} reached {} in a fresh pod; {} held them in pods that waited {:g}s", arm,
+                    l.min_age >= 0 ? fmt::format(" (policy {:.0f}s old)", l.min_age) : "",
+                    fmt::join(l.rows, ", "), SettledTwin(arm), l.settle_s));
   }
   return {fmt::format("NetworkPolicy is enforced late for new pods on this cluster: {}",
                       fmt::join(parts, "; "))};

@@ -11,13 +11,14 @@ namespace sandprobe::core {
 // "NetworkPolicy is accepted but not enforced on this cluster": an arm whose invocations ran
 // under a NetworkPolicy the harness created that denies all egress as written (driver facts
 // `network_policy`, a non-empty name, and `policy_denies_all_egress`; the policy's age at
-// submission in `policy_age_s`), not in a host-network pod (`host_network`), was exposed, with positive evidence (a canary hit
-// or an answer, never a timeout or an absence), on a network row (Row::category "net") where a
-// control arm of the same run was exposed too. Cells carrying driver fact `not_judged` (the
-// interface count under a policy: a policy filters packets, it never removes eth0) never count. docs/traps.md, trap 14: only a control pod
-// beside a blocked pod shows it. Returns at most one banner line naming the arms, the policy age
-// and the rows; empty when every policy arm held (or none ran).
-// Rows explained by late enforcement (PolicyLateBanners) are left out of this banner.
+// submission in `policy_age_s`), not in a host-network pod (`host_network`), was exposed, with
+// positive evidence (a canary hit or an answer, never a timeout or an absence), on a network row
+// (Row::category "net") where a control arm of the same run was exposed too. Cells carrying driver
+// fact `not_judged` (the interface count under a policy: a policy filters packets, it never removes
+// eth0) never count. docs/traps.md, trap 14: only a control pod beside a blocked pod shows it.
+// Returns at most one banner line naming the arms, the policy age and the rows; empty when every
+// policy arm held (or none ran). Rows explained by late enforcement (PolicyLateBanners) are left
+// out of this banner.
 std::vector<std::string> PolicyNotEnforcedBanners(const Matrix& m);
 
 // "NetworkPolicy is enforced late for new pods": a policy arm `A` was exposed with positive

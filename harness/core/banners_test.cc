@@ -37,8 +37,8 @@ Matrix TwoArms() {
 }
 
 const nlohmann::json kPolicy = {{"network_policy", "sandprobe-r1-k8s-deny"},
-                                 {"policy_denies_all_egress", true},
-                                 {"policy_age_s", 3}};
+                                {"policy_denies_all_egress", true},
+                                {"policy_age_s", 3}};
 
 // One row's cells: the control's (k8s-open) and the candidate's (k8s-deny, with `facts`).
 std::vector<Cell> Row(const std::string& probe, Exposure control, Exposure candidate,
@@ -68,13 +68,16 @@ TEST(BannersTest, PolicyNotEnforcedTable) {
       {"unknown is not a leak", Row("net.dns", E::kExposed, E::kUnknown), false},
       {"a policy that does not select the pod: no banner (the note says NOT selected)",
        Row("net.dns", E::kExposed, E::kExposed,
-           {{"network_policy", "p"}, {"policy_denies_all_egress", true},
+           {{"network_policy", "p"},
+            {"policy_denies_all_egress", true},
             {"policy_selects_pod", false}}),
        false},
       {"another policy of the namespace allows egress (policies add up): no banner",
        Row("net.dns", E::kExposed, E::kExposed,
-           {{"network_policy", "p"}, {"policy_denies_all_egress", true},
-            {"policy_selects_pod", true}, {"other_policies_allowing_egress", {"allow-web"}}}),
+           {{"network_policy", "p"},
+            {"policy_denies_all_egress", true},
+            {"policy_selects_pod", true},
+            {"other_policies_allowing_egress", {"allow-web"}}}),
        false},
       {"a policy that allows some egress as written: no banner (the note names its rules)",
        Row("net.dns", E::kExposed, E::kExposed,
@@ -142,15 +145,15 @@ TEST(BannersTest, LateForNewPodsWhenTheSettledTwinHeld) {
                                   {"policy_denies_all_egress", true},
                                   {"policy_age_s", 41},
                                   {"pod_settle_s", 5}};
-  m.cells = {MakeCell("net.dns", "k8s-open", Exposure::kExposed),
-             MakeCell("net.tcp-by-ip", "k8s-open", Exposure::kExposed),
-             // dns: fresh pod leaked, settled pod held -> late
-             MakeCell("net.dns", "k8s-deny", Exposure::kExposed, old_policy),
-             MakeCell("net.dns", "k8s-deny-settled", Exposure::kContained, settled,
-                      Evidence::kAbsence),
-             // tcp: leaked in both -> not enforced at all
-             MakeCell("net.tcp-by-ip", "k8s-deny", Exposure::kExposed, old_policy),
-             MakeCell("net.tcp-by-ip", "k8s-deny-settled", Exposure::kExposed, settled)};
+  m.cells = {
+      MakeCell("net.dns", "k8s-open", Exposure::kExposed),
+      MakeCell("net.tcp-by-ip", "k8s-open", Exposure::kExposed),
+      // dns: fresh pod leaked, settled pod held -> late
+      MakeCell("net.dns", "k8s-deny", Exposure::kExposed, old_policy),
+      MakeCell("net.dns", "k8s-deny-settled", Exposure::kContained, settled, Evidence::kAbsence),
+      // tcp: leaked in both -> not enforced at all
+      MakeCell("net.tcp-by-ip", "k8s-deny", Exposure::kExposed, old_policy),
+      MakeCell("net.tcp-by-ip", "k8s-deny-settled", Exposure::kExposed, settled)};
   const auto late = PolicyLateBanners(m);
   ASSERT_EQ(late.size(), 1u);
   EXPECT_EQ(late[0],

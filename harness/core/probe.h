@@ -66,10 +66,11 @@ struct ClassifyRules {
   // Ended with no result record the way a timeout ends it: exit 124 (GNU timeout), exit 143 or
   // SIGTERM (busybox timeout, a polite stop). A timeout is not a memory or disk limit.
   Exposure timed_out = Exposure::kUnknown;
-  Exposure deadline = Exposure::kUnknown;    // still running at the harness deadline
+  Exposure deadline = Exposure::kUnknown;  // still running at the harness deadline
   // Started, then exited non-zero with no result record and no kill/timeout signature: the
   // sandbox ended abnormally under the probe (gVisor dies when --pids-limit also counts its own
-  // threads, docs/traps.md, trap 19). Only a probe whose attack that stops may declare it contained.
+  // threads, docs/traps.md, trap 19). Only a probe whose attack that stops may declare it
+  // contained.
   Exposure crashed = Exposure::kUnknown;
   Exposure canary_hit = Exposure::kExposed;  // the canary logged this invocation
   std::optional<ExceedsRule> exceeds;

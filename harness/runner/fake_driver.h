@@ -152,9 +152,7 @@ class FakeDriver : public drivers::Driver {
   bool PlantsEnvironment() const override { return script_.plants_env; }
   std::string PreflightHint() const override { return script_.preflight_hint; }
   void Cleanup() override { book_->Cleaned(arm_); }
-  std::map<std::string, std::string> Placeholders() const override {
-    return script_.placeholders;
-  }
+  std::map<std::string, std::string> Placeholders() const override { return script_.placeholders; }
   std::string NotJudgedReason(std::string_view measures) const override {
     const auto it = script_.not_judged.find(std::string(measures));
     return it == script_.not_judged.end() ? "" : it->second;

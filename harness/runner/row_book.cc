@@ -76,10 +76,9 @@ void RowBook::FinalizeRow(size_t row) {
       const auto not_judged = cell->observation.driver_facts.find(core::fact::kNotJudged);
       v = not_judged != cell->observation.driver_facts.end() && not_judged->is_string()
               ? core::Judge(probe, {}, {},
-                            core::Applicability{false, "reported, not judged: " +
-                                                           not_judged->get<std::string>()})
-              : core::Judge(probe, controls,
-                            {arm.name, &cell->observation, cell->classification});
+                            core::Applicability{
+                                false, "reported, not judged: " + not_judged->get<std::string>()})
+              : core::Judge(probe, controls, {arm.name, &cell->observation, cell->classification});
     }
     matrix_.verdicts.push_back({r.probe, arm.name, std::move(v)});
   }

@@ -79,9 +79,12 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
   for (const auto& m : options.controls) manifests.push_back(&m);
   for (const auto& m : options.candidates) manifests.push_back(&m);
   Arms arms;
-  const drivers::DriverContext context{(*session)->nonce(), options.reaper_path,
-                                       options.kill_grace_s, matrix.run_id,
-                                       PlaceholdersUsed(options.suite), &cancel};
+  const drivers::DriverContext context{(*session)->nonce(),
+                                       options.reaper_path,
+                                       options.kill_grace_s,
+                                       matrix.run_id,
+                                       PlaceholdersUsed(options.suite),
+                                       &cancel};
   if (auto open = arms.Open(manifests, options.make_driver, context, matrix.notes); !open) {
     return std::unexpected(open.error());
   }

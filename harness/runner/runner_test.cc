@@ -427,16 +427,15 @@ TEST_F(RunnerTest, NotJudgedCellIsSkipWithItsEvidenceKeptAndRunNotesCollected) {
   const FakeArm policy{.acts = {{"net.interfaces", reached}, {"net.dns", reached}},
                        .not_judged = {{"interfaces", "a policy filters packets"}},
                        .run_notes = {"ruled out: pod labels selected"}};
-  auto m = RunIt(Options({ifaces, dns}, {{"local", {.acts = {{"net.interfaces", reached},
-                                                              {"net.dns", reached}}}},
-                                          {"cand", policy}}));
+  auto m = RunIt(Options({ifaces, dns},
+                         {{"local", {.acts = {{"net.interfaces", reached}, {"net.dns", reached}}}},
+                          {"cand", policy}}));
   ASSERT_TRUE(m) << m.error().message;
   const core::Verdict v = VerdictOf(*m, "net.interfaces", "cand");
   EXPECT_EQ(v.kind, core::VerdictKind::kSkip);
   EXPECT_EQ(v.reason, "reported, not judged: a policy filters packets");
   // The measurement is still in the cell.
-  EXPECT_EQ(CellOf(*m, "net.interfaces", "cand").classification.exposure,
-            core::Exposure::kExposed);
+  EXPECT_EQ(CellOf(*m, "net.interfaces", "cand").classification.exposure, core::Exposure::kExposed);
   // Only what `measures` names is spared; the traffic row is judged.
   EXPECT_EQ(VerdictOf(*m, "net.dns", "cand").kind, core::VerdictKind::kFail);
   EXPECT_NE(std::ranges::find(m->notes, "cand: ruled out: pod labels selected"), m->notes.end());

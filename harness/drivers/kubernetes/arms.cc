@@ -54,9 +54,10 @@ std::expected<std::vector<core::Manifest>, std::string> ArmVariants(core::Manife
   // a fresh pod and holds in a settled one is "enforced late for new pods" (core/banners.h).
   if (arms.front().driver_config.contains("settledRerun")) {
     const nlohmann::json v = arms.front().driver_config["settledRerun"];
-    auto settle = v.is_string() ? core::ParseSeconds(v.get<std::string>())
-                                : std::expected<double, std::string>(
-                                      std::unexpected("expected a duration such as 5s"));
+    auto settle =
+        v.is_string()
+            ? core::ParseSeconds(v.get<std::string>())
+            : std::expected<double, std::string>(std::unexpected("expected a duration such as 5s"));
     if (!settle) {
       return std::unexpected(fmt::format("manifest {}: kubernetes.settledRerun: {}",
                                          arms.front().source_path, settle.error()));
@@ -67,7 +68,8 @@ std::expected<std::vector<core::Manifest>, std::string> ArmVariants(core::Manife
       core::Manifest settled = a;
       settled.driver_config["podSettle"] = v;
       settled.name = a.name + "-settled";
-      settled.description = fmt::format("{} (pods wait {:g}s before probing)", a.description, *settle);
+      settled.description =
+          fmt::format("{} (pods wait {:g}s before probing)", a.description, *settle);
       with_settled.push_back(std::move(a));
       with_settled.push_back(std::move(settled));
     }

@@ -92,15 +92,15 @@ std::expected<std::shared_ptr<ClusterCanary>, SetupError> ClusterCanary::Acquire
   auto svc = client.Call("POST", fmt::format("/api/v1/namespaces/{}/services", ns),
                          BuildCanaryService(run_id), api_deadline(), cancel);
   if (!svc) {
-    return std::unexpected(SetupError{
-        fmt::format("in-cluster canary: creating Service {} in {}: {}", name, ns,
-                    svc.error().ToString()),
-        rbac_hint});
+    return std::unexpected(
+        SetupError{fmt::format("in-cluster canary: creating Service {} in {}: {}", name, ns,
+                               svc.error().ToString()),
+                   rbac_hint});
   }
   const std::string ip = StringAt(svc->body, "/spec/clusterIP");
   if (ip.empty() || ip == "None") {
-    return std::unexpected(SetupError{
-        fmt::format("in-cluster canary: Service {} got no ClusterIP", name), rbac_hint});
+    return std::unexpected(
+        SetupError{fmt::format("in-cluster canary: Service {} got no ClusterIP", name), rbac_hint});
   }
   KubeSettings pod_settings = settings;
   pod_settings.namespace_name = ns;
@@ -109,9 +109,10 @@ std::expected<std::shared_ptr<ClusterCanary>, SetupError> ClusterCanary::Acquire
       BuildCanaryPod(pod_settings, run_id, nonce, std::string(ClusterCanaryScript()), kCanaryMaxS),
       api_deadline(), cancel);
   if (!pod) {
-    const bool admission = pod.error().code == 422 ||
-                           (pod.error().code == 403 && !pod.error().IsQuota() &&
-                            pod.error().message.find("cannot create resource") == std::string::npos);
+    const bool admission =
+        pod.error().code == 422 ||
+        (pod.error().code == 403 && !pod.error().IsQuota() &&
+         pod.error().message.find("cannot create resource") == std::string::npos);
     return std::unexpected(SetupError{
         fmt::format("in-cluster canary: creating Pod {} in {}: {}", name, ns,
                     pod.error().ToString()),
@@ -133,8 +134,7 @@ std::expected<std::shared_ptr<ClusterCanary>, SetupError> ClusterCanary::Acquire
     if (!items.empty()) {
       const Json& p = items.front();
       const std::string phase = StringAt(p, "/status/phase");
-      const std::string waiting =
-          StringAt(p, "/status/containerStatuses/0/state/waiting/reason");
+      const std::string waiting = StringAt(p, "/status/containerStatuses/0/state/waiting/reason");
       last = fmt::format("phase {}{}", phase.empty() ? "Pending" : phase,
                          waiting.empty() ? "" : ", container waiting: " + waiting);
       if (phase == "Failed" || phase == "Succeeded" || Hopeless(waiting)) {

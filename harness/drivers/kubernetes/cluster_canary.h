@@ -4,7 +4,8 @@
 // canary"). Deployed only when the suite uses a {canary.cluster.*} placeholder; shared by every
 // kubernetes arm of the run on the same API server and namespace, so controls and candidates
 // aim at one target with identical parameters. The first arm's client (credentials), image and
-// canaryTemplate deploy it and read its log; the joining arms' are not used. Its hits come back through pods/log
+// canaryTemplate deploy it and read its log; the joining arms' are not used. Its hits come back
+// through pods/log
 // (`SANDPROBE-HIT {json}` lines), bounded and made printable again here.
 //
 // Removal: both objects carry sandprobe.io/run, so the driver's Cleanup() and `sandprobe cleanup

@@ -33,7 +33,7 @@ TEST(ClusterCanaryTest, ParseCanaryHitsTable) {
   EXPECT_EQ(hits[0].kind, "tcp");
   EXPECT_EQ(hits[0].peer, "10.42.0.7:4242");
   EXPECT_EQ(hits[1].kind, "http");
-  EXPECT_EQ(hits[1].detail.size(), 200u);  // bounded
+  EXPECT_EQ(hits[1].detail.size(), 200u);                     // bounded
   EXPECT_EQ(hits[1].detail.find('\x1b'), std::string::npos);  // printable only
   EXPECT_EQ(hits[1].detail.substr(0, 8), "GET /?]0");
   EXPECT_EQ(hits[2].detail, "last line, no newline");
@@ -103,8 +103,7 @@ TEST(ClusterCanaryTest, CanaryTemplateOfTheWrongShape) {
   m.driver_config = nlohmann::json::parse(R"({"image": "x", "canaryTemplate": {"spec": 1}})");
   auto s = ParseSettings(m);
   ASSERT_FALSE(s);
-  EXPECT_NE(s.error().find("kubernetes.canaryTemplate.spec: expected a mapping"),
-            std::string::npos)
+  EXPECT_NE(s.error().find("kubernetes.canaryTemplate.spec: expected a mapping"), std::string::npos)
       << s.error();
   KubeSettings direct;  // built without ParseSettings: still never throws, keeps its identity
   direct.image = "x";

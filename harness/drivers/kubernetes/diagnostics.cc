@@ -33,7 +33,8 @@ std::string PeerText(const Json& peer) {
     return t;
   }
   std::vector<std::string> parts;
-  if (peer.contains("namespaceSelector")) parts.push_back("namespaceSelector " + peer["namespaceSelector"].dump());
+  if (peer.contains("namespaceSelector"))
+    parts.push_back("namespaceSelector " + peer["namespaceSelector"].dump());
   if (peer.contains("podSelector")) parts.push_back("podSelector " + peer["podSelector"].dump());
   return parts.empty() ? "?" : fmt::format("{}", fmt::join(parts, " "));
 }
@@ -47,8 +48,7 @@ std::optional<double> ParseRfc3339(const std::string& text) {
 }
 
 double SecondsSinceEpochNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 // A Kubernetes age: "40s", "12m", "5h", "3d".
@@ -95,8 +95,7 @@ std::optional<bool> SelectorMatchesUnchecked(const Json& selector, const Json& l
       const std::string op = e.value("operator", "");
       const Json values = e.value("values", Json::array());
       const bool has = l.contains(key);
-      const bool in = has && values.is_array() &&
-                      std::ranges::find(values, l[key]) != values.end();
+      const bool in = has && values.is_array() && std::ranges::find(values, l[key]) != values.end();
       if (op == "In") {
         if (!in) return false;
       } else if (op == "NotIn") {
@@ -136,7 +135,7 @@ std::string PolicySummaryUnchecked(const Json& policy) {
     for (const Json& p : r.value("ports", Json::array())) {
       const std::string proto = p.value("protocol", std::string("TCP"));
       std::string port = p.contains("port") ? (p["port"].is_string() ? p["port"].get<std::string>()
-                                                                      : p["port"].dump())
+                                                                     : p["port"].dump())
                                             : "all";
       if (p.contains("endPort")) port += "-" + p["endPort"].dump();
       ports.push_back(port + "/" + proto);
@@ -218,16 +217,15 @@ RuledOut CheckPolicyArmUnchecked(const ApiClient& client, const PolicyArmView& v
   auto policy = get(fmt::format("/apis/networking.k8s.io/v1/namespaces/{}/networkpolicies/{}",
                                 view.ns, view.policy_name));
   if (!policy) {
-    r.not_checked.push_back(fmt::format("the policy {} as stored ({})", view.policy_name,
-                                        why(policy.error())));
+    r.not_checked.push_back(
+        fmt::format("the policy {} as stored ({})", view.policy_name, why(policy.error())));
   } else {
-    r.facts.push_back(fmt::format("policy {} as stored: {}", view.policy_name,
-                                  PolicySummary(policy->body)));
+    r.facts.push_back(
+        fmt::format("policy {} as stored: {}", view.policy_name, PolicySummary(policy->body)));
     if (view.pod_labels.is_null()) {
       r.not_checked.push_back("whether the policy selects the probe pods (no pod was seen)");
     } else {
-      const Json selector =
-          policy->body.value("/spec/podSelector"_json_pointer, Json::object());
+      const Json selector = policy->body.value("/spec/podSelector"_json_pointer, Json::object());
       const auto sel = SelectorMatches(selector, view.pod_labels);
       // Only the labels the selector asks about (a Job's pods carry many more).
       Json asked = Json::object();
@@ -246,18 +244,20 @@ RuledOut CheckPolicyArmUnchecked(const ApiClient& client, const PolicyArmView& v
           if (e.is_object() && e.value("key", Json()).is_string()) ask(e["key"]);
         }
       }
-      r.facts.push_back(fmt::format(
-          "the probe pods' stored labels {} {} by its podSelector", LabelsText(asked),
-          !sel ? "(selector not understood)" : *sel ? "are selected" : "are NOT selected"));
+      r.facts.push_back(fmt::format("the probe pods' stored labels {} {} by its podSelector",
+                                    LabelsText(asked),
+                                    !sel   ? "(selector not understood)"
+                                    : *sel ? "are selected"
+                                           : "are NOT selected"));
     }
   }
   // Policies add up: others in the namespace that select the probe pods may allow what this
   // one denies.
-  if (auto same = get(fmt::format("/apis/networking.k8s.io/v1/namespaces/{}/networkpolicies",
-                                  view.ns));
+  if (auto same =
+          get(fmt::format("/apis/networking.k8s.io/v1/namespaces/{}/networkpolicies", view.ns));
       !same) {
-    r.not_checked.push_back(fmt::format("other NetworkPolicies in {} ({})", view.ns,
-                                        why(same.error())));
+    r.not_checked.push_back(
+        fmt::format("other NetworkPolicies in {} ({})", view.ns, why(same.error())));
   } else {
     std::vector<std::string> others;
     for (const Json& p : ListItems(same->body)) {
@@ -269,12 +269,11 @@ RuledOut CheckPolicyArmUnchecked(const ApiClient& client, const PolicyArmView& v
       }
       others.push_back(fmt::format("{} ({})", StringAt(p, "/metadata/name"), PolicySummary(p)));
     }
-    r.facts.push_back(others.empty()
-                          ? fmt::format("no other NetworkPolicy in {} selects the probe pods",
-                                        view.ns)
-                          : fmt::format("other NetworkPolicies in {} select the probe pods and "
-                                        "add up with it: {}",
-                                        view.ns, fmt::join(others, "; ")));
+    r.facts.push_back(
+        others.empty() ? fmt::format("no other NetworkPolicy in {} selects the probe pods", view.ns)
+                       : fmt::format("other NetworkPolicies in {} select the probe pods and "
+                                     "add up with it: {}",
+                                     view.ns, fmt::join(others, "; ")));
   }
   if (view.host_network) {
     r.facts.push_back(
@@ -303,9 +302,10 @@ RuledOut CheckPolicyArmUnchecked(const ApiClient& client, const PolicyArmView& v
         oldest = std::max(oldest, SecondsSinceEpochNow() - *t);
       }
     }
-    r.facts.push_back(others == 0 ? "no NetworkPolicy in other namespaces"
-                                  : fmt::format("{} NetworkPolicy(ies) in other namespaces{}",
-                                                others, oldest >= 0 ? ", oldest " + Age(oldest) + " old" : ""));
+    r.facts.push_back(others == 0
+                          ? "no NetworkPolicy in other namespaces"
+                          : fmt::format("{} NetworkPolicy(ies) in other namespaces{}", others,
+                                        oldest >= 0 ? ", oldest " + Age(oldest) + " old" : ""));
   }
   r.facts.push_back(view.server_version.empty() ? "server version not read"
                                                 : "server " + view.server_version);

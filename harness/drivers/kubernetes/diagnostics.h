@@ -38,10 +38,10 @@ struct RuledOut {
 // The inputs the driver saw during the run.
 struct PolicyArmView {
   std::string ns;
-  std::string policy_name;          // as created by the driver
-  nlohmann::json pod_labels;        // a probe Pod's metadata.labels as stored (null: none seen)
-  bool host_network = false;        // that Pod's spec.hostNetwork
-  std::string server_version;       // GET /version gitVersion ("" = not read)
+  std::string policy_name;     // as created by the driver
+  nlohmann::json pod_labels;   // a probe Pod's metadata.labels as stored (null: none seen)
+  bool host_network = false;   // that Pod's spec.hostNetwork
+  std::string server_version;  // GET /version gitVersion ("" = not read)
 };
 
 // GETs the policy as stored, /apis/networking.k8s.io/v1, the NetworkPolicies of all namespaces,

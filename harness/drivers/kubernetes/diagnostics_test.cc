@@ -67,19 +67,20 @@ TEST(DiagnosticsTest, PolicySummaryTable) {
 }
 
 TEST(DiagnosticsTest, CniHintsFromNodesAndDaemonSets) {
-  const Json k3s_off = {{"items",
-                         {{{"metadata",
-                            {{"name", "n1"},
-                             {"annotations",
-                              {{"flannel.alpha.coreos.com/backend-type", "vxlan"},
-                               {"k3s.io/node-args",
-                                R"(["server","--disable-network-policy"])"}}}}}}}}};
+  const Json k3s_off = {
+      {"items",
+       {{{"metadata",
+          {{"name", "n1"},
+           {"annotations",
+            {{"flannel.alpha.coreos.com/backend-type", "vxlan"},
+             {"k3s.io/node-args", R"(["server","--disable-network-policy"])"}}}}}}}}};
   const auto hints = CniHints(k3s_off, nullptr);
   ASSERT_EQ(hints.size(), 2u);
   EXPECT_NE(hints[0].find("flannel alone does not enforce"), std::string::npos) << hints[0];
   EXPECT_NE(hints[1].find("--disable-network-policy"), std::string::npos) << hints[1];
-  const Json ds = {{"items", {{{"metadata", {{"name", "calico-node"}}}},
-                              {{"metadata", {{"name", "kube-proxy"}}}}}}};
+  const Json ds = {
+      {"items",
+       {{{"metadata", {{"name", "calico-node"}}}}, {{"metadata", {{"name", "kube-proxy"}}}}}}};
   EXPECT_EQ(CniHints(nullptr, ds), std::vector<std::string>{"calico (DaemonSet calico-node)"});
   EXPECT_TRUE(CniHints(nullptr, nullptr).empty());
 }

@@ -50,8 +50,9 @@ std::expected<void, SetupError> KubernetesDriver::Prepare() {
   if (!settings_.network_policy.empty()) {
     if (auto policy = CreatePolicy(); !policy) return policy;
   }
-  const bool wants_canary = std::ranges::any_of(
-      context_.placeholders_used, [](const std::string& p) { return p.starts_with("canary.cluster."); });
+  const bool wants_canary =
+      std::ranges::any_of(context_.placeholders_used,
+                          [](const std::string& p) { return p.starts_with("canary.cluster."); });
   if (!wants_canary) return {};
   bool submitted = false;
   auto canary = kube::ClusterCanary::Acquire(*client_, ns_, settings_, context_.run_id,
@@ -192,9 +193,9 @@ std::expected<void, SetupError> KubernetesDriver::CreatePolicy() {
   {
     const Json spec = policy.value("spec", Json::object());
     const Json types = spec.value("policyTypes", Json::array());
-    const bool egress_type = (types.is_array() && std::ranges::find(types, Json("Egress")) !=
-                                                      types.end()) ||
-                             (!types.is_array() && spec.contains("egress"));
+    const bool egress_type =
+        (types.is_array() && std::ranges::find(types, Json("Egress")) != types.end()) ||
+        (!types.is_array() && spec.contains("egress"));
     const Json rules = spec.value("egress", Json::array());
     policy_denies_all_egress_ = egress_type && (!rules.is_array() || rules.empty());
     policy_selector_ = spec.value("podSelector", Json::object());
@@ -205,17 +206,16 @@ std::expected<void, SetupError> KubernetesDriver::CreatePolicy() {
                                 nullptr, After(settings_.api_timeout_s));
       list) {
     const kube::JobRequest sample{context_.run_id, manifest_.name, "sample", "x", "", 10, ""};
-    const Json labels =
-        kube::BuildJob(settings_, sample).value("/spec/template/metadata/labels"_json_pointer,
-                                                Json::object());
+    const Json labels = kube::BuildJob(settings_, sample)
+                            .value("/spec/template/metadata/labels"_json_pointer, Json::object());
     for (const Json& p : ListItems(list->body)) {
       const std::string name = StringAt(p, "/metadata/name");
       if (!p.is_object() || name == policy_name_) continue;
       const Json spec = p.value("spec", Json::object());
       const Json types = spec.is_object() ? spec.value("policyTypes", Json::array()) : Json();
       const Json rules = spec.is_object() ? spec.value("egress", Json::array()) : Json();
-      const bool egress = types.is_array() && std::ranges::find(types, Json("Egress")) !=
-                                                  types.end();
+      const bool egress =
+          types.is_array() && std::ranges::find(types, Json("Egress")) != types.end();
       if (!egress || !rules.is_array() || rules.empty()) continue;
       const Json selector = spec.value("podSelector", Json::object());
       if (kube::SelectorMatches(selector, labels).value_or(true)) {
@@ -383,8 +383,7 @@ void KubernetesDriver::Cleanup() {
   const std::string services = Path("/api/v1", "services");
   if (auto list = client_->Call("GET", services + sel, nullptr, deadline); list) {
     for (const Json& item : ListItems(list->body)) {
-      client_->Call("DELETE", services + "/" + StringAt(item, "/metadata/name"), nullptr,
-                    deadline);
+      client_->Call("DELETE", services + "/" + StringAt(item, "/metadata/name"), nullptr, deadline);
     }
   }
   // Confirm by listing; pods may take a moment to terminate.
@@ -447,9 +446,10 @@ std::expected<std::vector<std::string>, std::string> ListSchedulableNodes(
   return names;
 }
 
-std::expected<std::vector<Json>, std::string> RenderArm(
-    const core::Manifest& manifest, const std::string& run_id,
-    const std::vector<Invocation>& invocations, bool with_canary) {
+std::expected<std::vector<Json>, std::string> RenderArm(const core::Manifest& manifest,
+                                                        const std::string& run_id,
+                                                        const std::vector<Invocation>& invocations,
+                                                        bool with_canary) {
   auto settings = kube::ParseSettings(manifest);
   if (!settings) return std::unexpected(settings.error());
   std::vector<Json> out;

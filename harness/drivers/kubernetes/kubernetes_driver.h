@@ -34,8 +34,9 @@
 // cluster_canary: the Pod's name).
 //
 // Cleanup(): deletecollection by sandprobe.io/run for jobs, pods and networkpolicies, and the
-// run's Services listed and deleted by name, then lists until they are gone. An API server that does not answer GET /version within apiTimeout gets
-// one warning and no retries (`sandprobe cleanup --kubernetes` removes the leftovers later).
+// run's Services listed and deleted by name, then lists until they are gone. An API server that
+// does not answer GET /version within apiTimeout gets one warning and no retries (`sandprobe
+// cleanup --kubernetes` removes the leftovers later).
 #pragma once
 
 #include <mutex>
@@ -113,7 +114,7 @@ class KubernetesDriver : public Driver {
   nlohmann::json policy_selector_;                        // its spec.podSelector as submitted
   std::vector<std::string> other_policies_allowing_;      // same namespace, selecting our pods
   std::optional<kube::Clock::time_point> policy_stored_;  // local time of the 201
-  std::string server_version_;       // GET /version gitVersion
+  std::string server_version_;                            // GET /version gitVersion
   nlohmann::json stored_pod_labels_;  // the first probe Pod's metadata.labels as stored
   bool stored_pod_host_network_ = false;
   std::shared_ptr<kube::ClusterCanary> canary_;  // the run's in-cluster canary, if asked for

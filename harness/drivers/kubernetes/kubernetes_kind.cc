@@ -20,9 +20,8 @@ DriverKind KubernetesKind() {
                 const std::vector<Invocation>& invocations,
                 const std::set<std::string>& placeholders_used)
       -> std::expected<std::vector<std::string>, std::string> {
-    const bool canary = std::ranges::any_of(placeholders_used, [](const std::string& p) {
-      return p.starts_with("canary.cluster.");
-    });
+    const bool canary = std::ranges::any_of(
+        placeholders_used, [](const std::string& p) { return p.starts_with("canary.cluster."); });
     auto objects = RenderArm(manifest, run_id, invocations, canary);
     if (!objects) return std::unexpected(objects.error());
     std::vector<std::string> documents;

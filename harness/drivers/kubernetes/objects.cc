@@ -265,8 +265,7 @@ std::expected<KubeSettings, std::string> ParseSettings(const core::Manifest& m) 
   static const char* kKeys[] = {"kubeconfig",  "context",       "namespace",    "image",
                                 "jobTemplate", "networkPolicy", "minPolicyAge", "podStartTimeout",
                                 "apiTimeout",  "logLimit",      "node",         "inClusterRoot",
-                                "agedRerun",   "settledRerun",  "podSettle",
-                                "canaryTemplate"};
+                                "agedRerun",   "settledRerun",  "podSettle",    "canaryTemplate"};
   for (auto& [k, v] : cfg.items()) {
     if (std::ranges::find(kKeys, k) == std::end(kKeys)) {
       return std::unexpected(fmt::format("{}: kubernetes.{}: unknown field", where, k));
@@ -385,8 +384,8 @@ std::vector<std::string> TemplateWeakenings(const Json& job) {
 }
 
 Json BuildJob(const KubeSettings& s, const JobRequest& r) {
-  const int64_t active = static_cast<int64_t>(
-      std::ceil(r.timeout_s + 2 + s.pod_start_timeout_s + s.pod_settle_s));
+  const int64_t active =
+      static_cast<int64_t>(std::ceil(r.timeout_s + 2 + s.pod_start_timeout_s + s.pod_settle_s));
   Json job = {{"apiVersion", "batch/v1"},
               {"kind", "Job"},
               {"metadata", {{"name", JobName(r.run_id, r.invocation)}, {"labels", Labels(r)}}},
@@ -422,10 +421,11 @@ Json BuildCanaryPod(const KubeSettings& s, const std::string& run_id, const std:
                     const std::string& script, double max_s) {
   const Json labels = {{kRunLabel, LabelValue(run_id)}, {kRoleLabel, "canary"}};
   Json ports = Json::array();
-  for (const auto& [name, port, protocol] :
-       {std::tuple{"http", kCanaryHttpPort, "TCP"}, {"tcp", kCanaryTcpPort, "TCP"},
-        {"udp", kCanaryUdpPort, "UDP"}, {"dns", kCanaryDnsPort, "UDP"},
-        {"dns-tcp", kCanaryDnsPort, "TCP"}}) {
+  for (const auto& [name, port, protocol] : {std::tuple{"http", kCanaryHttpPort, "TCP"},
+                                             {"tcp", kCanaryTcpPort, "TCP"},
+                                             {"udp", kCanaryUdpPort, "UDP"},
+                                             {"dns", kCanaryDnsPort, "UDP"},
+                                             {"dns-tcp", kCanaryDnsPort, "TCP"}}) {
     ports.push_back({{"name", name}, {"containerPort", port}, {"protocol", protocol}});
   }
   Json pod = {
@@ -447,8 +447,7 @@ Json BuildCanaryPod(const KubeSettings& s, const std::string& run_id, const std:
         {"containers",
          {{{"name", "canary"},
            {"image", s.image},
-           {"command",
-            {"python3", "-u", "-c", script, nonce, fmt::format("{}", std::ceil(max_s))}},
+           {"command", {"python3", "-u", "-c", script, nonce, fmt::format("{}", std::ceil(max_s))}},
            {"ports", ports},
            {"resources",
             {{"requests", {{"cpu", "10m"}, {"memory", "32Mi"}}},
@@ -476,21 +475,21 @@ Json BuildCanaryPod(const KubeSettings& s, const std::string& run_id, const std:
 
 Json BuildCanaryService(const std::string& run_id) {
   Json ports = Json::array();
-  for (const auto& [name, port, protocol] :
-       {std::tuple{"http", kCanaryHttpPort, "TCP"}, {"tcp", kCanaryTcpPort, "TCP"},
-        {"udp", kCanaryUdpPort, "UDP"}, {"dns", kCanaryDnsPort, "UDP"},
-        {"dns-tcp", kCanaryDnsPort, "TCP"}}) {
-    ports.push_back(
-        {{"name", name}, {"port", port}, {"targetPort", port}, {"protocol", protocol}});
+  for (const auto& [name, port, protocol] : {std::tuple{"http", kCanaryHttpPort, "TCP"},
+                                             {"tcp", kCanaryTcpPort, "TCP"},
+                                             {"udp", kCanaryUdpPort, "UDP"},
+                                             {"dns", kCanaryDnsPort, "UDP"},
+                                             {"dns-tcp", kCanaryDnsPort, "TCP"}}) {
+    ports.push_back({{"name", name}, {"port", port}, {"targetPort", port}, {"protocol", protocol}});
   }
-  return {{"apiVersion", "v1"},
-          {"kind", "Service"},
-          {"metadata",
-           {{"name", CanaryName(run_id)}, {"labels", {{kRunLabel, LabelValue(run_id)}}}}},
-          {"spec",
-           {{"type", "ClusterIP"},
-            {"selector", {{kRunLabel, LabelValue(run_id)}, {kRoleLabel, "canary"}}},
-            {"ports", ports}}}};
+  return {
+      {"apiVersion", "v1"},
+      {"kind", "Service"},
+      {"metadata", {{"name", CanaryName(run_id)}, {"labels", {{kRunLabel, LabelValue(run_id)}}}}},
+      {"spec",
+       {{"type", "ClusterIP"},
+        {"selector", {{kRunLabel, LabelValue(run_id)}, {kRoleLabel, "canary"}}},
+        {"ports", ports}}}};
 }
 
 Json BuildDenyAllEgressPolicy(const std::string& run_id, const std::string& arm) {

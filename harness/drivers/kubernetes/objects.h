@@ -43,8 +43,8 @@ struct KubeSettings {
   std::string namespace_name;  // "" = the kubeconfig context's, else "default"
   std::string image;           // container image (required)
   nlohmann::json job_template = nlohmann::json::object();
-  std::string network_policy;        // "" | "deny-all-egress" | a policy file path (absolute)
-  double min_policy_age_s = 0;       // seconds
+  std::string network_policy;   // "" | "deny-all-egress" | a policy file path (absolute)
+  double min_policy_age_s = 0;  // seconds
   // RFC 7386 merge patch over the in-cluster canary's Pod (kubernetes.canaryTemplate), for what
   // the cluster's admission or scheduling demands: runtimeClassName, imagePullSecrets,
   // nodeSelector, tolerations. Its name, labels and container always stay the driver's.
@@ -108,8 +108,7 @@ inline constexpr int kCanaryHttpPort = 80, kCanaryTcpPort = 7000, kCanaryUdpPort
                      kCanaryDnsPort = 53;
 std::string CanaryName(const std::string& run_id);
 nlohmann::json BuildCanaryPod(const KubeSettings& settings, const std::string& run_id,
-                              const std::string& nonce, const std::string& script,
-                              double max_s);
+                              const std::string& nonce, const std::string& script, double max_s);
 nlohmann::json BuildCanaryService(const std::string& run_id);
 
 // Names and label values (DNS-1123 label rules; a hash suffix keeps truncated names unique).
