@@ -229,8 +229,8 @@ Loaded<core::ProbeDescriptor> LoadProbe(const std::filesystem::path& dir) {
   if (p.drivers.empty()) p.drivers = {"all"};
   if (const YAML::Node c = y["calls"]; c.IsDefined()) {
     const nlohmann::json v = YamlToJson(c);
-    if (!v.is_number_integer() || v.get<int>() < 1 || v.get<int>() > 5)
-      return std::unexpected(At(file, c, "calls", "expected a whole number from 1 to 5"));
+    if (!v.is_number_integer() || v.get<int>() < 1 || v.get<int>() > 32)
+      return std::unexpected(At(file, c, "calls", "expected a whole number from 1 to 32"));
     p.calls = v.get<int>();
   }
   if (const YAML::Node a = y["after_call_s"]; a.IsDefined()) {

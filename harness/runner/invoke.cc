@@ -1,5 +1,7 @@
 #include "runner/invoke.h"
 
+#include <algorithm>
+
 #include "core/facts.h"
 #include "core/params.h"
 #include "core/redact.h"
@@ -43,10 +45,17 @@ core::Observation Invoke(const Task& task, const core::ProbeDescriptor& probe,
                          const std::atomic<bool>& cancel) {
   core::Observation obs;
   obs.invocation = invocation;
+  // How many calls: the probe's `calls:`, or its resolved `calls` parameter when it declares one
+  // (state.persists: a suite sizes it to the pool it must cycle), 1..kMaxCalls.
+  int calls = probe.calls;
+  if (const auto c = task.params.find("calls");
+      probe.params.contains("calls") && c != task.params.end() && c->is_number_integer()) {
+    calls = std::clamp(c->get<int>(), 1, kMaxCalls);
+  }
   nlohmann::json first_params = task.params;
-  if (probe.calls > 1) {
+  if (calls > 1) {
     first_params["call"] = 1;
-    first_params["previous"] = nullptr;
+    first_params["previous"] = nlohmann::json::array();
   }
   auto script = core::BuildScript(probe, preamble, first_params, session.nonce(), invocation);
   if (!script) {
@@ -58,19 +67,22 @@ core::Observation Invoke(const Task& task, const core::ProbeDescriptor& probe,
   inv.after_call_s = probe.after_call_s;
   inv.deploy = probe.deploy;
   obs = GuardedExecute(driver, inv, cancel);
-  // Multi-call probes (state.persists): call k+1 sees call k's result as `previous`; the last
-  // call is judged, earlier ones are kept as evidence.
+  // Multi-call probes (state.persists): call k sees the results of calls 1..k-1, in order, as
+  // `previous` (null for a call that left none); the last call is judged, earlier ones are kept
+  // as evidence.
   nlohmann::json earlier = nlohmann::json::array();
-  for (int call = 2; call <= probe.calls; ++call) {
+  nlohmann::json previous = nlohmann::json::array();
+  for (int call = 2; call <= calls; ++call) {
     if (EndsSequence(obs.ending)) break;
     earlier.push_back({{"call", call - 1},
                        {"ending", core::ToString(obs.ending)},
                        {"exit_code", obs.exit_code},
                        {"result", obs.result.value_or(nullptr)},
                        {"driver_facts", obs.driver_facts}});
+    previous.push_back(obs.result.value_or(nullptr));
     nlohmann::json params = task.params;
     params["call"] = call;
-    params["previous"] = obs.result.value_or(nullptr);
+    params["previous"] = previous;
     auto next = core::BuildScript(probe, preamble, params, session.nonce(), invocation);
     if (!next) {
       obs.ending = core::Ending::kHarnessError;

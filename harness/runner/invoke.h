@@ -13,11 +13,15 @@
 
 namespace sandprobe::runner {
 
+inline constexpr int kMaxCalls = 32;  // a probe's calls per invocation, at most
+
 // Runs `task` (its probe is `probe`) in `driver` under the invocation tag `invocation`, with the
 // task's deadline (seconds) and the session's planted environment:
-//  - calls: for a probe with calls > 1 call k gets the parameters `call` = k and `previous` =
-//    call k-1's result record (null for call 1); the last call is returned, earlier ones are kept
-//    in driver_facts["calls"] ({call, ending, exit_code, result, driver_facts}). A call that ends
+//  - calls: the probe's `calls:`, or its `calls` parameter when it declares one (1..kMaxCalls).
+//    With calls > 1, call k gets the parameters `call` = k and `previous` = the result records
+//    of calls 1..k-1 in order (null for one that left none; [] for call 1); the last call is
+//    returned, earlier ones are kept in driver_facts["calls"] ({call, ending, exit_code, result,
+//    driver_facts}). A call that ends
 //    by harness error, interrupt, deadline or not run ends the sequence and is returned itself.
 //  - canary_hits: the session's hits carrying `invocation`.
 //  - driver_facts["canary_not_planted"] = true when the probe needs the planted env

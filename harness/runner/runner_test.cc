@@ -205,10 +205,11 @@ TEST_F(RunnerTest, MultiCallPassesPreviousAndKeepsEarlierCalls) {
     }
     ASSERT_EQ(calls.size(), 2u);
     EXPECT_EQ(calls[0].params["call"], 1);
-    EXPECT_TRUE(calls[0].params["previous"].is_null());
+    EXPECT_EQ(calls[0].params["previous"], nlohmann::json::array());
     EXPECT_EQ(calls[1].params["call"], 2);
-    EXPECT_EQ(calls[1].params["previous"]["call"], 1) << "call 2 sees call 1's result";
-    EXPECT_EQ(calls[1].params["previous"]["outcome"], "ok");
+    ASSERT_EQ(calls[1].params["previous"].size(), 1u) << "call 2 sees call 1's result";
+    EXPECT_EQ(calls[1].params["previous"][0]["call"], 1);
+    EXPECT_EQ(calls[1].params["previous"][0]["outcome"], "ok");
     EXPECT_EQ(calls[0].invocation, calls[1].invocation);
     const core::Observation& obs = CellOf(*m, "state.twice", arm).observation;
     ASSERT_TRUE(obs.result.has_value());
@@ -219,6 +220,27 @@ TEST_F(RunnerTest, MultiCallPassesPreviousAndKeepsEarlierCalls) {
     EXPECT_EQ(obs.driver_facts["calls"][0]["ending"], "exited");
     EXPECT_EQ(obs.driver_facts["calls"][0]["result"]["call"], 1);
   }
+}
+
+TEST_F(RunnerTest, CallsParameterSizesTheSequenceAndPreviousListsEveryEarlierCall) {
+  core::ProbeDescriptor many = Probe("state.many");
+  many.calls = 2;
+  many.params["calls"] = core::ParamSpec{4, "", "", 1, ""};
+  RunOptions o = Options({many}, {});
+  o.suite.entries[0].params = {{"calls", 5}};
+  auto m = RunIt(o);
+  ASSERT_TRUE(m) << m.error().message;
+  std::vector<FakeCall> cand;
+  for (const FakeCall& c : book_->ProbeCalls()) {
+    if (c.arm == "cand") cand.push_back(c);
+  }
+  ASSERT_EQ(cand.size(), 5u) << "the suite's calls: 5 beats the probe's 2";
+  for (size_t k = 0; k < cand.size(); ++k) {
+    EXPECT_EQ(cand[k].params["call"], k + 1);
+    ASSERT_EQ(cand[k].params["previous"].size(), k);
+    for (size_t j = 0; j < k; ++j) EXPECT_EQ(cand[k].params["previous"][j]["call"], j + 1);
+  }
+  EXPECT_EQ(CellOf(*m, "state.many", "cand").observation.driver_facts["calls"].size(), 4u);
 }
 
 TEST_F(RunnerTest, MultiCallEndsAtDeadlineOrHarnessError) {

@@ -49,16 +49,20 @@ class UnsafeMatrix(u.RunCase):
         self.assertIs(ev["driver_facts"]["service_timeout"], True)
         self.assertIn("timed out", ev["driver_facts"]["service_timeout_source"])
 
-    def test_state_persists_names_what_call_2_found_and_keeps_call_1(self):
+    def test_state_persists_names_which_call_found_which_and_keeps_the_earlier_calls(self):
         obs = u.observations(self.report, "runcode-unsafe")["state.persists"]["evidence"]
-        self.assertEqual(sorted(obs["result"]["found"]), ["cwd file", "process", "tmp file"])
+        pairs = obs["result"]["pairs"]
+        for mark in ("cwd file", "process", "tmp file", "$HOME file"):
+            self.assertIn("call 2 found call 1's %s" % mark, pairs)
         first = obs["driver_facts"]["calls"][0]
         self.assertEqual((first["call"], first["result"]["outcome"]), (1, "planted"))
         self.assertEqual(first["result"]["planted"]["cwd"]["path"].rsplit("/", 1)[0],
                          os.path.realpath(self.fixture_cwd))  # the service's own cwd
+        self.assertEqual(len(obs["driver_facts"]["calls"]), 7)  # calls 1..7 kept, 8 judged
         local = u.observations(self.report, "local")["state.persists"]["evidence"]["result"]
-        self.assertIn("tmp file", local["found"])  # plain processes share /tmp
-        self.assertNotIn("process", local["found"])  # the reaper killed it after call 1
+        self.assertIn("call 2 found call 1's tmp file", local["pairs"])  # plain processes
+        self.assertFalse([p for p in local["pairs"] if p.endswith("process")],
+                         "the reaper killed each call's process")
 
     def test_outlives_call_is_heard_after_the_call(self):
         ev = u.observations(self.report, "runcode-unsafe")["proc.outlives-call"]["evidence"]

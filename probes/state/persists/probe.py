@@ -1,12 +1,17 @@
-# state.persists: does anything one evaluation leaves behind reach the next one? A REPL service
+# state.persists: does anything one evaluation leaves behind reach a later one? A REPL service
 # that keeps one interpreter, one working directory or one /tmp for every caller leaks state
-# between tasks. Call 1 plants four markers; call 2 (given call 1's result as PARAMS["previous"])
-# looks for them, removes what it finds and reports which persisted.
+# between tasks, and a warm pool of N sandboxes leaks it only to every N-th caller. Every call
+# plants its own marks; every call looks for the marks of every earlier call (their results come
+# as PARAMS["previous"], in order), removes what it finds and names which call found which
+# call's mark.
 
 import secrets, signal, time
 
 CALL = int(PARAMS.get("call", 1) or 1)
-PREVIOUS = PARAMS.get("previous", {}) or {}
+CALLS = max(int(PARAMS.get("calls", 8) or 8), 1)
+PREVIOUS = PARAMS.get("previous", []) or []
+if isinstance(PREVIOUS, dict):  # one earlier result (the two-call shape)
+    PREVIOUS = [PREVIOUS]
 HOLD_S = min(max(float(PARAMS.get("hold_s", 10)), 1.0), 30.0)
 NAME = ".sandprobe-state-%s-%s" % (NONCE, INVOCATION)
 ENV_NAME = "SANDPROBE_STATE_" + "".join(c if c.isalnum() else "_" for c in INVOCATION).upper()
@@ -62,22 +67,72 @@ def plant_process():
         text = reader.read(32).decode(errors="replace").strip()
     if not text.isdigit():
         return {"errno": "no_grandchild"}
-    return {"pid": int(text), "start": start_time(int(text))}
+    return {"pid": int(text), "start": start_time(int(text)), "pidns": pid_namespace()}
 
 
-def call_one():
-    token = secrets.token_hex(8)
-    emit("start", call=1, hold_s=HOLD_S)
+def pid_namespace():
+    """This process's PID namespace ("pid:[4026531836]"): a pid names a process only inside it
+    (and /proc may show another namespace's processes when it was not remounted)."""
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
+
+
+def plant(token):
+    """This call's marks: a file in /tmp, in the working directory and in $HOME, an environment
+    variable (kept only by an in-process REPL) and a detached process."""
+    name = "%s-c%d" % (NAME, CALL)
+    home = os.environ.get("HOME") or os.path.expanduser("~")
     planted = {
-        "tmp": plant_file(os.path.join("/tmp", NAME), token),
-        "cwd": plant_file(os.path.join(os.getcwd(), NAME), token),
+        "tmp": plant_file(os.path.join("/tmp", name + "-tmp"), token),
+        "cwd": plant_file(os.path.join(os.getcwd(), name + "-cwd"), token),
+        "home": plant_file(os.path.join(home, name + "-home"), token),
         "process": plant_process(),
     }
-    os.environ[ENV_NAME] = token
-    planted["env"] = {"name": ENV_NAME}
-    made = [k for k, v in planted.items() if "errno" not in v]
-    result("planted", "positive", detail="call 1 planted: %s" % (", ".join(made) or "nothing"),
-           token=token, planted=planted, made=made)
+    env_name = "%s_C%d" % (ENV_NAME, CALL)
+    os.environ[env_name] = token
+    planted["env"] = {"name": env_name}
+    return planted
+
+
+def look_for(entry):
+    """The marks of one earlier call's result still here -> ["tmp file", ...]; removes them (and
+    kills its process) so nothing outlives the run."""
+    token, planted = entry.get("token", ""), entry.get("planted") or {}
+    found = []
+    for key, what in (("tmp", "tmp file"), ("cwd", "cwd file"), ("home", "$HOME file")):
+        if found_file(planted.get(key), token):
+            found.append(what)
+    env_name = (planted.get("env") or {}).get("name")
+    if env_name and os.environ.get(env_name) == token:
+        found.append("env var")
+    proc = planted.get("process") or {}
+    if (proc.get("pid") and proc.get("start") is not None and proc.get("pidns") is not None
+            and proc["pidns"] == pid_namespace() and start_time(proc["pid"]) == proc["start"]):
+        found.append("process")
+        try:
+            os.kill(proc["pid"], signal.SIGKILL)  # never outlive the run
+        except OSError:
+            pass
+    return found
+
+
+def remove_own(planted):
+    for key in ("tmp", "cwd", "home"):
+        path = (planted.get(key) or {}).get("path")
+        if path and "errno" not in planted.get(key, {}):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+    pid = (planted.get("process") or {}).get("pid")
+    if pid and planted["process"].get("pidns") == pid_namespace() and \
+            start_time(pid) == planted["process"].get("start"):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 def found_file(entry, token):
@@ -97,36 +152,34 @@ def found_file(entry, token):
     return same
 
 
-def call_two():
-    emit("start", call=2)
-    if PREVIOUS.get("outcome") != "planted" or not PREVIOUS.get("made"):
-        result("not_planted", "absence", detail="call 1 planted nothing to look for")
-        return
-    token, planted = PREVIOUS.get("token", ""), PREVIOUS.get("planted") or {}
-    found = []
-    if found_file(planted.get("tmp"), token):
-        found.append("tmp file")
-    if found_file(planted.get("cwd"), token):
-        found.append("cwd file")
-    if os.environ.get(ENV_NAME) == token:
-        found.append("env var")
-    proc = planted.get("process") or {}
-    if proc.get("pid") and proc.get("start") is not None and start_time(proc["pid"]) == proc["start"]:
-        found.append("process")
-        try:
-            os.kill(proc["pid"], signal.SIGKILL)  # never outlive the run
-        except OSError:
-            pass
-    looked = ", ".join(PREVIOUS["made"])
-    if found:
-        result("persisted", "positive", detail="call 2 found what call 1 left: %s" % ", ".join(
-            found), found=found, looked_for=PREVIOUS["made"])
+def main():
+    emit("start", call=CALL, calls=CALLS, hold_s=HOLD_S)
+    earlier = [e for e in PREVIOUS if isinstance(e, dict)]
+    pairs = []  # every "call k found call j's <mark>" so far, this call's included
+    for e in earlier:  # each result carries every pair found up to it: keep one of each
+        pairs += [p for p in e.get("pairs") or [] if isinstance(p, str) and p not in pairs]
+    for e in earlier:
+        if e.get("made"):
+            pairs += ["call %d found call %s's %s" % (CALL, e.get("call", "?"), what)
+                      for what in look_for(e)]
+    token = secrets.token_hex(8)
+    planted = plant(token)
+    made = [k for k, v in planted.items() if "errno" not in v]
+    facts = dict(call=CALL, calls=CALLS, token=token, planted=planted, made=made, pairs=pairs,
+                 looked_at=[e.get("call") for e in earlier if e.get("made")])
+    if CALL >= CALLS:
+        remove_own(planted)  # nobody comes after the last call to look for these
+    if pairs:
+        result("persisted", "positive", detail="; ".join(pairs[:8]), **facts)
+    elif CALL < CALLS:
+        result("planted", "positive", detail="call %d of %d planted: %s" % (
+            CALL, CALLS, ", ".join(made) or "nothing"), **facts)
+    elif not facts["looked_at"]:
+        result("not_planted", "absence", detail="no earlier call planted anything to look for",
+               **facts)
     else:
-        result("fresh", "absence", detail="call 2 found none of: %s" % looked, found=[],
-               looked_for=PREVIOUS["made"])
+        result("fresh", "absence", detail="calls 2..%d found no mark of any earlier call" % CALLS,
+               **facts)
 
 
-if CALL >= 2:
-    call_two()
-else:
-    call_one()
+main()

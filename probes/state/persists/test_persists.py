@@ -1,6 +1,9 @@
-"""state.persists as the runner deploys it: two calls with the same nonce and invocation, the
-second given the first's result as `previous` (plain processes sharing /tmp and a cwd)."""
+"""state.persists as the runner deploys it: `calls` calls with the same nonce and invocation,
+call k given the results of calls 1..k-1 as `previous`. Plain processes sharing /tmp, a cwd and
+$HOME leak every mark; a warm pool (bubblewrap binding /tmp, cwd and $HOME from one of two
+member directories, taken in turn, a PID namespace each) leaks only to every second caller."""
 import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -10,49 +13,100 @@ from probe_testing import PYTHON, Run, assemble, new_ids, probe_dir
 
 
 class PersistsProbeTest(unittest.TestCase):
-    def call(self, params, nonce, invocation, cwd):
+    def call(self, params, nonce, invocation, cwd, wrap=(), env=None):
         script = assemble(probe_dir("state.persists"), params, nonce, invocation)
-        out = subprocess.run([PYTHON, "-u", "-c", script], capture_output=True, text=True,
-                             cwd=cwd, timeout=30)
+        out = subprocess.run(list(wrap) + [PYTHON, "-u", "-c", script], capture_output=True,
+                             text=True, cwd=cwd, timeout=30, env=env)
         return Run(nonce, invocation, out.stdout, out.stderr, out.returncode)
 
-    def test_plain_processes_keep_files_and_the_process_but_not_the_env(self):
+    def sequence(self, calls, member_of, hold_s=5):
+        """Runs `calls` calls; member_of(k) -> (wrap argv, cwd, env) for call k (1-based)."""
         nonce, inv = new_ids()
-        with tempfile.TemporaryDirectory() as cwd:
-            one = self.call({"call": 1, "previous": None, "hold_s": 5}, nonce, inv, cwd).result
-            self.assertEqual(one["outcome"], "planted")
-            self.assertEqual(sorted(one["made"]), ["cwd", "env", "process", "tmp"])
-            pid = one["planted"]["process"]["pid"]
-            self.assertTrue(os.path.exists("/proc/%d" % pid), "the background process lives on")
-            two = self.call({"call": 2, "previous": one, "hold_s": 5}, nonce, inv, cwd).result
-            self.assertEqual((two["outcome"], two["evidence"]), ("persisted", "positive"))
-            self.assertEqual(sorted(two["found"]), ["cwd file", "process", "tmp file"])
-            # call 2 cleaned up: files removed, process killed (then reaped by init)
-            self.assertFalse(os.path.exists(one["planted"]["tmp"]["path"]))
-            self.assertFalse(os.path.exists(one["planted"]["cwd"]["path"]))
-            deadline = time.monotonic() + 5
-            while time.monotonic() < deadline:
-                try:
-                    with open("/proc/%d/stat" % pid, "rb") as f:
-                        if f.read().rsplit(b")", 1)[1].split()[0] == b"Z":
-                            break
-                except OSError:
-                    break
-                time.sleep(0.05)
-            else:
-                self.fail("call 2 did not kill the background process %d" % pid)
+        previous, results = [], []
+        for k in range(1, calls + 1):
+            wrap, cwd, env = member_of(k)
+            r = self.call({"call": k, "calls": calls, "previous": previous, "hold_s": hold_s},
+                          nonce, inv, cwd, wrap, env).result
+            self.assertIsNotNone(r, "call %d left no result" % k)
+            results.append(r)
+            previous = previous + [r]
+        return results
 
-    def test_nothing_found_is_fresh_and_nothing_planted_is_unknown(self):
+    def test_plain_processes_leak_every_mark_to_the_next_call(self):
+        with tempfile.TemporaryDirectory() as d:
+            env = dict(os.environ, HOME=d)
+            results = self.sequence(3, lambda k: ((), d, env))
+        first, last = results[0], results[-1]
+        self.assertEqual(first["outcome"], "planted")
+        self.assertEqual(sorted(first["made"]), ["cwd", "env", "home", "process", "tmp"])
+        self.assertEqual((last["outcome"], last["evidence"]), ("persisted", "positive"))
+        for mark in ("tmp file", "cwd file", "$HOME file", "process"):
+            self.assertIn("call 2 found call 1's %s" % mark, last["pairs"])
+        self.assertNotIn("call 2 found call 1's env var", last["pairs"])  # a fresh interpreter
+        # Nothing is left: found marks were removed, the last call removed its own.
+        for r in results:
+            for key in ("tmp", "cwd", "home"):
+                self.assertFalse(os.path.exists(r["planted"][key]["path"]), (r["call"], key))
+        pid = last["planted"]["process"]["pid"]
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and os.path.exists("/proc/%d" % pid):
+            with open("/proc/%d/stat" % pid, "rb") as f:
+                if f.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                    break
+            time.sleep(0.05)
+
+    def test_a_warm_pool_of_two_leaks_to_every_second_caller(self):
+        bwrap = shutil.which("bwrap")
+        self.assertIsNotNone(bwrap, "bubblewrap is needed (ci/bootstrap installs it)")
+        with tempfile.TemporaryDirectory() as d:
+            members = []
+            for i in range(2):
+                m = {k: os.path.join(d, "m%d-%s" % (i, k)) for k in ("tmp", "cwd", "home")}
+                for p in m.values():
+                    os.makedirs(p)
+                members.append(m)
+
+            def member_of(k):
+                m = members[(k - 1) % 2]
+                wrap = [bwrap, "--dev-bind", "/", "/", "--bind", m["tmp"], "/tmp",
+                        "--bind", m["cwd"], m["cwd"], "--bind", m["home"], m["home"],
+                        "--unshare-pid", "--die-with-parent", "--setenv", "HOME", m["home"],
+                        "--chdir", m["cwd"]]
+                return wrap, m["cwd"], dict(os.environ, HOME=m["home"])
+            results = self.sequence(4, member_of)
+        last = results[-1]
+        self.assertEqual(last["outcome"], "persisted", last)
+        self.assertIn("call 3 found call 1's tmp file", last["pairs"])
+        self.assertIn("call 4 found call 2's cwd file", last["pairs"])
+        self.assertFalse([p for p in last["pairs"] if p.startswith("call 2 found call 1")],
+                         "consecutive calls land on different members")
+        self.assertFalse([p for p in last["pairs"] if p.endswith("process")],
+                         "each evaluation had its own PID namespace")
+
+    def test_fresh_sandboxes_find_nothing(self):
+        with tempfile.TemporaryDirectory() as d:
+            bwrap = shutil.which("bwrap")
+
+            def member_of(k):
+                m = os.path.join(d, "c%d" % k)
+                os.makedirs(m)
+                wrap = [bwrap, "--dev-bind", "/", "/", "--tmpfs", "/tmp", "--bind", m, m,
+                        "--unshare-pid", "--die-with-parent", "--setenv", "HOME", m,
+                        "--chdir", m]
+                return wrap, m, dict(os.environ, HOME=m)
+            results = self.sequence(3, member_of)
+        self.assertEqual((results[-1]["outcome"], results[-1]["evidence"]), ("fresh", "absence"))
+        self.assertEqual(results[-1]["looked_at"], [1, 2])
+
+    def test_the_two_call_shape_still_works(self):
         nonce, inv = new_ids()
-        previous = {"outcome": "planted", "token": "0" * 16, "made": ["tmp", "process"],
-                    "planted": {"tmp": {"path": "/tmp/.sandprobe-state-absent-" + inv},
-                                "process": {"pid": 2 ** 22 + 1, "start": 1}}}
-        with tempfile.TemporaryDirectory() as cwd:
-            fresh = self.call({"call": 2, "previous": previous}, nonce, inv, cwd).result
-            self.assertEqual((fresh["outcome"], fresh["evidence"], fresh["found"]),
-                             ("fresh", "absence", []))
-            none = self.call({"call": 2, "previous": None}, nonce, inv, cwd).result
-            self.assertEqual(none["outcome"], "not_planted")
+        with tempfile.TemporaryDirectory() as d:
+            env = dict(os.environ, HOME=d)
+            one = self.call({"call": 1, "calls": 2, "previous": [], "hold_s": 5}, nonce, inv, d,
+                            env=env).result
+            two = self.call({"call": 2, "calls": 2, "previous": one, "hold_s": 5}, nonce, inv,
+                            d, env=env).result
+        self.assertEqual(two["outcome"], "persisted")
 
 
 if __name__ == "__main__":
