@@ -417,15 +417,19 @@ std::string CanaryName(const std::string& run_id) {
   return DnsLabel("spc-" + run, 63);  // a Service name must start with a letter (DNS-1035)
 }
 
+// The canary's ports, served by its container and exposed by its Service (port == targetPort).
+constexpr std::tuple<const char*, int, const char*> kCanaryPorts[] = {
+    {"http", kCanaryHttpPort, "TCP"},
+    {"tcp", kCanaryTcpPort, "TCP"},
+    {"udp", kCanaryUdpPort, "UDP"},
+    {"dns", kCanaryDnsPort, "UDP"},
+    {"dns-tcp", kCanaryDnsPort, "TCP"}};
+
 Json BuildCanaryPod(const KubeSettings& s, const std::string& run_id, const std::string& nonce,
                     const std::string& script, double max_s) {
   const Json labels = {{kRunLabel, LabelValue(run_id)}, {kRoleLabel, "canary"}};
   Json ports = Json::array();
-  for (const auto& [name, port, protocol] : {std::tuple{"http", kCanaryHttpPort, "TCP"},
-                                             {"tcp", kCanaryTcpPort, "TCP"},
-                                             {"udp", kCanaryUdpPort, "UDP"},
-                                             {"dns", kCanaryDnsPort, "UDP"},
-                                             {"dns-tcp", kCanaryDnsPort, "TCP"}}) {
+  for (const auto& [name, port, protocol] : kCanaryPorts) {
     ports.push_back({{"name", name}, {"containerPort", port}, {"protocol", protocol}});
   }
   Json pod = {
@@ -475,11 +479,7 @@ Json BuildCanaryPod(const KubeSettings& s, const std::string& run_id, const std:
 
 Json BuildCanaryService(const std::string& run_id) {
   Json ports = Json::array();
-  for (const auto& [name, port, protocol] : {std::tuple{"http", kCanaryHttpPort, "TCP"},
-                                             {"tcp", kCanaryTcpPort, "TCP"},
-                                             {"udp", kCanaryUdpPort, "UDP"},
-                                             {"dns", kCanaryDnsPort, "UDP"},
-                                             {"dns-tcp", kCanaryDnsPort, "TCP"}}) {
+  for (const auto& [name, port, protocol] : kCanaryPorts) {
     ports.push_back({{"name", name}, {"port", port}, {"targetPort", port}, {"protocol", protocol}});
   }
   return {

@@ -248,6 +248,17 @@ class FakeRun(unittest.TestCase):
         cls.fake.stop()
         cls.tmp.cleanup()
 
+    @classmethod
+    def policy_run(cls, arm, rows, policy=True, extra=(), params=None, flags=()):
+        """Run args: `rows` (aimed at the in-cluster canary) in a control "k8s-open" and a
+        candidate `arm` under `policy` with `extra` kubernetes lines."""
+        d = cls.tmp.name
+        ctl = write_kube_manifest(os.path.join(d, "open.yaml"), "k8s-open")
+        cand = write_kube_manifest(os.path.join(d, "candidate.yaml"), arm, control=ctl,
+                                   policy=policy, extra=extra)
+        suite = u.write_suite(d, "suite-" + arm, rows, params=params or cluster_params())
+        return ["--suite", suite, "--sandbox", cand] + list(flags) + FAST
+
     def setUp(self):
         self.assertIsNotNone(self.report, "no report.json\n" + self.res.describe())
 
@@ -477,17 +488,14 @@ class Port53Allowed(FakeRun):
 
     @classmethod
     def run_args(cls):
-        d = cls.tmp.name
-        with open(os.path.join(d, "dns-anywhere.yaml"), "w") as f:
+        policy = os.path.join(cls.tmp.name, "dns-anywhere.yaml")
+        with open(policy, "w") as f:
             f.write(PORT53_POLICY)
-        ctl = write_kube_manifest(os.path.join(d, "open.yaml"), "k8s-open")
-        cand = write_kube_manifest(os.path.join(d, "dns.yaml"), "k8s-dns-only", control=ctl,
-                                   policy=os.path.join(d, "dns-anywhere.yaml"))
-        rows = ["net.dns", "net.tcp-by-ip", "net.udp", "net.http-by-name"]
-        suite = u.write_suite(d, "port53", rows, params=cluster_params(**{
-            "net.tcp-by-ip": {"target": "{canary.cluster.ip}:53"},
-            "net.udp": {"target": "{canary.cluster.ip}:53"}}))
-        return ["--suite", suite, "--sandbox", cand] + FAST
+        return cls.policy_run(
+            "k8s-dns-only", ["net.dns", "net.tcp-by-ip", "net.udp", "net.http-by-name"],
+            policy=policy, params=cluster_params(**{
+                "net.tcp-by-ip": {"target": "{canary.cluster.ip}:53"},
+                "net.udp": {"target": "{canary.cluster.ip}:53"}}))
 
     def test_port_53_reached_the_rest_blocked(self):
         self.assertEqual(self.res.returncode, 1, self.res.describe())
@@ -516,15 +524,9 @@ class HostNetwork(FakeRun):
 
     @classmethod
     def run_args(cls):
-        d = cls.tmp.name
-        ctl = write_kube_manifest(os.path.join(d, "open.yaml"), "k8s-open")
-        deny = write_kube_manifest(os.path.join(d, "deny.yaml"), "k8s-deny-hostnet", control=ctl,
-                                   policy=True, extra=[
-                                       "jobTemplate: {spec: {template: {spec: "
-                                       "{hostNetwork: true}}}}"])
-        rows = ["net.dns", "net.tcp-by-ip", "net.udp", "net.http-by-name"]
-        suite = u.write_suite(d, "hostnet", rows, params=cluster_params())
-        return ["--suite", suite, "--sandbox", deny] + FAST
+        return cls.policy_run(
+            "k8s-deny-hostnet", ["net.dns", "net.tcp-by-ip", "net.udp", "net.http-by-name"],
+            extra=["jobTemplate: {spec: {template: {spec: {hostNetwork: true}}}}"])
 
     def test_traffic_rows_fail_and_the_notes_name_host_network(self):
         self.assertEqual(self.res.returncode, 1, self.res.describe())
@@ -547,13 +549,8 @@ class LateEnforcement(FakeRun):
 
     @classmethod
     def run_args(cls):
-        d = cls.tmp.name
-        ctl = write_kube_manifest(os.path.join(d, "open.yaml"), "k8s-open")
-        deny = write_kube_manifest(os.path.join(d, "deny.yaml"), "k8s-deny", control=ctl,
-                                   policy=True, extra=["minPolicyAge: 2s", "settledRerun: 6s"])
-        rows = ["net.tcp-by-ip", "net.udp"]
-        suite = u.write_suite(d, "late", rows, params=cluster_params())
-        return ["--suite", suite, "--sandbox", deny] + FAST
+        return cls.policy_run("k8s-deny", ["net.tcp-by-ip", "net.udp"],
+                              extra=["minPolicyAge: 2s", "settledRerun: 6s"])
 
     def test_fresh_pods_leak_settled_pods_hold_and_the_banner_says_late(self):
         self.assertEqual(self.res.returncode, 1, self.res.describe())
@@ -580,13 +577,8 @@ class EveryNode(FakeRun):
 
     @classmethod
     def run_args(cls):
-        d = cls.tmp.name
-        ctl = write_kube_manifest(os.path.join(d, "open.yaml"), "k8s-open")
-        deny = write_kube_manifest(os.path.join(d, "deny.yaml"), "k8s-deny", control=ctl,
-                                   policy=True)
-        suite = u.write_suite(d, "kube-nodes", ["net.dns", "net.tcp-by-ip"],
-                              params=cluster_params())
-        return ["--suite", suite, "--sandbox", deny, "--nodes", "all"] + FAST
+        return cls.policy_run("k8s-deny", ["net.dns", "net.tcp-by-ip"],
+                              flags=["--nodes", "all"])
 
     def test_one_column_per_node(self):
         self.assertEqual(self.res.returncode, 1, self.res.describe())

@@ -152,6 +152,27 @@ def cni_daemonsets(cni):
     return out
 
 
+def pod_env(pod, node, pod_ip, host_ip, env):
+    """`env` updated with the first container's env as the kubelet resolves it: plain values,
+    fieldRef to the pod's downward-API fields, an entry with neither as ""; returns env."""
+    c = pod["spec"]["containers"][0]
+    fields = {"metadata.name": pod["metadata"]["name"],
+              "metadata.namespace": pod["metadata"]["namespace"],
+              "metadata.uid": pod["metadata"]["uid"], "spec.nodeName": node,
+              "spec.serviceAccountName": pod["spec"].get("serviceAccountName", "default"),
+              "status.podIP": pod_ip, "status.hostIP": host_ip}
+    for item in c.get("env") or []:
+        if "value" in item:
+            env[item["name"]] = str(item["value"])
+        elif (item.get("valueFrom") or {}).get("fieldRef"):
+            path = item["valueFrom"]["fieldRef"].get("fieldPath")
+            if path in fields:
+                env[item["name"]] = fields[path]
+        elif "valueFrom" not in item:
+            env[item["name"]] = ""
+    return env
+
+
 def policy_types(policy):
     """spec.policyTypes as the API server defaults it: Ingress, + Egress if egress rules exist."""
     spec = policy.get("spec") or {}
@@ -800,26 +821,11 @@ class Cluster:
 
     # ------------------------------------------------------------------ kubelet
     def _container_env(self, pod, node):
-        c = pod["spec"]["containers"][0]
         env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "HOSTNAME": pod["metadata"]["name"],
                "KUBERNETES_SERVICE_HOST": "127.0.0.1",
                "KUBERNETES_SERVICE_PORT": str(self.service_port),
                "KUBERNETES_SERVICE_PORT_HTTPS": str(self.service_port)}
-        fields = {"metadata.name": pod["metadata"]["name"],
-                  "metadata.namespace": pod["metadata"]["namespace"],
-                  "metadata.uid": pod["metadata"]["uid"], "spec.nodeName": node,
-                  "spec.serviceAccountName": pod["spec"].get("serviceAccountName", "default"),
-                  "status.podIP": "127.0.0.1", "status.hostIP": "127.0.0.1"}
-        for item in c.get("env") or []:
-            if "value" in item:
-                env[item["name"]] = str(item["value"])
-            elif (item.get("valueFrom") or {}).get("fieldRef"):
-                path = item["valueFrom"]["fieldRef"].get("fieldPath")
-                if path in fields:
-                    env[item["name"]] = fields[path]
-            elif "valueFrom" not in item:
-                env[item["name"]] = ""
-        return env
+        return pod_env(pod, node, "127.0.0.1", "127.0.0.1", env)
 
     def _argv(self, pod, denied):
         spec = pod["spec"]

@@ -61,7 +61,7 @@ import threading
 import time
 
 import kube_netpol
-from kube_cluster import parse_quantity, selector_matches
+from kube_cluster import parse_quantity, pod_env, selector_matches
 from kube_procs import descendants, proc_table
 from kube_store import now_rfc3339
 
@@ -601,23 +601,9 @@ class DockerKubelet:
         return args, empty, runtime
 
     def env_args(self, pod, node, pod_ip, host_ip):
-        c = pod["spec"]["containers"][0]
-        env = {"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443",
-               "KUBERNETES_SERVICE_PORT_HTTPS": "443"}
-        fields = {"metadata.name": pod["metadata"]["name"],
-                  "metadata.namespace": pod["metadata"]["namespace"],
-                  "metadata.uid": pod["metadata"]["uid"], "spec.nodeName": node,
-                  "spec.serviceAccountName": pod["spec"].get("serviceAccountName", "default"),
-                  "status.podIP": pod_ip, "status.hostIP": host_ip}
-        for item in c.get("env") or []:
-            if "value" in item:
-                env[item["name"]] = str(item["value"])
-            elif (item.get("valueFrom") or {}).get("fieldRef"):
-                path = item["valueFrom"]["fieldRef"].get("fieldPath")
-                if path in fields:
-                    env[item["name"]] = fields[path]
-            elif "valueFrom" not in item:
-                env[item["name"]] = ""
+        env = pod_env(pod, node, pod_ip, host_ip, {
+            "KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443",
+            "KUBERNETES_SERVICE_PORT_HTTPS": "443"})
         out = []
         for k, v in env.items():
             out += ["-e", f"{k}={v}"]
@@ -655,25 +641,23 @@ class DockerKubelet:
         cl = self.cluster
         c = pod["spec"]["containers"][0]
         image = c["image"]
-        if not self.image_present(image):
-            msg = f'Container image "{image}" is not present with pull policy of Never'
+        def stuck_waiting(reason, message, event_reason, event_message):
+            """The container never starts: waiting with `reason`, one Warning event."""
             with cl.store.cond:
                 def waiting(st, p):
                     st["containerStatuses"][0]["state"] = {"waiting": {
-                        "reason": "ErrImageNeverPull", "message": msg}}
+                        "reason": reason, "message": message}}
                 upd = cl._set_status_locked(ns, name, uid, waiting)
                 if upd is not None:
-                    cl._event_locked(upd, "Warning", "ErrImageNeverPull", msg, "kubelet")
+                    cl._event_locked(upd, "Warning", event_reason, event_message, "kubelet")
+
+        if not self.image_present(image):
+            msg = f'Container image "{image}" is not present with pull policy of Never'
+            stuck_waiting("ErrImageNeverPull", msg, "ErrImageNeverPull", msg)
             return
         refusal = self.run_as_non_root_refusal(pod, image)
         if refusal:
-            with cl.store.cond:
-                def config_error(st, p):
-                    st["containerStatuses"][0]["state"] = {"waiting": {
-                        "reason": "CreateContainerConfigError", "message": refusal}}
-                upd = cl._set_status_locked(ns, name, uid, config_error)
-                if upd is not None:
-                    cl._event_locked(upd, "Warning", "Failed", f"Error: {refusal}", "kubelet")
+            stuck_waiting("CreateContainerConfigError", refusal, "Failed", f"Error: {refusal}")
             return
         short = uid.replace("-", "")[:12]
         pdir = os.path.join(self.pod_dir, uid)
