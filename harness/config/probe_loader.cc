@@ -68,7 +68,8 @@ std::expected<void, ConfigError> LoadClassify(const std::string& file, const YAM
     return std::unexpected(At(file, node, "classify", "required mapping is missing"));
   if (auto r = internal::OnlyKeys(file, node, "classify",
                                   {"outcomes", "killed", "timed_out", "deadline", "crashed",
-                                   "canary_hit", "exceeds", "fact", "output", "quiet_after_call"});
+                                   "canary_hit", "exceeds", "fact", "output", "quiet_after_call",
+                                   "still_running"});
       !r) {
     return r;
   }
@@ -147,6 +148,17 @@ std::expected<void, ConfigError> LoadClassify(const std::string& file, const YAM
     auto e = ExposureAt(file, q["exposure"], "classify.quiet_after_call.exposure");
     if (!e) return std::unexpected(e.error());
     p.classify.quiet_after_call = core::QuietAfterCallRule{q["param"].Scalar(), *e};
+  }
+  if (const YAML::Node r = node["still_running"]; r.IsDefined()) {
+    if (!r.IsMap() || !r["param"].IsScalar() || r.size() != 1) {
+      return std::unexpected(
+          At(file, r, "classify.still_running", "expected {param: <heartbeat canary param>}"));
+    }
+    if (!p.params.contains(r["param"].Scalar())) {
+      return std::unexpected(At(file, r["param"], "classify.still_running.param",
+                                "names no parameter of this probe"));
+    }
+    p.classify.still_running = core::StillRunningRule{r["param"].Scalar()};
   }
   return {};
 }

@@ -141,6 +141,49 @@ std::optional<Classification> FromQuiet(const ClassifyRules& rules, const Observ
                   wait->get<double>())};
 }
 
+// rules.still_running: heartbeats logged after the driver's call_ended_unix_ms (plus one beat's
+// grace), or reaper survivors of an invocation that ended by itself.
+std::optional<Classification> StillRunning(const ClassifyRules& rules, const Observation& obs) {
+  if (!rules.still_running) return std::nullopt;
+  const bool ended_itself = obs.ending == Ending::kExited || obs.ending == Ending::kSignaled;
+  if (!ended_itself) return std::nullopt;
+  const std::string said = obs.ending == Ending::kSignaled
+                               ? fmt::format("killed by signal {}", obs.signal)
+                               : fmt::format("exit {}", obs.exit_code);
+  const auto ended = obs.driver_facts.find(fact::kCallEndedUnixMs);
+  if (ended != obs.driver_facts.end() && ended->is_number_integer()) {
+    const int64_t after = ended->get<int64_t>() + static_cast<int64_t>(kHeartbeatGraceS * 1000);
+    size_t late = 0;
+    int64_t last = 0;
+    for (const CanaryHit& h : obs.canary_hits) {
+      if (h.unix_ms > after) {
+        ++late;
+        last = std::max(last, h.unix_ms);
+      }
+    }
+    if (late > 0) {
+      return Classification{
+          Exposure::kExposed, Evidence::kPositive, "STILL RUNNING",
+          fmt::format("still running after the sandbox reported it stopped: {} heartbeat(s) "
+                      "logged by the canary up to {:.1f}s after the call ended ({}){}",
+                      late, static_cast<double>(last - ended->get<int64_t>()) / 1000, said,
+                      ProgressNote(obs))};
+    }
+  }
+  const auto survivors = obs.driver_facts.find(fact::kSurvivors);
+  if (survivors != obs.driver_facts.end() && survivors->is_number() &&
+      survivors->get<double>() > 0) {
+    const std::string source = StringField(obs.driver_facts, fact::kSurvivorsSource);
+    return Classification{
+        Exposure::kExposed, Evidence::kPositive, "STILL RUNNING",
+        fmt::format("still running after the sandbox reported it stopped ({}): {:g} process(es) "
+                    "of its tree were alive when it ended{}",
+                    said, survivors->get<double>(),
+                    source.empty() ? "" : " (" + Bounded(source, 300) + ")")};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 KillKind KillKindOf(const Observation& obs) {
@@ -166,7 +209,9 @@ Classification ClassifyEnding(const ProbeDescriptor& probe, const Observation& o
     default:
       break;
   }
-  if (!obs.canary_hits.empty()) {
+  if (auto running = StillRunning(rules, obs)) return *running;
+  // A still-running probe's hits are its heartbeats: liveness during the call, not reach.
+  if (!obs.canary_hits.empty() && !rules.still_running) {
     const CanaryHit& hit = obs.canary_hits.front();
     return {rules.canary_hit, Evidence::kPositive,
             rules.canary_hit == Exposure::kExposed ? "REACHED" : "canary hit",

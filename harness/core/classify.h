@@ -10,7 +10,11 @@ namespace sandprobe::core {
 
 // Order of precedence:
 //  1. harness error / interrupted / not run          -> unknown (no evidence)
-//  2. a canary logged this invocation                 -> rules.canary_hit (positive)
+//  1b. rules.still_running: the invocation ended by itself and a heartbeat was logged after the
+//      call ended (driver fact call_ended_unix_ms + kHeartbeatGraceS), or the reaper found
+//      survivors                                      -> exposed "STILL RUNNING" (positive)
+//  2. a canary logged this invocation                 -> rules.canary_hit (positive); not for
+//      still_running probes, whose hits are heartbeats
 //  3. records went past the claim (rules.exceeds)     -> exposed (positive)
 //  4. a result record with a declared exposed outcome -> exposed
 //  4b. rules.output: all the output written came back -> exposed; the probe started, ended by

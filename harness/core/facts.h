@@ -53,6 +53,9 @@ inline constexpr char kServiceError[] = "service_error";          // string: the
 inline constexpr char kServiceExitCode[] = "service_exit_code";   // the reported exit code
 // s the driver waited after the call for late evidence (probe after_call_s).
 inline constexpr char kAfterCallWaitS[] = "after_call_wait_s";
+// ms since the epoch (system clock, the canaries' clock) when the sandbox said the call was over:
+// the service's answer was read (http) or the sandbox command exited (command, local).
+inline constexpr char kCallEndedUnixMs[] = "call_ended_unix_ms";
 
 // --- kubernetes (drivers/kubernetes) -----------------------------------------------------------
 inline constexpr char kNamespace[] = "namespace";  // string

@@ -26,6 +26,8 @@ struct CanaryHit {
   std::string kind;    // "http" | "tcp" | "dns"
   std::string peer;    // client "ip:port" as the canary saw it
   std::string detail;  // bounded request summary
+  int64_t unix_ms = 0;  // when the canary logged it (its own wall clock, ms since the epoch); 0 =
+                        // not known (a target whose log carries no time)
 };
 
 struct Observation {

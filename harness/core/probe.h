@@ -57,6 +57,17 @@ struct QuietAfterCallRule {
   Exposure exposure = Exposure::kContained;
 };
 
+// "Stopped means stopped" (res.cpu-loop, res.memory-balloon, res.fork-bomb): the probe sends a
+// tagged heartbeat to the TCP canary named by the string parameter `param` while it runs. Its
+// canary hits are liveness, not reach: only a beat logged more than kHeartbeatGraceS after the
+// driver's call_ended_unix_ms (the service answered, the sandbox command exited) counts, and so
+// does a reaper survivor (driver fact survivors > 0) of an invocation that ended by itself.
+// Either is exposed with positive evidence, whatever exit code the sandbox reported.
+struct StillRunningRule {
+  std::string param;  // e.g. "canary"
+};
+inline constexpr double kHeartbeatGraceS = 0.5;  // one heartbeat period: a beat in flight
+
 // Declared per probe: which result outcomes, endings and facts mean exposed or contained.
 struct ClassifyRules {
   std::map<std::string, Exposure> outcomes;  // result record "outcome" -> exposure
@@ -77,6 +88,7 @@ struct ClassifyRules {
   std::optional<FactRule> fact;
   std::optional<OutputRule> output;
   std::optional<QuietAfterCallRule> quiet_after_call;
+  std::optional<StillRunningRule> still_running;
 };
 
 // How a probe reaches its arm (probe.yaml `deploy:`).
@@ -107,8 +119,10 @@ struct ProbeDescriptor {
   // `call` (1..calls) and `previous` (the previous call's result record, or null); the
   // observation judged is the last call's, earlier calls are kept in driver_facts["calls"].
   int calls = 1;
-  // Seconds a driver that cannot count survivors (http) waits after the call for late evidence
-  // (proc.outlives-call's heartbeats); 0 = none. Process drivers ignore it.
+  // Seconds a driver waits after the call for late evidence (proc.outlives-call's and the still
+  // running probes' heartbeats): http after the answer, command after the sandbox command exited
+  // (for what outlives its process tree, e.g. a container of `docker run`); 0 = none. The runner
+  // passes 0 when the probe's canary parameter is empty: nothing could be heard.
   double after_call_s = 0;
   std::vector<Need> needs;           // empty: the probe needs nothing planted
   Deploy deploy = Deploy::kSandbox;  // how drivers deploy it (drivers::Invocation::deploy)

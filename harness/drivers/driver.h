@@ -4,6 +4,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <expected>
 #include <map>
 #include <memory>
@@ -28,13 +30,21 @@ struct Invocation {
   std::vector<std::pair<std::string, std::string>> extra_env;
   // kubernetes: the node to run on ("" = the scheduler's choice; other drivers ignore it).
   std::string node = "";
-  // The probe's after_call_s: how long a driver that cannot count survivors (http) waits after
-  // the call for late evidence (a detached process's canary heartbeats); 0 = do not wait.
+  // The probe's after_call_s: how long a driver whose call ends on the sandbox's word (http: the
+  // answer; command: the command's exit) waits after the call for late evidence (canary
+  // heartbeats of what outlived it); 0 = do not wait.
   double after_call_s = 0;
   // The probe's deploy mode (probe.yaml `deploy:`): kHarnessAdmission asks the platform's
   // admission control instead of running the script (kubernetes; other drivers ignore it).
   core::Deploy deploy = core::Deploy::kSandbox;
 };
+
+// The system clock in ms since the epoch: the canaries' clock (canary::Hit::unix_ms), for the
+// driver fact call_ended_unix_ms.
+inline int64_t UnixMsNow() {
+  using std::chrono::duration_cast, std::chrono::milliseconds, std::chrono::system_clock;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
 
 // Shared settings from the runner.
 struct DriverContext {

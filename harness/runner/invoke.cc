@@ -37,6 +37,17 @@ bool CanaryNotPlanted(const Task& task, const core::ProbeDescriptor& probe,
          task.params.value("canary_name", "") == session.Env().front().first;
 }
 
+// Waiting after the call is worth it only when something could be heard: the probe's heartbeat
+// canary parameter (classify still_running / quiet_after_call) is set, or the probe names none.
+bool HeardAfterCall(const core::ProbeDescriptor& probe, const nlohmann::json& params) {
+  std::string param;
+  if (probe.classify.still_running) param = probe.classify.still_running->param;
+  if (probe.classify.quiet_after_call) param = probe.classify.quiet_after_call->param;
+  if (param.empty()) return true;
+  const auto it = params.find(param);
+  return it != params.end() && it->is_string() && !it->get<std::string>().empty();
+}
+
 }  // namespace
 
 core::Observation Invoke(const Task& task, const core::ProbeDescriptor& probe,
@@ -64,7 +75,7 @@ core::Observation Invoke(const Task& task, const core::ProbeDescriptor& probe,
     return obs;
   }
   drivers::Invocation inv{task.probe, invocation, *script, task.deadline_s, session.Env()};
-  inv.after_call_s = probe.after_call_s;
+  inv.after_call_s = HeardAfterCall(probe, task.params) ? probe.after_call_s : 0;
   inv.deploy = probe.deploy;
   obs = GuardedExecute(driver, inv, cancel);
   // Multi-call probes (state.persists): call k sees the results of calls 1..k-1, in order, as

@@ -62,7 +62,7 @@ std::string Session::nonce_hash() const { return Sha256Hex(nonce_).substr(0, 12)
 std::vector<core::CanaryHit> Session::HitsFor(const std::string& invocation) const {
   std::vector<core::CanaryHit> out;
   for (const canary::Hit& h : canaries_->HitsFor(invocation)) {
-    out.push_back({h.kind, h.peer, h.detail});
+    out.push_back({h.kind, h.peer, h.detail, h.unix_ms});
   }
   return out;
 }

@@ -120,6 +120,32 @@ def resolve(name, port, timeout):
     worker.join(timeout)
     return box["addrs"], box["exc"]
 
+def tcp_beat(host, port, timeout=1):
+    """One tagged line to the TCP echo canary; errors are ignored (there is nobody to tell)."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as s:
+            s.sendall(("SANDPROBE %s %s\n" % (NONCE, INVOCATION)).encode())
+            s.recv(256)
+    except OSError:
+        pass
+
+def start_heartbeats(canary, interval_s=0.5):
+    """A daemon thread that sends tcp_beat to `canary` ("host:port"; "" = none) every interval_s
+    for as long as this process lives. The canary stamps each beat with its own clock: a beat
+    logged after the sandbox said the call ended is a process still running (classify
+    still_running). Silence proves nothing: a survivor without a route is silent too."""
+    if not canary:
+        return
+    import threading, time
+    host, port = split_hostport(canary, 0)
+
+    def beat():
+        while True:
+            began = time.monotonic()
+            tcp_beat(host, port, timeout=interval_s)
+            time.sleep(max(interval_s - (time.monotonic() - began), 0.05))
+    threading.Thread(target=beat, daemon=True, name="sandprobe-heartbeat").start()
+
 def _crash(kind, exc, tb):  # an uncaught exception still ends in a result record
     result("error", "absence", errno_name(exc), "probe crashed: %s" % kind.__name__)
     sys.__excepthook__(kind, exc, tb)

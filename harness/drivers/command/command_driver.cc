@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "core/facts.h"
 #include "core/text.h"
@@ -126,6 +128,16 @@ core::Observation CommandDriver::Execute(const Invocation& inv, const std::atomi
     obs.driver_facts[core::fact::kSurvivorsSource] =
         "sandprobe-reaper: processes of the sandbox command's tree still alive when it exited "
         "(the harness then killed them)";
+    obs.driver_facts[core::fact::kCallEndedUnixMs] = UnixMsNow();
+    // What outlives the command's process tree (a container `docker run` left behind) can only
+    // be heard: wait for the heartbeats of probes that ask (probe after_call_s).
+    if (inv.after_call_s > 0) {
+      const auto until = std::chrono::steady_clock::now() +
+                         std::chrono::milliseconds(static_cast<int>(inv.after_call_s * 1000));
+      while (std::chrono::steady_clock::now() < until && !cancel.load())
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      obs.driver_facts[core::fact::kAfterCallWaitS] = inv.after_call_s;
+    }
   }
   if (!config_.after.empty()) {
     const HookResult h = RunHook(config_.after, inv.invocation);

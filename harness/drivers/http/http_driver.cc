@@ -384,6 +384,7 @@ core::Observation HttpDriver::Execute(const Invocation& inv, const std::atomic<b
     }
   }
   collector.Finish(obs);
+  if (answered) obs.driver_facts[core::fact::kCallEndedUnixMs] = UnixMsNow();
 
   // Linger for probes whose evidence arrives after the call (a detached process's heartbeats).
   const double linger = inv.after_call_s > 0 ? config_.after_call_s.value_or(inv.after_call_s) : 0;

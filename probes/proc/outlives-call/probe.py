@@ -20,16 +20,6 @@ def gone(pid):
     return stat[stat.rfind(b")") + 2:][:1] in (b"Z", b"X")
 
 
-def heartbeat(host, port):
-    """One tagged line to the TCP echo canary; errors are ignored (there is nobody to tell)."""
-    try:
-        with socket.create_connection((host, port), timeout=1) as s:
-            s.sendall(("SANDPROBE %s %s\n" % (NONCE, INVOCATION)).encode())
-            s.recv(256)
-    except OSError:
-        pass
-
-
 def detached_life(probe_pid, write_fd):
     """The grandchild: silent (stdio on /dev/null so no pipe of the caller stays open), lives on
     for HOLD_S seconds once the probe is gone, heartbeating to the canary if one was given."""
@@ -45,7 +35,7 @@ def detached_life(probe_pid, write_fd):
     target = split_hostport(CANARY, 0) if CANARY else None
     while time.monotonic() < end:
         if target is not None:
-            heartbeat(*target)
+            tcp_beat(*target)
         time.sleep(0.5)
 
 

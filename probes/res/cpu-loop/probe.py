@@ -1,14 +1,17 @@
 # res.cpu-loop: spin the CPU forever after a start record; the sandbox must end it (timeout, 124,
 # 137, DeadlineExceeded). No result record on purpose: how it ended is the harness's observation.
-# Safety for an unsandboxed control arm: stop quietly when the parent goes away (an orphaned
-# spinner must not outlive a crashed harness) and after max_s in any case.
+# Given a TCP canary it also sends a tagged heartbeat every 0.5 s from a thread: a heartbeat
+# logged after the sandbox said the call was over is a loop still running ("stopped means
+# stopped"). It does NOT stop when its parent dies: real code ignores that, and a service that
+# kills only the wrapper must be caught. Bounds: its own max_s, and the harness's cleanup.
 import time
 
 HEARTBEAT_S = float(PARAMS.get("heartbeat_s", 1))
 MAX_S = float(PARAMS.get("max_s", 600))
+CANARY = PARAMS.get("canary", "") or ""
 
-parent = os.getppid()
-emit("start", heartbeat_s=HEARTBEAT_S, max_s=MAX_S)
+emit("start", heartbeat_s=HEARTBEAT_S, max_s=MAX_S, canary=CANARY)
+start_heartbeats(CANARY)
 began = time.monotonic()
 next_beat = began + HEARTBEAT_S
 spins = 0
@@ -20,8 +23,6 @@ while True:
     if now >= next_beat:
         emit("progress", elapsed_s=round(now - began, 1))
         next_beat = now + HEARTBEAT_S
-        if os.getppid() != parent:
-            os._exit(3)
         if now - began >= MAX_S:
             emit("progress", elapsed_s=round(now - began, 1), gave_up="max_s reached")
             os._exit(3)

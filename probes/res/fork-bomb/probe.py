@@ -12,6 +12,7 @@ TARGET = int(PARAMS.get("target", 256))
 CLAIMED_PIDS = int(PARAMS.get("claimed_pids", 0))  # the judge holds `forked` to this claim
 HOLD_S = float(PARAMS.get("hold_s", 2))
 MAX_FORKS = int(PARAMS.get("max_forks", 2048))  # safety net: ~0.7 MiB per child unsandboxed
+CANARY = PARAMS.get("canary", "") or ""  # TCP echo canary for heartbeats
 PROGRESS_EVERY = 16
 CHILD_CAP_S = HOLD_S + 60  # a child whose parent hangs (SIGSTOP) still ends by itself
 
@@ -56,7 +57,9 @@ def reap(children, grace_s):
 
 
 signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-emit("start", target=TARGET, claimed_pids=CLAIMED_PIDS, hold_s=HOLD_S, max_forks=MAX_FORKS)
+emit("start", target=TARGET, claimed_pids=CLAIMED_PIDS, hold_s=HOLD_S, max_forks=MAX_FORKS,
+     canary=CANARY)
+start_heartbeats(CANARY)  # "stopped means stopped": beats after the call's end are the evidence
 if TARGET > MAX_FORKS:
     result("over_safety_cap", "absence", None, "target %d is over max_forks %d: not run, so an "
            "unsandboxed control cannot be hurt" % (TARGET, MAX_FORKS), forked=0, target=TARGET)
