@@ -46,11 +46,12 @@ Modes:
             is root although the container's own first process is 65534: sandprobe's priv.uid
             must report uid 0 (the exec'd process's own facts, not the container's config) and
             FAIL. Evaluations also share the container's /tmp and PID namespace: state.persists
-            and proc.sibling FAIL too (and a detached process outlives its call). The container
-            is removed at shutdown.
+            and proc.sibling FAIL too (proc.host-pids sees the container's `sleep`, and a
+            detached process outlives its call). The container is removed at shutdown.
   shared    a "session" sandbox joined by concurrent callers: an evaluation that arrives while
             none is in flight gets a fresh holder (`bwrap` with its own mount, PID, network, IPC,
-            UTS and cgroup namespaces, a fresh scratch /tmp, running `sleep 3600`); every
+            UTS and cgroup namespaces, a fresh scratch /tmp, running `sleep 3600`, its /proc
+            remounted hidepid=2 so the holder's own root processes stay hidden); every
             evaluation runs inside the holder's namespaces through `nsenter`, then `setpriv` to
             uid 65534 with no capabilities and no-new-privs, an empty environment and
             `timeout -k 2 T`. When the last in-flight evaluation ends the holder is killed and
@@ -589,6 +590,19 @@ def start_holder():
         except OSError:
             pass
     holder["nsenter"] = flags
+    # hidepid=2 on the holder's own /proc (a fresh procfs instance: the host's is untouched):
+    # its root-owned bwrap and sleep are hidden from the evaluations (all uid 65534), which
+    # still see each other's processes: a lone evaluation sees only its own tree.
+    try:
+        hidden = subprocess.run(["nsenter", "--target", str(holder["target"]), "--mount", "--",
+                                 "mount", "-o", "remount,hidepid=2", "/proc"],
+                                stdin=subprocess.DEVNULL, capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        hidden = exc
+    if getattr(hidden, "returncode", 1) != 0:
+        stop_holder(holder)
+        raise OSError("the shared sandbox's /proc could not be remounted: %s" % (
+            getattr(hidden, "stderr", None) or hidden))
     return holder
 
 
