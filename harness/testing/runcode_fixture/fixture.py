@@ -2,14 +2,15 @@
 """A run-code HTTP service used to test sandprobe's `http` driver.
 
 THIS IS A TEST FIXTURE, NOT A PRODUCT. It exists so the end-to-end tests can point sandprobe at a
-real service in two shapes: one that leaks (unsafe) and one that contains (isolated). Do not
-deploy it anywhere.
+real service in several shapes: one that leaks (unsafe), one that contains (isolated), and four
+realistic designs that each get one thing wrong (pool=N, soft-timeout, exec, shared), so that
+sandprobe can be shown to catch them. Do not deploy it anywhere.
 
 API (the driver's `preset: code-json`):
   POST /execute {"code": "<python>"} -> 200 {"stdout", "stderr", "exit_code"}
                                         (+ "error": "timed out" when its own timeout fires,
                                          + "truncated": true when it cut the output)
-  GET  /healthz                      -> 200 {"ok": true}
+  GET  /healthz                      -> 200 {"ok": true, "mode": MODE}
 
 Modes:
   unsafe    `python3 -u -c CODE` as a plain subprocess of the server, with the server's own
@@ -21,6 +22,44 @@ Modes:
             manifests/docker/hardened.yaml (read from that file by the small parser below), user
             65534, image sandprobe-probe:local (never pulled), `timeout -k 2 T` inside, output cut
             at --output-cap bytes per stream, container force-removed after every evaluation.
+  pool=N    a warm pool (N from 1 to 16): N scratch directories made at start (in a private temp
+            directory removed at exit); evaluation k runs in a fresh bubblewrap sandbox
+            (`setpriv` to uid 65534, then `bwrap --unshare-all --cap-drop ALL --ro-bind / /`,
+            fresh /dev and /proc, --clearenv, PATH and HOME=/tmp set, `timeout -k 2 T` inside)
+            whose /tmp, cwd and $HOME is scratch directory k mod N, reused round-robin and never
+            wiped. Each evaluation has its own PID namespace, so no process survives it, but
+            the (N+1)-th call finds the files the 1st left: sandprobe's state.persists FAILs
+            (call N+1 finds call 1's marks). Output cut at --output-cap per stream.
+  soft-timeout  `sh -c 'python3 -u -c "$1"; exit $?' sh CODE` as a plain subprocess in its own
+            session (the trailing `; exit $?` stops dash from exec'ing python in place of the
+            shell, and keeps python's exit status, which a trailing `; :` would lose). At
+            --timeout it SIGKILLs only the shell (not its group), answers with the output that
+            came back so far, exit_code 124 and "timed out", and stops listening to the pipes:
+            the python program keeps running after the answer. sandprobe's res.cpu-loop,
+            res.memory-balloon and res.fork-bomb rows should FAIL ("still running after the
+            sandbox reported it stopped"). Environment and cwd are the server's (as unsafe).
+  exec      ONE long-lived container per fixture instance, created at start with the hardened
+            HostConfig, User 65534:65534 and `sleep infinity`; every evaluation is a Docker exec
+            into it (`timeout -k 2 T python3 -u -c CODE`, output read from the multiplexed exec
+            stream and cut at --output-cap, ExitCode from the exec's inspect). The weakness: the
+            exec runs with User "0:0" ("so the code can pip install"), so the evaluated process
+            is root although the container's own first process is 65534: sandprobe's priv.uid
+            must report uid 0 (the exec'd process's own facts, not the container's config) and
+            FAIL. Evaluations also share the container's /tmp and PID namespace: state.persists
+            and proc.sibling FAIL too (proc.host-pids sees the container's `sleep`, and a
+            detached process outlives its call). The container is removed at shutdown.
+  shared    a "session" sandbox joined by concurrent callers: an evaluation that arrives while
+            none is in flight gets a fresh holder (`bwrap` with its own mount, PID, network, IPC,
+            UTS and cgroup namespaces, a fresh scratch /tmp, running `sleep 3600`, its /proc
+            remounted hidepid=2 so the holder's own root processes stay hidden); every
+            evaluation runs inside the holder's namespaces through `nsenter`, then `setpriv` to
+            uid 65534 with no capabilities and no-new-privs, an empty environment and
+            `timeout -k 2 T`. When the last in-flight evaluation ends the holder is killed and
+            its scratch directory removed, so sequential callers look fresh; but two callers in
+            flight at the same moment share /tmp and one PID namespace (each sees and can signal
+            the other's processes): state.persists (a concurrent pair) and proc.sibling FAIL.
+            The holder is made without a user namespace (so that setpriv, run with the host
+            root's capabilities, can drop them); nsenter gets --user only if one exists.
 
 Faults for tests (after --fault-after normal evaluations, default 1 so sandprobe's preflight
 passes): hang (never answer /execute), garbage (200 with a non-JSON body), huge (200 with a
@@ -29,7 +68,8 @@ the next one, without an answer).
 
 It binds 127.0.0.1 only (port 0 = any free port) and prints `READY http://127.0.0.1:<port>`.
 On SIGTERM/SIGINT (and before dying on purpose) it kills every process it started, including
-descendants that detached (it is their child subreaper), and removes its containers.
+descendants that detached (it is their child subreaper), removes its containers (isolated,
+exec) and its scratch directories (pool, shared). No sandbox it makes has a network.
 Standard library only.
 """
 import argparse
@@ -39,11 +79,13 @@ import json
 import os
 import re
 import secrets
+import shutil
 import signal
 import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.parse
@@ -55,8 +97,18 @@ DOCKER_SOCK = "/var/run/docker.sock"
 API = "/v1.41"
 HUGE_BYTES = 64 << 20
 PR_SET_CHILD_SUBREAPER = 36
+NOBODY = 65534
+SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
+SHELL_GRACE_S = 0.5  # soft-timeout: how long to keep reading after the shell is dead
+NAMESPACES = [("user", "--user"), ("mnt", "--mount"), ("pid", "--pid"), ("net", "--net"),
+              ("ipc", "--ipc"), ("uts", "--uts"), ("cgroup", "--cgroup")]
 
-STATE = {"served": 0, "lock": threading.Lock(), "stop": threading.Event(), "active": set()}
+STATE = {"served": 0, "lock": threading.Lock(), "stop": threading.Event(), "active": set(),
+         "evaluations": 0,  # pool: the round-robin counter
+         "scratch": None,  # pool, shared: the private temp directory of the scratch dirs
+         "pool": [],  # pool: the N scratch directories
+         "exec_cid": None,  # exec: the one container
+         "shared_lock": threading.Lock(), "holder": None}  # shared: the in-flight sandbox
 
 
 # ----------------------------------------------------------------------------- hardened set
@@ -259,6 +311,348 @@ def run_unsafe(code):
     return reply
 
 
+# ----------------------------------------------------------------------------- shared plumbing
+
+def spawn(argv, **kw):
+    """Popen with stdin closed and both output pipes, its pid marked active under the lock the
+    orphan reaper holds, so the reaper never collects it before Popen.wait does."""
+    with STATE["lock"]:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, **kw)
+        STATE["active"].add(proc.pid)
+    return proc
+
+
+def forget(proc):
+    with STATE["lock"]:
+        STATE["active"].discard(proc.pid)
+
+
+class Output:
+    """Reads a child's stdout and stderr on two threads, keeping at most cap bytes of each and
+    draining the rest (the child is never blocked on a full pipe). take() stops keeping: what
+    arrives later (from a survivor that still holds the pipes) is read and dropped."""
+
+    def __init__(self, proc, cap):
+        self.cap, self.cut, self.keep = cap, False, True
+        self.bufs = (bytearray(), bytearray())
+        self.lock = threading.Lock()
+        self.readers = [threading.Thread(target=self._pump, args=(s, b), daemon=True)
+                        for s, b in ((proc.stdout, self.bufs[0]), (proc.stderr, self.bufs[1]))]
+        for r in self.readers:
+            r.start()
+
+    def _pump(self, stream, buf):
+        try:
+            for block in iter(lambda: stream.read1(1 << 16), b""):
+                with self.lock:
+                    if not self.keep:
+                        continue
+                    room = self.cap - len(buf)
+                    if len(block) > room:
+                        self.cut = True
+                    buf += block[:max(room, 0)]
+        except (OSError, ValueError):
+            pass
+
+    def take(self, grace):
+        """Waits up to grace seconds for EOF on both, then returns (stdout, stderr, cut)."""
+        deadline = time.monotonic() + grace
+        for r in self.readers:
+            r.join(timeout=max(0, deadline - time.monotonic()))
+        with self.lock:
+            self.keep = False
+            return (self.bufs[0].decode("utf-8", "replace"),
+                    self.bufs[1].decode("utf-8", "replace"), self.cut)
+
+
+def reply_of(stdout, stderr, exit_code, timed_out, cut):
+    reply = {"stdout": stdout, "stderr": stderr, "exit_code": exit_code}
+    if timed_out:
+        reply["error"] = "timed out"
+    if cut:
+        reply["truncated"] = True
+    return reply
+
+
+def timed_out_by(code, elapsed):
+    """`timeout -k 2 T` ended it: 124 (TERM worked) or 137 after T (KILL 2 s later). A 137
+    before T is someone else's SIGKILL (the OOM killer, the code itself)."""
+    return code == 124 or (code == 137 and elapsed >= ARGS.timeout)
+
+
+def run_sandboxed(argv):
+    """argv (a sandbox around `timeout -k 2 T ...`) with output cut at --output-cap; a backstop
+    SIGKILLs the sandbox's outermost process T + 5 s in (the inner timeout should have ended it
+    by then)."""
+    began = time.monotonic()
+    proc = spawn(argv, start_new_session=True)
+    out = Output(proc, ARGS.output_cap)
+    backstop = False
+    try:
+        proc.wait(timeout=ARGS.timeout + 5)
+    except subprocess.TimeoutExpired:
+        backstop = True
+        proc.kill()
+        proc.wait()
+    forget(proc)
+    stdout, stderr, cut = out.take(grace=1)
+    code = -9 if backstop else proc.returncode
+    return reply_of(stdout, stderr, code, backstop or timed_out_by(code, time.monotonic() - began),
+                    cut)
+
+
+def timeout_argv(code):
+    return ["timeout", "-k", "2", str(ARGS.timeout), "python3", "-u", "-c", code]
+
+
+def make_scratch(parent):
+    """A scratch directory that uid 65534 (the sandboxes' user) owns."""
+    path = tempfile.mkdtemp(prefix="scratch-", dir=parent)
+    os.chown(path, NOBODY, NOBODY)
+    os.chmod(path, 0o755)
+    return path
+
+
+# ----------------------------------------------------------------------------- pool=N mode
+
+def setup_pool(n):
+    for _ in range(n):
+        STATE["pool"].append(make_scratch(STATE["scratch"]))
+
+
+def run_pool(code):
+    """A fresh bubblewrap sandbox as uid 65534 whose /tmp (its cwd and $HOME) is scratch
+    directory k mod N: a warm pool that never wipes its directories (the weakness)."""
+    with STATE["lock"]:
+        k = STATE["evaluations"]
+        STATE["evaluations"] += 1
+    scratch = STATE["pool"][k % len(STATE["pool"])]
+    argv = ["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY, "--clear-groups",
+            "bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+            "--bind", scratch, "/tmp", "--chdir", "/tmp",
+            "--clearenv", "--setenv", "PATH", SANDBOX_PATH, "--setenv", "HOME", "/tmp",
+            "--"] + timeout_argv(code)
+    return run_sandboxed(argv)
+
+
+# ----------------------------------------------------------------------------- soft-timeout mode
+
+def run_soft_timeout(code):
+    """sh -c 'python3 -u -c "$1"; exit $?' in its own session (python is not the shell's last
+    command, so dash forks it instead of exec'ing it in place; `exit $?` keeps its status); at
+    the timeout only the shell is killed and the answer goes out with what came back so far:
+    python lives on (the bug)."""
+    proc = spawn(["sh", "-c", 'python3 -u -c "$1"; exit $?', "sh", code],
+                 start_new_session=True)
+    out = Output(proc, ARGS.output_cap)
+    timed_out = False
+    try:
+        proc.wait(timeout=ARGS.timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        os.kill(proc.pid, signal.SIGKILL)  # the shell only, not its group
+        proc.wait()
+    forget(proc)
+    # Python still holds the pipes after a timeout: never wait for their EOF, only a grace.
+    stdout, stderr, cut = out.take(grace=SHELL_GRACE_S if timed_out else 1)
+    return reply_of(stdout, stderr, 124 if timed_out else proc.returncode, timed_out, cut)
+
+
+# ----------------------------------------------------------------------------- exec mode
+
+def setup_exec():
+    """The one long-lived container every evaluation is exec'd into."""
+    name = "sandprobe-fixture-%s-exec" % INSTANCE
+    body = {"Image": ARGS.image, "User": "%d:%d" % (NOBODY, NOBODY),
+            "Cmd": ["sleep", "infinity"],
+            "Labels": {"sandprobe.fixture": INSTANCE}, "HostConfig": HOST_CONFIG}
+    try:
+        status, created = engine("POST", "/containers/create?name=" + name, body)
+        if status != 201:
+            raise SystemExit("fixture: container create failed: HTTP %d %s" % (
+                status, str(created)[:200]))
+        STATE["exec_cid"] = created["Id"]
+        status, _ = engine("POST", "/containers/%s/start" % created["Id"])
+        if status not in (204, 304):
+            raise SystemExit("fixture: container start failed: HTTP %d" % status)
+    except OSError as exc:
+        raise SystemExit("fixture: Docker Engine API on %s: %s" % (ARGS.docker_sock, exc))
+
+
+def read_exec_stream(exec_id, cap, timeout):
+    """Starts the exec attached and reads its multiplexed stream (the logs endpoint's 8-byte
+    frames) -> stdout, stderr (each cut at cap), cut, and whether the stream ended in time."""
+    conn = UnixConnection(ARGS.docker_sock, timeout)
+    out, err, cut, ended = bytearray(), bytearray(), False, True
+    try:
+        conn.request("POST", API + "/exec/%s/start" % exec_id,
+                     body=json.dumps({"Detach": False, "Tty": False}),
+                     headers={"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        if resp.status != 200:
+            raise OSError("exec start failed: HTTP %d %r" % (resp.status, resp.read(200)))
+        while True:
+            header = resp.read(8)
+            if len(header) < 8:
+                break
+            size = struct.unpack(">I", header[4:])[0]
+            payload = resp.read(size)
+            buf = err if header[0] == 2 else out
+            room = cap - len(buf)
+            buf += payload[:max(room, 0)]
+            if len(payload) > room:
+                cut = True
+                break
+    except socket.timeout:
+        ended = False
+    finally:
+        conn.close()
+    return out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), cut, ended
+
+
+def run_exec(code):
+    """`timeout -k 2 T python3 -u -c CODE` exec'd into the one container AS ROOT (User "0:0",
+    the weakness: the container's own process is 65534, the evaluated one is not)."""
+    cid = STATE["exec_cid"]
+    status, created = engine("POST", "/containers/%s/exec" % cid, {
+        "Cmd": timeout_argv(code), "AttachStdout": True, "AttachStderr": True, "User": "0:0"})
+    if status != 201:
+        return {"error": "exec create failed: HTTP %d %s" % (status, str(created)[:200])}
+    exec_id = created["Id"]
+    began = time.monotonic()
+    stdout, stderr, cut, ended = read_exec_stream(exec_id, ARGS.output_cap, ARGS.timeout + 10)
+    info = {}
+    for _ in range(ARGS.timeout * 10 + 50):  # after a cut the process may still be running
+        _, info = engine("GET", "/exec/%s/json" % exec_id)
+        info = info if isinstance(info, dict) else {}
+        if not info.get("Running"):
+            break
+        time.sleep(0.1)
+    if info.get("Running") and info.get("Pid"):
+        try:  # it outlived `timeout -k 2 T` by far: end it from the host
+            os.kill(info["Pid"], signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        ended = False
+    code_ = info.get("ExitCode")
+    code_ = -9 if not ended or code_ is None else code_
+    return reply_of(stdout, stderr, code_,
+                    not ended or timed_out_by(code_, time.monotonic() - began), cut)
+
+
+# ----------------------------------------------------------------------------- shared mode
+
+def _holder_target(bwrap_pid, deadline):
+    """The host pid of the holder's sandboxed `sleep`: bwrap -> bwrap (init of the new PID
+    namespace) -> sleep. Waits until sleep has been exec'd (its namespaces are final then)."""
+    while time.monotonic() < deadline:
+        for init, _ in children_of(bwrap_pid):
+            for pid, _ in children_of(init):
+                try:
+                    with open("/proc/%d/comm" % pid) as f:
+                        if f.read().strip() == "sleep":
+                            return init, pid
+                except OSError:
+                    pass
+        time.sleep(0.01)
+    return None, None
+
+
+def start_holder():
+    """A fresh bwrap running `sleep 3600` with its own mount, PID, network, IPC, UTS and cgroup
+    namespaces and a fresh scratch /tmp. No user namespace on purpose: evaluations join with
+    nsenter as the host's root and setpriv drops to 65534 with every capability gone (nsenter
+    --user would hand them a full bounding set that no one left could drop)."""
+    scratch = make_scratch(STATE["scratch"])
+    argv = ["bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
+            "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+            "--bind", scratch, "/tmp", "--chdir", "/tmp",
+            "--clearenv", "--setenv", "PATH", SANDBOX_PATH, "--setenv", "HOME", "/tmp",
+            "--", "sleep", "3600"]
+    with STATE["lock"]:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        STATE["active"].add(proc.pid)
+    holder = {"proc": proc, "scratch": scratch, "inflight": 0}
+    holder["init"], holder["target"] = _holder_target(proc.pid, time.monotonic() + 10)
+    if holder["target"] is None:
+        stop_holder(holder)
+        raise OSError("the shared sandbox did not start")
+    flags = []
+    for ns, flag in NAMESPACES:
+        try:
+            if os.readlink("/proc/%d/ns/%s" % (holder["target"], ns)) != os.readlink(
+                    "/proc/self/ns/%s" % ns):
+                flags.append(flag)
+        except OSError:
+            pass
+    holder["nsenter"] = flags
+    # hidepid=2 on the holder's own /proc (a fresh procfs instance: the host's is untouched):
+    # its root-owned bwrap and sleep are hidden from the evaluations (all uid 65534), which
+    # still see each other's processes: a lone evaluation sees only its own tree.
+    try:
+        hidden = subprocess.run(["nsenter", "--target", str(holder["target"]), "--mount", "--",
+                                 "mount", "-o", "remount,hidepid=2", "/proc"],
+                                stdin=subprocess.DEVNULL, capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        hidden = exc
+    if getattr(hidden, "returncode", 1) != 0:
+        stop_holder(holder)
+        raise OSError("the shared sandbox's /proc could not be remounted: %s" % (
+            getattr(hidden, "stderr", None) or hidden))
+    return holder
+
+
+def stop_holder(holder):
+    """SIGKILL to the PID namespace's init ends every process in it; then bwrap, then the
+    scratch directory."""
+    for pid in (holder.get("init"), holder["proc"].pid):
+        if pid:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    holder["proc"].wait()
+    forget(holder["proc"])
+    shutil.rmtree(holder["scratch"], ignore_errors=True)
+
+
+def run_shared(code):
+    """Joins the in-flight sandbox (or starts one) and runs the evaluation inside it; the last
+    evaluation out ends it."""
+    with STATE["shared_lock"]:
+        holder = STATE["holder"]
+        if holder is None:
+            holder = STATE["holder"] = start_holder()
+        holder["inflight"] += 1
+    try:
+        argv = (["nsenter", "--target", str(holder["target"])] + holder["nsenter"] +
+                ["--root", "--wd", "--"])
+        if "--user" in holder["nsenter"]:  # not expected (see start_holder): no root in there
+            argv[-1:-1] = ["--setuid", str(NOBODY), "--setgid", str(NOBODY)]
+            argv += ["setpriv", "--no-new-privs", "--"]
+        else:
+            argv += ["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY, "--clear-groups",
+                     "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs", "--"]
+        argv += ["env", "-i", "PATH=" + SANDBOX_PATH, "HOME=/tmp"] + timeout_argv(code)
+        return run_sandboxed(argv)
+    finally:
+        with STATE["shared_lock"]:
+            holder["inflight"] -= 1
+            last = holder["inflight"] == 0
+            if last:
+                STATE["holder"] = None
+        if last:
+            stop_holder(holder)
+
+
+RUN = {"unsafe": run_unsafe, "isolated": run_isolated, "pool": run_pool,
+       "soft-timeout": run_soft_timeout, "exec": run_exec, "shared": run_shared}
+
+
 # ----------------------------------------------------------------------------- processes
 
 def children_of(pid):
@@ -280,14 +674,13 @@ def children_of(pid):
 def reap_orphans():
     """Collect zombies of re-parented descendants (never the unsafe children being waited for)."""
     while not STATE["stop"].wait(0.5):
-        with STATE["lock"]:
-            active = set(STATE["active"])
-        for pid, state in children_of(os.getpid()):
-            if state == b"Z" and pid not in active:
-                try:
-                    os.waitpid(pid, os.WNOHANG)
-                except ChildProcessError:
-                    pass
+        with STATE["lock"]:  # held throughout: spawn() marks a child active under it
+            for pid, state in children_of(os.getpid()):
+                if state == b"Z" and pid not in STATE["active"]:
+                    try:
+                        os.waitpid(pid, os.WNOHANG)
+                    except ChildProcessError:
+                        pass
 
 
 def kill_everything():
@@ -308,7 +701,7 @@ def kill_everything():
             except ChildProcessError:
                 pass
         time.sleep(0.05)
-    if ARGS.mode == "isolated":
+    if ARGS.mode in ("isolated", "exec"):
         flt = json.dumps({"label": ["sandprobe.fixture=%s" % INSTANCE]})
         try:
             _, found = engine("GET", "/containers/json?all=1&filters=" + urllib.parse.quote(flt))
@@ -316,6 +709,8 @@ def kill_everything():
                 remove_container(c["Id"])
         except OSError:
             pass
+    if STATE["scratch"]:  # pool, shared: every scratch directory, after every process is gone
+        shutil.rmtree(STATE["scratch"], ignore_errors=True)
 
 
 # ----------------------------------------------------------------------------- HTTP
@@ -390,7 +785,7 @@ class Handler(BaseHTTPRequestHandler):
                     pass  # the client stopped reading at its cap
                 return
         try:
-            reply = run_isolated(code) if ARGS.mode == "isolated" else run_unsafe(code)
+            reply = RUN[ARGS.mode.partition("=")[0]](code)
         except OSError as exc:
             self.send_json(500, {"error": "evaluation failed: %s" % exc})
             return
@@ -405,14 +800,25 @@ class Server(ThreadingHTTPServer):
             super().handle_error(request, client_address)  # a client that hung up is no news
 
 
+def mode_arg(text):
+    if text in ("unsafe", "isolated", "soft-timeout", "exec", "shared"):
+        return text
+    m = re.fullmatch(r"pool=(\d+)", text)
+    if m and 1 <= int(m.group(1)) <= 16:
+        return "pool=%d" % int(m.group(1))
+    raise argparse.ArgumentTypeError(
+        "expected unsafe, isolated, pool=N (N from 1 to 16), soft-timeout, exec or shared")
+
+
 def main():
     global ARGS, INSTANCE, HOST_CONFIG
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--mode", choices=["unsafe", "isolated"], required=True)
+    ap.add_argument("--mode", type=mode_arg, required=True,
+                    help="unsafe | isolated | pool=N (1-16) | soft-timeout | exec | shared")
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--timeout", type=int, default=5, help="seconds per evaluation")
     ap.add_argument("--output-cap", type=int, default=1 << 20,
-                    help="isolated: bytes kept per stream")
+                    help="bytes kept per stream (every mode but unsafe)")
     ap.add_argument("--fault", default="",
                     help="hang | garbage | huge | die-after=N")
     ap.add_argument("--fault-after", type=int, default=1,
@@ -424,15 +830,27 @@ def main():
             r"die-after=\d+", ARGS.fault):
         ap.error("--fault: expected hang, garbage, huge or die-after=N")
     INSTANCE = "%d-%s" % (os.getpid(), secrets.token_hex(3))
-    HOST_CONFIG = hardened_host_config() if ARGS.mode == "isolated" else None
+    HOST_CONFIG = hardened_host_config() if ARGS.mode in ("isolated", "exec") else None
     try:  # adopt detached descendants, so that stopping the fixture can kill them all
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     except (OSError, AttributeError):
         pass
-    server = Server(("127.0.0.1", ARGS.port), Handler)
-    stop = threading.Event()
+    stop = threading.Event()  # before any setup: a SIGTERM during it still cleans up
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
+    if ARGS.mode.startswith("pool=") or ARGS.mode == "shared":
+        # In $TMPDIR, which uid 65534 must be able to traverse: the pool's sandboxes bind from it.
+        STATE["scratch"] = tempfile.mkdtemp(prefix="sandprobe-fixture-%s-" % INSTANCE)
+        os.chmod(STATE["scratch"], 0o711)
+    try:
+        if ARGS.mode.startswith("pool="):
+            setup_pool(int(ARGS.mode.split("=", 1)[1]))
+        elif ARGS.mode == "exec":
+            setup_exec()
+        server = Server(("127.0.0.1", ARGS.port), Handler)
+    except BaseException:
+        kill_everything()
+        raise
     threading.Thread(target=server.serve_forever, daemon=True).start()
     threading.Thread(target=reap_orphans, daemon=True).start()
     print("READY http://127.0.0.1:%d" % server.server_address[1], flush=True)
