@@ -66,10 +66,10 @@ std::expected<void, ConfigError> LoadClassify(const std::string& file, const YAM
                                               core::ProbeDescriptor& p) {
   if (!node.IsMap())
     return std::unexpected(At(file, node, "classify", "required mapping is missing"));
-  if (auto r = internal::OnlyKeys(file, node, "classify",
-                                  {"outcomes", "killed", "timed_out", "deadline", "crashed",
-                                   "canary_hit", "exceeds", "fact", "output", "quiet_after_call",
-                                   "still_running"});
+  if (auto r = internal::OnlyKeys(
+          file, node, "classify",
+          {"outcomes", "killed", "timed_out", "deadline", "crashed", "canary_hit", "exceeds",
+           "fact", "output", "quiet_after_call", "still_running"});
       !r) {
     return r;
   }
@@ -155,8 +155,8 @@ std::expected<void, ConfigError> LoadClassify(const std::string& file, const YAM
           At(file, r, "classify.still_running", "expected {param: <heartbeat canary param>}"));
     }
     if (!p.params.contains(r["param"].Scalar())) {
-      return std::unexpected(At(file, r["param"], "classify.still_running.param",
-                                "names no parameter of this probe"));
+      return std::unexpected(
+          At(file, r["param"], "classify.still_running.param", "names no parameter of this probe"));
     }
     p.classify.still_running = core::StillRunningRule{r["param"].Scalar()};
   }
@@ -208,7 +208,7 @@ Loaded<core::ProbeDescriptor> LoadProbe(const std::filesystem::path& dir) {
   if (auto r = internal::OnlyKeys(
           file, y, "",
           {"id", "label", "category", "description", "requires_control", "drivers", "params",
-           "classify", "calls", "after_call_s", "needs", "deploy", "measures"});
+           "classify", "calls", "concurrent", "after_call_s", "needs", "deploy", "measures"});
       !r) {
     return std::unexpected(r.error());
   }
@@ -239,10 +239,19 @@ Loaded<core::ProbeDescriptor> LoadProbe(const std::filesystem::path& dir) {
     for (const auto& d : drivers) p.drivers.push_back(d.Scalar());
   }
   if (p.drivers.empty()) p.drivers = {"all"};
+  if (const YAML::Node c = y["concurrent"]; c.IsDefined()) {
+    const nlohmann::json v = YamlToJson(c);
+    if (!v.is_boolean())
+      return std::unexpected(At(file, c, "concurrent", "expected true or false"));
+    p.concurrent = v.get<bool>();
+  }
   if (const YAML::Node c = y["calls"]; c.IsDefined()) {
     const nlohmann::json v = YamlToJson(c);
-    if (!v.is_number_integer() || v.get<int>() < 1 || v.get<int>() > 32)
-      return std::unexpected(At(file, c, "calls", "expected a whole number from 1 to 32"));
+    const int least = p.concurrent ? 0 : 1;  // a concurrent pair needs no sequential call first
+    if (!v.is_number_integer() || v.get<int>() < least || v.get<int>() > 32) {
+      return std::unexpected(
+          At(file, c, "calls", fmt::format("expected a whole number from {} to 32", least)));
+    }
     p.calls = v.get<int>();
   }
   if (const YAML::Node a = y["after_call_s"]; a.IsDefined()) {

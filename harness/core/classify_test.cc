@@ -422,6 +422,83 @@ TEST(ClassifyTest, QuietAfterCallTable) {
   }
 }
 
+// "Stopped means stopped" (res.cpu-loop through a service or a wrapper command): heartbeats are
+// liveness during the call; one logged after the call's end, or a reaper survivor, is a FAIL
+// whatever exit code the sandbox reported.
+TEST(ClassifyTest, StillRunningTable) {
+  ProbeDescriptor p;
+  p.classify.outcomes = {{"error", Exposure::kUnknown}};
+  p.classify.killed = p.classify.timed_out = Exposure::kContained;
+  p.classify.deadline = Exposure::kExposed;
+  p.classify.still_running = StillRunningRule{"canary"};
+  constexpr int64_t kEnd = 1'800'000'000'000;
+  struct Case {
+    const char* name;
+    int exit_code;  // -1: the harness deadline
+    nlohmann::json facts;
+    std::vector<int64_t> beats_ms;  // hit times relative to the call's end
+    Exposure want;
+    const char* label_has;
+  };
+  const nlohmann::json ended = {{"call_ended_unix_ms", kEnd}};
+  const Case cases[] = {
+      {"beats only during the call, 124",
+       124,
+       ended,
+       {-2000, -1500, -1000, -500, -20},
+       Exposure::kContained,
+       "exit 124"},
+      {"a beat in flight at the end (grace)",
+       124,
+       ended,
+       {-500, 300},
+       Exposure::kContained,
+       "exit 124"},
+      {"beats after the answer, 124",
+       124,
+       ended,
+       {-500, 0, 600, 1100, 1600},
+       Exposure::kExposed,
+       "STILL RUNNING"},
+      {"beats after a clean exit 0", 0, ended, {900}, Exposure::kExposed, "STILL RUNNING"},
+      {"reaper survivors, no canary",
+       124,
+       {{"survivors", 1}},
+       {},
+       Exposure::kExposed,
+       "STILL RUNNING"},
+      {"no survivors, no end time",
+       124,
+       {{"survivors", 0}},
+       {4000},
+       Exposure::kContained,
+       "exit 124"},
+      {"harness deadline", -1, ended, {5000}, Exposure::kExposed, "STILL RUNNING"},
+  };
+  for (const Case& c : cases) {
+    Observation o = c.exit_code < 0 ? Started(Observation{}) : Started(Exited(c.exit_code));
+    if (c.exit_code < 0) {
+      o.ending = Ending::kDeadline;
+      o.deadline_s = 10;
+    }
+    o.driver_facts = c.facts;
+    o.params = {{"canary", "127.0.0.1:9"}};
+    for (int64_t at : c.beats_ms)
+      o.canary_hits.push_back({"tcp", "127.0.0.1:5555", "beat", kEnd + at});
+    const Classification got = Classify(p, o);
+    EXPECT_EQ(got.exposure, c.want) << c.name << ": " << got.reason;
+    EXPECT_NE(got.label.find(c.label_has), std::string::npos) << c.name << ": " << got.label;
+    if (c.want == Exposure::kExposed) {
+      EXPECT_EQ(got.evidence, Evidence::kPositive) << c.name;
+    }
+  }
+  Observation late = Started(Exited(124));
+  late.driver_facts = ended;
+  late.canary_hits.push_back({"tcp", "127.0.0.1:5555", "beat", kEnd + 1600});
+  EXPECT_NE(Classify(p, late).reason.find("still running after the sandbox reported it stopped"),
+            std::string::npos);
+}
+
 // Shared fate: service_died turns anything but a measured leak into unknown.
 TEST(ClassifyTest, ServiceDiedTable) {
   const nlohmann::json blocked = {{"kind", "result"}, {"outcome", "blocked"}};

@@ -18,7 +18,7 @@ inline constexpr char kOomKilled[] = "oom_killed";
 // count; 0 from ContainerInspect for a private PID namespace). Read by FactRule `survivors`.
 inline constexpr char kSurvivors[] = "survivors";
 inline constexpr char kSurvivorsSource[] = "survivors_source";  // string: where it came from
-inline constexpr char kNote[] = "note";                        // string: a caveat for the report
+inline constexpr char kNote[] = "note";                         // string: a caveat for the report
 
 // --- Runner (runner/invoke.cc) -----------------------------------------------------------------
 // [{call, ending, exit_code, result, driver_facts}]: the earlier calls of a multi-call probe.
@@ -35,22 +35,24 @@ inline constexpr char kNotJudged[] = "not_judged";
 // --- command / local (drivers/command) ----------------------------------------------------------
 inline constexpr char kDescendantsKilled[] = "descendants_killed";  // int: killed by the reaper
 
-// --- docker (drivers/docker) ----------------------------------------------------------------------
+// --- docker (drivers/docker)
+// ----------------------------------------------------------------------
 inline constexpr char kContainer[] = "container";  // string: short container id
 inline constexpr char kRuntime[] = "runtime";      // string: ContainerInspect HostConfig.Runtime
 
-// --- http (drivers/http) --------------------------------------------------------------------------
-inline constexpr char kHttpStatus[] = "http_status";        // int: the service's response status
-inline constexpr char kResponseBytes[] = "response_bytes";  // int: body size
-inline constexpr char kHealthBefore[] = "health_before";    // "ok" or why not
-inline constexpr char kHealthAfter[] = "health_after";      // "ok" or why not
+// --- http (drivers/http)
+// --------------------------------------------------------------------------
+inline constexpr char kHttpStatus[] = "http_status";         // int: the service's response status
+inline constexpr char kResponseBytes[] = "response_bytes";   // int: body size
+inline constexpr char kHealthBefore[] = "health_before";     // "ok" or why not
+inline constexpr char kHealthAfter[] = "health_after";       // "ok" or why not
 inline constexpr char kHealthSettleS[] = "health_settle_s";  // s waited before the after-check
 // bool: healthy before, not after: the probe took the service down (shared fate).
 inline constexpr char kServiceDied[] = "service_died";
 inline constexpr char kServiceTimeout[] = "service_timeout";  // bool: the service said timed out
 inline constexpr char kServiceTimeoutSource[] = "service_timeout_source";  // the matching rule
-inline constexpr char kServiceError[] = "service_error";          // string: the service's error
-inline constexpr char kServiceExitCode[] = "service_exit_code";   // the reported exit code
+inline constexpr char kServiceError[] = "service_error";         // string: the service's error
+inline constexpr char kServiceExitCode[] = "service_exit_code";  // the reported exit code
 // s the driver waited after the call for late evidence (probe after_call_s).
 inline constexpr char kAfterCallWaitS[] = "after_call_wait_s";
 // ms since the epoch (system clock, the canaries' clock) when the sandbox said the call was over:
@@ -63,9 +65,9 @@ inline constexpr char kWarnings[] = "warnings";    // [string]: the arm's Prepar
 inline constexpr char kJob[] = "job";              // string: the Job's name
 inline constexpr char kPod[] = "pod";              // string: the Pod's name
 inline constexpr char kNode[] = "node";            // string: Pod spec.nodeName
-inline constexpr char kNetworkPolicy[] = "network_policy";        // string: the arm's policy
-inline constexpr char kPolicyCreatedAt[] = "policy_created_at";   // its creationTimestamp
-inline constexpr char kPolicyAgeS[] = "policy_age_s";             // s: its age at Job creation
+inline constexpr char kNetworkPolicy[] = "network_policy";       // string: the arm's policy
+inline constexpr char kPolicyCreatedAt[] = "policy_created_at";  // its creationTimestamp
+inline constexpr char kPolicyAgeS[] = "policy_age_s";            // s: its age at Job creation
 // bool: the arm's policy denies all egress as written (Egress in policyTypes, no egress rule);
 // only then does a leak say anything about enforcement (core/banners.h).
 inline constexpr char kPolicyDeniesAllEgress[] = "policy_denies_all_egress";
@@ -74,23 +76,23 @@ inline constexpr char kPolicySelectsPod[] = "policy_selects_pod";
 // [string]: other NetworkPolicies of the namespace that select the arm's pods and allow some
 // egress (policies add up): a leak under them says nothing about enforcement.
 inline constexpr char kOtherPoliciesAllowingEgress[] = "other_policies_allowing_egress";
-inline constexpr char kPolicyWaitS[] = "policy_wait_s";           // s waited for minPolicyAge
-inline constexpr char kStartWaitS[] = "start_wait_s";             // s: Job created to running
+inline constexpr char kPolicyWaitS[] = "policy_wait_s";  // s waited for minPolicyAge
+inline constexpr char kStartWaitS[] = "start_wait_s";    // s: Job created to running
 // bool: the Pod ran with spec.hostNetwork (NetworkPolicy never applies to it; no banner).
 inline constexpr char kHostNetwork[] = "host_network";
 inline constexpr char kPodSettleS[] = "pod_settle_s";  // s the pod waited before probing (-settled)
-inline constexpr char kPodRelists[] = "pod_relists";              // int: watch re-lists
-inline constexpr char kWatchGone[] = "watch_gone";                // int: 410 Gone seen
-inline constexpr char kLogs[] = "logs";                           // string: how logs were read
+inline constexpr char kPodRelists[] = "pod_relists";   // int: watch re-lists
+inline constexpr char kWatchGone[] = "watch_gone";     // int: 410 Gone seen
+inline constexpr char kLogs[] = "logs";                // string: how logs were read
 inline constexpr char kTerminatedReason[] = "terminated_reason";  // terminated.reason
 inline constexpr char kPodReason[] = "pod_reason";                // Pod status.reason
 inline constexpr char kPodMessage[] = "pod_message";              // Pod status.message
 inline constexpr char kEvicted[] = "evicted";                     // bool: status.reason Evicted
 // string: Job status.conditions[type=Failed].reason (DeadlineExceeded: the logs are gone).
 inline constexpr char kJobCondition[] = "job_condition";
-inline constexpr char kJobDeleted[] = "job_deleted";        // bool: deletion confirmed
-inline constexpr char kFailedCreate[] = "failed_create";    // Event FailedCreate on the Job
-inline constexpr char kAdmissionPod[] = "admission_pod";    // the dry-run Pod's name
+inline constexpr char kJobDeleted[] = "job_deleted";            // bool: deletion confirmed
+inline constexpr char kFailedCreate[] = "failed_create";        // Event FailedCreate on the Job
+inline constexpr char kAdmissionPod[] = "admission_pod";        // the dry-run Pod's name
 inline constexpr char kAdmissionStatus[] = "admission_status";  // the API server's status
 // string: "<pod>" of the run's in-cluster canary whose hits (pods/log) this cell carries.
 inline constexpr char kClusterCanary[] = "cluster_canary";

@@ -23,9 +23,9 @@ std::string_view ToString(Ending e);
 
 // A canary listener's record that this invocation reached it (server-side proof).
 struct CanaryHit {
-  std::string kind;    // "http" | "tcp" | "dns"
-  std::string peer;    // client "ip:port" as the canary saw it
-  std::string detail;  // bounded request summary
+  std::string kind;     // "http" | "tcp" | "dns"
+  std::string peer;     // client "ip:port" as the canary saw it
+  std::string detail;   // bounded request summary
   int64_t unix_ms = 0;  // when the canary logged it (its own wall clock, ms since the epoch); 0 =
                         // not known (a target whose log carries no time)
 };

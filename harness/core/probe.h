@@ -119,6 +119,12 @@ struct ProbeDescriptor {
   // `call` (1..calls) and `previous` (the previous call's result record, or null); the
   // observation judged is the last call's, earlier calls are kept in driver_facts["calls"].
   int calls = 1;
+  // probe.yaml `concurrent: true`: after the `calls` sequential calls (0 allowed here), the runner
+  // runs two calls at the same moment (parameters `call` = calls+1 and calls+2, `concurrent_with`
+  // = the other's number, `previous` = the results of the sequential calls) and then a closing
+  // call (calls+3, `previous` = every earlier result) that is judged. A declared boolean
+  // parameter `concurrent` turns the pair off per suite.
+  bool concurrent = false;
   // Seconds a driver waits after the call for late evidence (proc.outlives-call's and the still
   // running probes' heartbeats): http after the answer, command after the sandbox command exited
   // (for what outlives its process tree, e.g. a container of `docker run`); 0 = none. The runner

@@ -1,6 +1,9 @@
 #include "runner/invoke.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <future>
 
 #include "core/facts.h"
 #include "core/params.h"
@@ -48,62 +51,135 @@ bool HeardAfterCall(const core::ProbeDescriptor& probe, const nlohmann::json& pa
   return it != params.end() && it->is_string() && !it->get<std::string>().empty();
 }
 
+// The sequence of calls of one invocation: `calls` sequential calls, then (concurrent probes)
+// two calls at the same moment and a closing call. Call k gets `call` = k and `previous` = the
+// results of the calls before it; the last observation is the one judged.
+class CallSequence {
+ public:
+  CallSequence(const Task& task, const core::ProbeDescriptor& probe, drivers::Driver& driver,
+               const std::string& invocation, const std::string& preamble, const Session& session,
+               const std::atomic<bool>& cancel)
+      : task_(task),
+        probe_(probe),
+        driver_(driver),
+        invocation_(invocation),
+        preamble_(preamble),
+        session_(session),
+        cancel_(cancel) {
+    inv_ = drivers::Invocation{task.probe, invocation, "", task.deadline_s, session.Env()};
+    inv_.after_call_s = HeardAfterCall(probe, task.params) ? probe.after_call_s : 0;
+    inv_.deploy = probe.deploy;
+  }
+
+  core::Observation Run() {
+    const int calls = SequentialCalls();
+    const bool concurrent = Concurrent();
+    const bool multi = calls > 1 || concurrent;
+    core::Observation obs;
+    bool broken = false;  // a call ended the sequence (error, interrupt, deadline)
+    for (int call = 1; call <= calls && !broken; ++call) {
+      if (call > 1) Keep(call - 1, obs);
+      obs = Call(multi ? call : 0, previous_, inv_);
+      broken = EndsSequence(obs.ending);
+    }
+    if (concurrent && !broken) {
+      if (calls > 0) Keep(calls, obs);
+      obs = Pair(calls + 1);
+    }
+    if (!earlier_.empty()) obs.driver_facts[core::fact::kCalls] = std::move(earlier_);
+    return obs;
+  }
+
+ private:
+  int SequentialCalls() const {
+    // The probe's `calls:`, or its resolved `calls` parameter when it declares one (state.persists:
+    // a suite sizes it to the pool it must cycle), 0..kMaxCalls (0 only with a concurrent pair).
+    int calls = probe_.calls;
+    if (const auto c = task_.params.find("calls");
+        probe_.params.contains("calls") && c != task_.params.end() && c->is_number_integer()) {
+      calls = std::clamp(c->get<int>(), probe_.concurrent ? 0 : 1, kMaxCalls);
+    }
+    return calls;
+  }
+
+  bool Concurrent() const {
+    if (!probe_.concurrent) return false;
+    const auto c = task_.params.find("concurrent");
+    return !probe_.params.contains("concurrent") || c == task_.params.end() || !c->is_boolean() ||
+           c->get<bool>();
+  }
+
+  // One call; call 0 = a single-call probe (no `call`/`previous` parameters).
+  core::Observation Call(int call, const nlohmann::json& previous, drivers::Invocation inv,
+                         int concurrent_with = 0) const {
+    nlohmann::json params = task_.params;
+    if (call > 0) {
+      params["call"] = call;
+      params["previous"] = previous;
+    }
+    if (concurrent_with > 0) params["concurrent_with"] = concurrent_with;
+    auto script = core::BuildScript(probe_, preamble_, params, session_.nonce(), invocation_);
+    if (!script) {
+      core::Observation obs;
+      obs.ending = core::Ending::kHarnessError;
+      obs.harness_error = script.error();
+      return obs;
+    }
+    inv.script = *script;
+    return GuardedExecute(driver_, inv, cancel_);
+  }
+
+  // Calls `first` and `first + 1` at the same moment (each under its own driver invocation id, so
+  // containers, Jobs and hooks named after it do not collide; the script keeps the invocation),
+  // then the closing call `first + 2`, which is returned.
+  core::Observation Pair(int first) {
+    const nlohmann::json previous = previous_;
+    auto one = [&](int call, int other) {
+      drivers::Invocation inv = inv_;
+      inv.invocation = fmt::format("{}-c{}", invocation_, call);
+      return Call(call, previous, inv, other);
+    };
+    std::future<core::Observation> a =
+        std::async(std::launch::async, [&] { return one(first, first + 1); });
+    core::Observation b = one(first + 1, first);
+    core::Observation obs_a = a.get();
+    Keep(first, obs_a);
+    Keep(first + 1, b);
+    for (const core::Observation* o : {&obs_a, &b}) {
+      if (o->ending == core::Ending::kInterrupted || o->ending == core::Ending::kNotRun) return *o;
+    }
+    return Call(first + 2, previous_, inv_);
+  }
+
+  void Keep(int call, const core::Observation& obs) {
+    earlier_.push_back({{"call", call},
+                        {"ending", core::ToString(obs.ending)},
+                        {"exit_code", obs.exit_code},
+                        {"result", obs.result.value_or(nullptr)},
+                        {"driver_facts", obs.driver_facts}});
+    previous_.push_back(obs.result.value_or(nullptr));
+  }
+
+  const Task& task_;
+  const core::ProbeDescriptor& probe_;
+  drivers::Driver& driver_;
+  const std::string& invocation_;
+  const std::string& preamble_;
+  const Session& session_;
+  const std::atomic<bool>& cancel_;
+  drivers::Invocation inv_;
+  nlohmann::json earlier_ = nlohmann::json::array();
+  nlohmann::json previous_ = nlohmann::json::array();
+};
+
 }  // namespace
 
 core::Observation Invoke(const Task& task, const core::ProbeDescriptor& probe,
                          drivers::Driver& driver, const std::string& invocation,
                          const std::string& preamble, const Session& session,
                          const std::atomic<bool>& cancel) {
-  core::Observation obs;
-  obs.invocation = invocation;
-  // How many calls: the probe's `calls:`, or its resolved `calls` parameter when it declares one
-  // (state.persists: a suite sizes it to the pool it must cycle), 1..kMaxCalls.
-  int calls = probe.calls;
-  if (const auto c = task.params.find("calls");
-      probe.params.contains("calls") && c != task.params.end() && c->is_number_integer()) {
-    calls = std::clamp(c->get<int>(), 1, kMaxCalls);
-  }
-  nlohmann::json first_params = task.params;
-  if (calls > 1) {
-    first_params["call"] = 1;
-    first_params["previous"] = nlohmann::json::array();
-  }
-  auto script = core::BuildScript(probe, preamble, first_params, session.nonce(), invocation);
-  if (!script) {
-    obs.ending = core::Ending::kHarnessError;
-    obs.harness_error = script.error();
-    return obs;
-  }
-  drivers::Invocation inv{task.probe, invocation, *script, task.deadline_s, session.Env()};
-  inv.after_call_s = HeardAfterCall(probe, task.params) ? probe.after_call_s : 0;
-  inv.deploy = probe.deploy;
-  obs = GuardedExecute(driver, inv, cancel);
-  // Multi-call probes (state.persists): call k sees the results of calls 1..k-1, in order, as
-  // `previous` (null for a call that left none); the last call is judged, earlier ones are kept
-  // as evidence.
-  nlohmann::json earlier = nlohmann::json::array();
-  nlohmann::json previous = nlohmann::json::array();
-  for (int call = 2; call <= calls; ++call) {
-    if (EndsSequence(obs.ending)) break;
-    earlier.push_back({{"call", call - 1},
-                       {"ending", core::ToString(obs.ending)},
-                       {"exit_code", obs.exit_code},
-                       {"result", obs.result.value_or(nullptr)},
-                       {"driver_facts", obs.driver_facts}});
-    previous.push_back(obs.result.value_or(nullptr));
-    nlohmann::json params = task.params;
-    params["call"] = call;
-    params["previous"] = previous;
-    auto next = core::BuildScript(probe, preamble, params, session.nonce(), invocation);
-    if (!next) {
-      obs.ending = core::Ending::kHarnessError;
-      obs.harness_error = next.error();
-      break;
-    }
-    inv.script = *next;
-    obs = GuardedExecute(driver, inv, cancel);
-  }
-  if (!earlier.empty()) obs.driver_facts[core::fact::kCalls] = std::move(earlier);
+  core::Observation obs =
+      CallSequence(task, probe, driver, invocation, preamble, session, cancel).Run();
   obs.invocation = invocation;
   // A driver may bring hits of its own target (kubernetes: the in-cluster canary's log).
   for (core::CanaryHit& h : session.HitsFor(invocation)) obs.canary_hits.push_back(std::move(h));

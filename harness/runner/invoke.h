@@ -23,6 +23,14 @@ inline constexpr int kMaxCalls = 32;  // a probe's calls per invocation, at most
 //    returned, earlier ones are kept in driver_facts["calls"] ({call, ending, exit_code, result,
 //    driver_facts}). A call that ends
 //    by harness error, interrupt, deadline or not run ends the sequence and is returned itself.
+//  - concurrent probes (probe.yaml `concurrent: true`, unless a declared boolean parameter
+//    `concurrent` is false): after the sequential calls (0 allowed), calls n+1 and n+2 run at the
+//    same moment, each with `concurrent_with` = the other's number, `previous` = the sequential
+//    calls' results and its own driver invocation id "<invocation>-c<call>" (the script keeps
+//    `invocation`); then the closing call n+3 (previous = every earlier result) is
+//    the one returned. An interrupted call of the pair ends the sequence.
+//  - after_call_s: the probe's, or 0 when its heartbeat canary parameter (classify
+//    still_running / quiet_after_call) is empty: nothing could be heard.
 //  - canary_hits: the session's hits carrying `invocation`.
 //  - driver_facts["canary_not_planted"] = true when the probe needs the planted env
 //    (core::Need::kPlantedEnv), the driver does not plant it (PlantsEnvironment() false) and the

@@ -243,6 +243,59 @@ TEST_F(RunnerTest, CallsParameterSizesTheSequenceAndPreviousListsEveryEarlierCal
   EXPECT_EQ(CellOf(*m, "state.many", "cand").observation.driver_facts["calls"].size(), 4u);
 }
 
+TEST_F(RunnerTest, ConcurrentProbeRunsAPairAtTheSameMomentThenAClosingCall) {
+  core::ProbeDescriptor state = Probe("state.pair"), sibling = Probe("proc.pair");
+  state.calls = 2;
+  state.concurrent = sibling.concurrent = true;
+  sibling.calls = 0;
+  state.params["concurrent"] = core::ParamSpec{true, "", "", 1, ""};
+  FakeArm cand;
+  cand.acts["state.pair"].run_s = cand.acts["proc.pair"].run_s = 0.3;
+  RunOptions o = Options({state, sibling}, {{"cand", cand}});
+  o.jobs = 1;  // the only overlap is the pair's
+  auto m = RunIt(o);
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_EQ(book_->max_in_flight(), 2);
+  std::map<std::string, std::vector<FakeCall>> cand_calls;
+  for (const FakeCall& c : book_->ProbeCalls()) {
+    if (c.arm == "cand") cand_calls[c.probe].push_back(c);
+  }
+  const std::vector<FakeCall>& calls = cand_calls["state.pair"];
+  ASSERT_EQ(calls.size(), 5u) << "2 sequential, the pair, the closing call";
+  const std::string inv = calls[0].invocation;
+  EXPECT_EQ(calls[1].invocation, inv);
+  std::set<std::string> pair_ids;
+  for (size_t k : {2u, 3u}) {
+    pair_ids.insert(calls[k].invocation);
+    EXPECT_EQ(calls[k].params["previous"].size(), 2u) << "the pair sees the sequential calls";
+    EXPECT_EQ(calls[k].params["concurrent_with"], 7 - calls[k].params["call"].get<int>());
+  }
+  EXPECT_EQ(pair_ids, (std::set<std::string>{inv + "-c3", inv + "-c4"}));
+  EXPECT_EQ(calls[4].invocation, inv);
+  EXPECT_EQ(calls[4].params["call"], 5);
+  EXPECT_EQ(calls[4].params["previous"].size(), 4u);
+  EXPECT_FALSE(calls[4].params.contains("concurrent_with"));
+  EXPECT_EQ(CellOf(*m, "state.pair", "cand").observation.driver_facts["calls"].size(), 4u);
+  const std::vector<FakeCall>& pair_only = cand_calls["proc.pair"];
+  ASSERT_EQ(pair_only.size(), 3u) << "calls: 0 -> the pair and the closing call";
+  EXPECT_EQ(pair_only[2].params["call"], 3);
+  EXPECT_EQ(pair_only[2].params["previous"].size(), 2u);
+}
+
+TEST_F(RunnerTest, ConcurrentParameterFalseLeavesTheSequenceAlone) {
+  core::ProbeDescriptor state = Probe("state.pair");
+  state.calls = 2;
+  state.concurrent = true;
+  state.params["concurrent"] = core::ParamSpec{true, "", "", 1, ""};
+  RunOptions o = Options({state}, {});
+  o.suite.entries[0].params = {{"concurrent", false}};
+  auto m = RunIt(o);
+  ASSERT_TRUE(m) << m.error().message;
+  size_t cand = 0;
+  for (const FakeCall& c : book_->ProbeCalls()) cand += c.arm == "cand";
+  EXPECT_EQ(cand, 2u);
+}
+
 TEST_F(RunnerTest, MultiCallEndsAtDeadlineOrHarnessError) {
   core::ProbeDescriptor hangs = Probe("state.hangs"), broken = Probe("state.broken");
   hangs.calls = broken.calls = 3;

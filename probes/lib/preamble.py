@@ -146,6 +146,35 @@ def start_heartbeats(canary, interval_s=0.5):
             time.sleep(max(interval_s - (time.monotonic() - began), 0.05))
     threading.Thread(target=beat, daemon=True, name="sandprobe-heartbeat").start()
 
+# --- shared by the probes that run two calls at the same moment (state.persists, proc.sibling)
+def call_tag(kind, call):
+    """A process name (comm, at most 15 bytes) both calls of a concurrent pair can compute:
+    kind (4 letters) + 8 hex of this run's nonce and invocation + "c<call>"."""
+    return "%s%sc%d" % (kind, sha256_prefix(("%s %s" % (NONCE, INVOCATION)).encode())[:8], call)
+
+def set_comm(name):
+    """Rename this process (/proc/self/comm) -> True when it took."""
+    try:
+        with open("/proc/self/comm", "w") as f:
+            f.write(name)
+        with open("/proc/self/comm") as f:
+            return f.read().strip() == name
+    except OSError:
+        return False
+
+def pids_named(name):
+    """Pids in this sandbox's /proc whose comm is exactly `name`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/comm" % entry) as f:
+                    if f.read().strip() == name:
+                        found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
 def _crash(kind, exc, tb):  # an uncaught exception still ends in a result record
     result("error", "absence", errno_name(exc), "probe crashed: %s" % kind.__name__)
     sys.__excepthook__(kind, exc, tb)

@@ -49,7 +49,8 @@ class DescriptorTest(unittest.TestCase):
                     "kernel.boundary", "net.dns", "net.http-by-name", "net.interfaces",
                     "net.k8s-api", "net.metadata", "net.tcp-by-ip", "net.udp",
                     "platform.runtime-class", "priv.capabilities", "priv.no-new-privs",
-                    "priv.uid", "proc.host-pids", "proc.outlives-call", "res.cpu-loop",
+                    "priv.uid", "proc.host-pids", "proc.outlives-call", "proc.sibling",
+                    "res.cpu-loop",
                     "res.fork-bomb", "res.memory-balloon", "res.output-flood",
                     "state.persists"]
     KEYS = ["id", "label", "category", "description", "requires_control", "drivers", "params",
@@ -57,7 +58,7 @@ class DescriptorTest(unittest.TestCase):
     EXPOSURES = {"exposed", "contained", "unknown"}
     # multi-call probes; late evidence (http driver); what the harness plants; how it deploys;
     # what it measures when that is not traffic (not judged where the mechanism cannot change it)
-    OPTIONAL = ["calls", "after_call_s", "needs", "deploy", "measures"]
+    OPTIONAL = ["calls", "concurrent", "after_call_s", "needs", "deploy", "measures"]
 
     def test_catalogue_is_complete(self):
         self.assertEqual(all_probe_ids(), self.EXPECTED_IDS)
@@ -84,7 +85,10 @@ class DescriptorTest(unittest.TestCase):
                 self.assertEqual(list(c)[:2], ["outcomes", "killed"])
                 self.assertLessEqual(set(c), {"outcomes", "killed", "timed_out", "deadline",
                                               "exceeds", "fact", "output", "quiet_after_call",
-                                              "crashed"})
+                                              "crashed", "still_running"})
+                if "still_running" in c:  # heartbeats to a canary parameter, after_call_s to hear
+                    self.assertIn(c["still_running"]["param"], d["params"])
+                    self.assertGreater(d.get("after_call_s", 0), 0)
                 if "fact" in c:  # a driver fact decides when the probe defers (outcome unknown)
                     self.assertLessEqual(set(c["fact"]), {"name", "above_zero", "zero"})
                     self.assertLessEqual({c["fact"].get("above_zero", "exposed"),

@@ -1,6 +1,7 @@
-"""res.cpu-loop: spins with heartbeats until killed, stops when orphaned, gives up at max_s."""
+"""res.cpu-loop: spins with heartbeats until killed, outlives its parent, gives up at max_s."""
 import os
 import signal
+import socket
 import subprocess
 import time
 import unittest
@@ -28,21 +29,41 @@ class CpuLoopProbeTest(unittest.TestCase):
         self.assertEqual(elapsed, sorted(elapsed))
         self.assertEqual(run.kinds("result"), [])
 
-    def test_cpu_loop_stops_when_orphaned(self):
-        script = assemble(probe_dir("res.cpu-loop"), {"heartbeat_s": 0.2, "max_s": 30},
-                          new_ids()[0], "i1")
-        # The shell is the probe's parent and exits after 0.5 s; the pipe reaches EOF only
-        # when the orphaned probe has stopped too.
-        proc = subprocess.Popen(["sh", "-c", '"$1" -u -c "$2" & sleep 0.5', "sh", PYTHON, script],
+    def test_cpu_loop_ignores_its_parents_death_and_keeps_beating(self):
+        # Real code ignores its parent's death: a service that kills only the shell must see the
+        # loop live on. The orphan keeps sending heartbeats to the TCP canary until max_s.
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        listener.settimeout(5)
+        port = listener.getsockname()[1]
+        nonce, invocation = new_ids()
+        script = assemble(probe_dir("res.cpu-loop"),
+                          {"heartbeat_s": 0.2, "max_s": 3, "canary": "127.0.0.1:%d" % port},
+                          nonce, invocation)
+        # The shell is the probe's parent and exits after 0.3 s; the loop must outlive it.
+        proc = subprocess.Popen(["sh", "-c", '"$1" -u -c "$2" & sleep 0.3', "sh", PYTHON, script],
                                 stdout=subprocess.PIPE, start_new_session=True)
+        beats_after = []
         try:
-            out, _ = proc.communicate(timeout=10)
+            proc.wait(timeout=5)  # the shell is gone; the orphan holds the pipe
+            shell_gone = time.monotonic()
+            while len(beats_after) < 3:
+                conn, _ = listener.accept()
+                with conn:
+                    line = conn.recv(256).decode()
+                beats_after.append((time.monotonic() - shell_gone, line))
+            out = proc.stdout.read()  # EOF once the orphan gives up at max_s
         finally:
             try:
-                os.killpg(proc.pid, signal.SIGKILL)  # the orphan, should the guard fail
+                os.killpg(proc.pid, signal.SIGKILL)  # the orphan, should max_s fail
             except ProcessLookupError:
                 pass
-        self.assertIn(b'"kind":"progress"', out)
+            listener.close()
+        self.assertEqual([line for _, line in beats_after],
+                         ["SANDPROBE %s %s\n" % (nonce, invocation)] * 3)
+        self.assertGreater(beats_after[-1][0], 0.5)  # beating well after its parent died
+        self.assertIn(b'"gave_up":"max_s reached"', out)
 
     def test_cpu_loop_safety_net(self):
         run = run_probe("res.cpu-loop", {"heartbeat_s": 0.2, "max_s": 0.5}, timeout=10)

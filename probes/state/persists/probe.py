@@ -3,18 +3,39 @@
 # between tasks, and a warm pool of N sandboxes leaks it only to every N-th caller. Every call
 # plants its own marks; every call looks for the marks of every earlier call (their results come
 # as PARAMS["previous"], in order), removes what it finds and names which call found which
-# call's mark.
+# call's mark. Concurrent pair: two calls run at the same moment (PARAMS["concurrent_with"] names
+# the other); each plants, then keeps looking for the other's marks for overlap_s, so a service
+# that lets a second caller into a sandbox in flight is caught; a closing call gathers it all.
+# Every mark is named from the run's nonce, the invocation and the call number, so a call can
+# look for a mark whose result it has not seen (the other call of the pair).
 
-import secrets, signal, time
+import hashlib, signal, time
 
 CALL = int(PARAMS.get("call", 1) or 1)
-CALLS = max(int(PARAMS.get("calls", 8) or 8), 1)
+CALLS = max(int(PARAMS.get("calls", 8) or 0), 0)
+CONCURRENT = bool(PARAMS.get("concurrent", True))
+PARTNER = int(PARAMS.get("concurrent_with", 0) or 0)  # > 0: this call is one of the pair
+OVERLAP_S = min(max(float(PARAMS.get("overlap_s", 3)), 0.5), 20.0)
+LAST = CALLS + 3 if CONCURRENT else CALLS  # the closing call after the pair, or the last one
 PREVIOUS = PARAMS.get("previous", []) or []
 if isinstance(PREVIOUS, dict):  # one earlier result (the two-call shape)
     PREVIOUS = [PREVIOUS]
 HOLD_S = min(max(float(PARAMS.get("hold_s", 10)), 1.0), 30.0)
 NAME = ".sandprobe-state-%s-%s" % (NONCE, INVOCATION)
 ENV_NAME = "SANDPROBE_STATE_" + "".join(c if c.isalnum() else "_" for c in INVOCATION).upper()
+
+
+def token_of(call):
+    """The content of call `call`'s files and env var: only this run's calls can know it."""
+    return hashlib.sha256(("%s %s %d" % (NONCE, INVOCATION, call)).encode()).hexdigest()[:16]
+
+
+def paths_of(call):
+    """Where call `call` plants its files, seen from this call (same cwd and $HOME shape)."""
+    name = "%s-c%d" % (NAME, call)
+    home = os.environ.get("HOME") or os.path.expanduser("~")
+    return {"tmp": os.path.join("/tmp", name + "-tmp"), "cwd": os.path.join(os.getcwd(), name + "-cwd"),
+            "home": os.path.join(home, name + "-home")}
 
 
 def start_time(pid):
@@ -57,6 +78,7 @@ def plant_process():
                 null = os.open(os.devnull, os.O_RDWR)
                 for fd in (0, 1, 2):  # hold no pipe of the caller open
                     os.dup2(null, fd)
+                set_comm(call_tag("spst", CALL))  # findable by name by the other call of a pair
                 time.sleep(HOLD_S)
             os._exit(0)
         except BaseException:
@@ -82,18 +104,30 @@ def pid_namespace():
 def plant(token):
     """This call's marks: a file in /tmp, in the working directory and in $HOME, an environment
     variable (kept only by an in-process REPL) and a detached process."""
-    name = "%s-c%d" % (NAME, CALL)
-    home = os.environ.get("HOME") or os.path.expanduser("~")
-    planted = {
-        "tmp": plant_file(os.path.join("/tmp", name + "-tmp"), token),
-        "cwd": plant_file(os.path.join(os.getcwd(), name + "-cwd"), token),
-        "home": plant_file(os.path.join(home, name + "-home"), token),
-        "process": plant_process(),
-    }
+    planted = {key: plant_file(path, token) for key, path in paths_of(CALL).items()}
+    planted["process"] = plant_process()
     env_name = "%s_C%d" % (ENV_NAME, CALL)
     os.environ[env_name] = token
     planted["env"] = {"name": env_name}
     return planted
+
+
+def look_for_partner(call, found):
+    """The marks of the other call of the pair, in flight now, found by name: adds to `found`
+    (mark -> True) and returns it. Leaves them in place: the other call is still using them."""
+    token = token_of(call)
+    for key, path in paths_of(call).items():
+        try:
+            with open(path) as f:
+                if f.read(64) == token:
+                    found[{"tmp": "tmp file", "cwd": "cwd file", "home": "$HOME file"}[key]] = True
+        except OSError:
+            pass
+    if os.environ.get("%s_C%d" % (ENV_NAME, call)) == token:
+        found["env var"] = True
+    if pids_named(call_tag("spst", call)):
+        found["process"] = True
+    return found
 
 
 def look_for(entry):
@@ -152,34 +186,66 @@ def found_file(entry, token):
     return same
 
 
-def main():
-    emit("start", call=CALL, calls=CALLS, hold_s=HOLD_S)
-    earlier = [e for e in PREVIOUS if isinstance(e, dict)]
-    pairs = []  # every "call k found call j's <mark>" so far, this call's included
-    for e in earlier:  # each result carries every pair found up to it: keep one of each
+def gather(earlier):
+    """Every "call k found call j's <mark>" so far: each result carries the pairs found up to it."""
+    pairs = []
+    for e in earlier:
         pairs += [p for p in e.get("pairs") or [] if isinstance(p, str) and p not in pairs]
+    return pairs
+
+
+def pair_note(earlier):
+    """What the concurrent pair showed: their windows overlapped (both in flight) or not."""
+    pair = [e for e in earlier if e.get("concurrent_with")]
+    if len(pair) < 2:
+        return "" if not CONCURRENT else "; the concurrent pair left no result"
+    a, b = pair[-2], pair[-1]
+    try:
+        overlap = min(a["window"][1], b["window"][1]) - max(a["window"][0], b["window"][0])
+    except (KeyError, IndexError, TypeError):
+        return "; the concurrent pair reported no window"
+    if overlap <= 0:
+        return ("; calls %s and %s did not overlap (the service ran them one after the other): "
+                "nothing shared between callers in flight could be seen" % (a["call"], b["call"]))
+    return "; calls %s and %s were in flight together for %.1fs" % (a["call"], b["call"], overlap)
+
+
+def main():
+    emit("start", call=CALL, calls=CALLS, concurrent=CONCURRENT, partner=PARTNER, hold_s=HOLD_S)
+    earlier = [e for e in PREVIOUS if isinstance(e, dict)]
+    pairs = gather(earlier)
     for e in earlier:
         if e.get("made"):
             pairs += ["call %d found call %s's %s" % (CALL, e.get("call", "?"), what)
                       for what in look_for(e)]
-    token = secrets.token_hex(8)
+    token = token_of(CALL)
+    began = time.time()
     planted = plant(token)
     made = [k for k, v in planted.items() if "errno" not in v]
-    facts = dict(call=CALL, calls=CALLS, token=token, planted=planted, made=made, pairs=pairs,
+    facts = dict(call=CALL, calls=CALLS, token=token, planted=planted, made=made,
                  looked_at=[e.get("call") for e in earlier if e.get("made")])
-    if CALL >= CALLS:
+    if PARTNER:  # one of the pair: keep the marks up and keep looking for the other's
+        found, until = {}, time.monotonic() + OVERLAP_S
+        while time.monotonic() < until:
+            look_for_partner(PARTNER, found)
+            time.sleep(0.2)
+        pairs += ["call %d found call %d's %s (both in flight)" % (CALL, PARTNER, what)
+                  for what in found]
+        facts.update(concurrent_with=PARTNER, window=[round(began, 3), round(time.time(), 3)])
+    facts["pairs"] = pairs
+    if CALL >= LAST:
         remove_own(planted)  # nobody comes after the last call to look for these
     if pairs:
         result("persisted", "positive", detail="; ".join(pairs[:8]), **facts)
-    elif CALL < CALLS:
+    elif CALL < LAST:
         result("planted", "positive", detail="call %d of %d planted: %s" % (
-            CALL, CALLS, ", ".join(made) or "nothing"), **facts)
+            CALL, LAST, ", ".join(made) or "nothing"), **facts)
     elif not facts["looked_at"]:
         result("not_planted", "absence", detail="no earlier call planted anything to look for",
                **facts)
     else:
-        result("fresh", "absence", detail="calls 2..%d found no mark of any earlier call" % CALLS,
-               **facts)
+        result("fresh", "absence", detail="calls 2..%d found no mark of any earlier call%s" % (
+            LAST, pair_note(earlier)), **facts)
 
 
 main()

@@ -25,8 +25,8 @@ class PersistsProbeTest(unittest.TestCase):
         previous, results = [], []
         for k in range(1, calls + 1):
             wrap, cwd, env = member_of(k)
-            r = self.call({"call": k, "calls": calls, "previous": previous, "hold_s": hold_s},
-                          nonce, inv, cwd, wrap, env).result
+            r = self.call({"call": k, "calls": calls, "previous": previous, "hold_s": hold_s,
+                           "concurrent": False}, nonce, inv, cwd, wrap, env).result
             self.assertIsNotNone(r, "call %d left no result" % k)
             results.append(r)
             previous = previous + [r]
@@ -102,11 +102,64 @@ class PersistsProbeTest(unittest.TestCase):
         nonce, inv = new_ids()
         with tempfile.TemporaryDirectory() as d:
             env = dict(os.environ, HOME=d)
-            one = self.call({"call": 1, "calls": 2, "previous": [], "hold_s": 5}, nonce, inv, d,
-                            env=env).result
-            two = self.call({"call": 2, "calls": 2, "previous": one, "hold_s": 5}, nonce, inv,
-                            d, env=env).result
+            one = self.call({"call": 1, "calls": 2, "previous": [], "hold_s": 5,
+                             "concurrent": False}, nonce, inv, d, env=env).result
+            two = self.call({"call": 2, "calls": 2, "previous": one, "hold_s": 5,
+                             "concurrent": False}, nonce, inv, d, env=env).result
         self.assertEqual(two["outcome"], "persisted")
+
+
+    def pair_then_close(self, member_of, calls=1):
+        """`calls` sequential calls, calls+1 and calls+2 at the same moment, then the closing call,
+        as the runner sequences a concurrent probe -> the closing call's result."""
+        nonce, inv = new_ids()
+        base = {"calls": calls, "hold_s": 5, "overlap_s": 1.5}
+        previous = []
+        for k in range(1, calls + 1):
+            wrap, cwd, env = member_of(k)
+            previous.append(self.call(dict(base, call=k, previous=list(previous)), nonce, inv,
+                                      cwd, wrap, env).result)
+        procs = []
+        for k, other in ((calls + 1, calls + 2), (calls + 2, calls + 1)):
+            wrap, cwd, env = member_of(k)
+            script = assemble(probe_dir("state.persists"),
+                              dict(base, call=k, previous=previous, concurrent_with=other),
+                              nonce, inv)
+            procs.append(subprocess.Popen(list(wrap) + [PYTHON, "-u", "-c", script], cwd=cwd,
+                                          env=env, stdout=subprocess.PIPE, text=True))
+        for p in procs:
+            out, _ = p.communicate(timeout=30)
+            r = Run(nonce, inv, out, "", p.returncode).result
+            self.assertIsNotNone(r)
+            self.assertEqual(r["outcome"], "persisted" if r["pairs"] else "planted")
+            previous.append(r)
+        wrap, cwd, env = member_of(calls + 3)
+        return self.call(dict(base, call=calls + 3, previous=previous), nonce, inv, cwd, wrap,
+                         env).result
+
+    def test_a_pair_in_one_shared_sandbox_finds_each_other_in_flight(self):
+        with tempfile.TemporaryDirectory() as d:
+            env = dict(os.environ, HOME=d)
+            last = self.pair_then_close(lambda k: ((), d, env))
+        self.assertEqual(last["outcome"], "persisted", last)
+        for mark in ("tmp file", "cwd file", "$HOME file", "process"):
+            self.assertIn("call 2 found call 3's %s (both in flight)" % mark, last["pairs"])
+            self.assertIn("call 3 found call 2's %s (both in flight)" % mark, last["pairs"])
+
+    def test_a_pair_in_separate_sandboxes_finds_nothing_and_says_they_overlapped(self):
+        bwrap = shutil.which("bwrap")
+        with tempfile.TemporaryDirectory() as d:
+            def member_of(k):
+                m = os.path.join(d, "c%d" % k)
+                os.makedirs(m)
+                wrap = [bwrap, "--dev-bind", "/", "/", "--tmpfs", "/tmp", "--bind", m, m,
+                        "--unshare-pid", "--proc", "/proc", "--die-with-parent",
+                        "--setenv", "HOME", m, "--chdir", m]
+                return wrap, m, dict(os.environ, HOME=m)
+            last = self.pair_then_close(member_of)
+        self.assertEqual((last["outcome"], last["evidence"]), ("fresh", "absence"), last)
+        self.assertIn("calls 2 and 3 were in flight together", last["detail"])
+        self.assertEqual(last["looked_at"], [1, 2, 3])
 
 
 if __name__ == "__main__":
