@@ -14,6 +14,8 @@ constexpr size_t kNameBytes = 256;
 constexpr size_t kTextBytes = 4096;     // reasons, errors, notes, canary details
 constexpr size_t kExcerptBytes = 4096;  // raw stdout/stderr excerpt per stream
 constexpr size_t kRecordBytes = 16 * 1024;
+// Driver facts carry a multi-call probe's earlier calls (state.persists: up to 34 results).
+constexpr size_t kFactsBytes = 64 * 1024;
 
 Json Strings(const std::vector<std::string>& items, size_t max_bytes) {
   Json out = Json::array();
@@ -46,9 +48,11 @@ Json ArmJson(const core::ArmInfo& arm) {
 Json EvidenceJson(const core::Observation& obs) {
   Json hits = Json::array();
   for (const core::CanaryHit& h : obs.canary_hits) {
-    hits.push_back({{"kind", JsonText(h.kind, kNameBytes)},
-                    {"peer", JsonText(h.peer, kNameBytes)},
-                    {"detail", JsonText(h.detail, kTextBytes)}});
+    Json hit = {{"kind", JsonText(h.kind, kNameBytes)},
+                {"peer", JsonText(h.peer, kNameBytes)},
+                {"detail", JsonText(h.detail, kTextBytes)}};
+    if (h.unix_ms > 0) hit["unix_ms"] = h.unix_ms;  // still_running judges by it
+    hits.push_back(std::move(hit));
   }
   const nlohmann::json* progress = obs.LastProgress();
   return Json{{"ending", core::ToString(obs.ending)},
@@ -63,7 +67,7 @@ Json EvidenceJson(const core::Observation& obs) {
               {"dropped_records", obs.dropped_records},
               {"foreign_lines", obs.foreign_lines},
               {"canary_hits", std::move(hits)},
-              {"driver_facts", JsonBounded(obs.driver_facts, kRecordBytes)},
+              {"driver_facts", JsonBounded(obs.driver_facts, kFactsBytes)},
               {"stdout_bytes", obs.stdout_bytes},
               {"stderr_bytes", obs.stderr_bytes},
               {"stdout_excerpt", JsonText(obs.stdout_head, kExcerptBytes)},

@@ -387,16 +387,22 @@ MATRIX_PARAMS = {
     "net.tcp-by-ip": {"target": "{canary.tcp}"},
     "net.http-by-name": {"url": "http://localhost:{canary.http_port}/"},
     "net.dns": {"server": "{canary.dns}"},
-    "state.persists": None,
+    "state.persists": {"overlap_s": 1.5},
+    "proc.sibling": {"overlap_s": 1.5},
     "proc.outlives-call": {"canary": "{canary.tcp}"},
     "res.output-flood": {"total_mib": 8},
 }
 MATRIX_ROWS = ["cred.env-secrets", "cred.sa-token"] + list(MATRIX_PARAMS)
 
 
-def state_files(*directories):
+def state_files(report, *directories):
+    """state.persists marks of this run left in `directories`: ".sandprobe-state-<nonce>-<inv>-c<k>-"
+    names with one of the report's invocation ids (other runs, e.g. a test module running in
+    parallel, plant their own)."""
+    invocations = {o["invocation"] for o in report["observations"] if o.get("invocation")}
     return [os.path.join(d, n) for d in directories for n in os.listdir(d)
-            if n.startswith(".sandprobe-state-")]
+            if n.startswith(".sandprobe-state-")
+            and any("-%s-c" % inv in n for inv in invocations)]
 
 
 def run_fixture_matrix(cls, mode, fixture_cwd):
@@ -414,7 +420,7 @@ def run_fixture_matrix(cls, mode, fixture_cwd):
     cls.fixture = Fixture(mode, "--timeout", "3", cwd=fixture_cwd, env=env)
     try:
         params = dict(MATRIX_PARAMS, **cred_params)
-        params["res.cpu-loop"] = None
+        params["res.cpu-loop"] = {"canary": "{canary.tcp}", "max_s": 30}
         suite = write_suite(base, "http-" + mode, MATRIX_ROWS + ["res.cpu-loop"], params)
         manifest = write_http_manifest(os.path.join(base, mode + ".yaml"), "runcode-" + mode,
                                        cls.fixture.url)

@@ -12,6 +12,7 @@ import urllib.parse
 import unittest
 
 import e2e_util as u
+import test_http_designs as designs
 from test_docker import engine, require_docker
 
 
@@ -69,8 +70,52 @@ class IsolatedMatrix(u.RunCase):
         self.assertEqual(self.fixture_exit, 0)
         self.assertEqual(fixture_containers(), [])
         self.assertEqual(self.left_after_stop, [])
-        self.assertEqual(u.state_files("/tmp", self.run_cwd), [])
-        self.assertLess(self.wall_s, 60)
+        self.assertEqual(u.state_files(self.report, "/tmp", self.run_cwd), [])
+        self.assertLess(self.wall_s, 90)
+
+
+class ExecDesign(u.RunCase):
+    """fixture.py --mode exec: one long-lived hardened container (user 65534) for the whole
+    service, every evaluation through the Engine API's exec as root. The privilege rows must
+    report the evaluated process's own facts (uid 0), not the container's configuration; the
+    evaluations share one /tmp and one PID namespace."""
+
+    ARM = "runcode-exec"
+
+    @classmethod
+    def setUpClass(cls):
+        require_docker()
+        u.require_sandprobe()
+        cls.during = []
+        cls.rows = dict(designs.ROWS)
+        cls.rows.update({"priv.capabilities": None, "priv.no-new-privs": None})
+        designs.run_design(cls, "exec", rows=cls.rows, while_fixture_runs=lambda: cls.during.extend(
+            engine("/containers/%s/json" % c["Id"]) for c in fixture_containers()))
+
+    def verdict(self, probe):
+        v = u.verdicts(self.report, self.ARM)[probe]
+        return v["verdict"], v["reason"]
+
+    def test_uid_row_reports_the_execd_process_not_the_container(self):
+        self.assertEqual(self.verdict("priv.uid")[0], "FAIL", self.verdict("priv.uid"))
+        result = u.observations(self.report, self.ARM)["priv.uid"]["evidence"]["result"]
+        self.assertEqual(result["uid"], [0, 0, 0])
+        self.assertEqual(len(self.during), 1, "one long-lived container for the service")
+        self.assertEqual(self.during[0]["Config"]["User"], "65534:65534")
+
+    def test_the_rest_of_the_hardening_reaches_the_execd_process(self):
+        for probe in ("priv.capabilities", "priv.no-new-privs", "res.cpu-loop"):
+            self.assertEqual(self.verdict(probe)[0], "PASS", (probe, self.verdict(probe)))
+
+    def test_evaluations_share_state_and_see_each_other(self):
+        self.assertEqual(self.verdict("state.persists")[0], "FAIL")
+        self.assertIn("call 2 found call 1's tmp file", self.verdict("state.persists")[1])
+        self.assertEqual(self.verdict("proc.sibling")[0], "FAIL", self.verdict("proc.sibling"))
+
+    def test_nothing_left(self):
+        self.assertEqual(self.fixture_exit, 0)
+        self.assertEqual(fixture_containers(), [])
+        self.assertEqual(self.left_after_stop, [])
 
 
 if __name__ == "__main__":

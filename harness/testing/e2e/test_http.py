@@ -18,7 +18,7 @@ import unittest
 import e2e_util as u
 
 LEAK_ROWS = ["cred.env-secrets", "cred.sa-token", "net.tcp-by-ip", "net.http-by-name", "net.dns",
-             "state.persists", "proc.outlives-call"]
+             "state.persists", "proc.sibling", "proc.outlives-call"]
 
 
 class UnsafeMatrix(u.RunCase):
@@ -35,8 +35,10 @@ class UnsafeMatrix(u.RunCase):
         v = u.verdicts(self.report, "runcode-unsafe")
         for probe in LEAK_ROWS:
             self.assertEqual(v[probe]["verdict"], "FAIL", "%s: %s" % (probe, v[probe]["reason"]))
-        # the service's own timeout, reported as "timed out", is recognised: the loop row passes
+        # the service's own timeout, reported as "timed out", is recognised, and it killed the
+        # program itself (no heartbeat after the answer): the loop row passes
         self.assertEqual(v["res.cpu-loop"]["verdict"], "PASS", v["res.cpu-loop"]["reason"])
+        self.assertEqual(v["proc.sibling"]["verdict"], "FAIL", v["proc.sibling"]["reason"])
 
     def test_rows_are_validated_by_the_local_control(self):
         local = u.observations(self.report, "local")
@@ -58,11 +60,26 @@ class UnsafeMatrix(u.RunCase):
         self.assertEqual((first["call"], first["result"]["outcome"]), (1, "planted"))
         self.assertEqual(first["result"]["planted"]["cwd"]["path"].rsplit("/", 1)[0],
                          os.path.realpath(self.fixture_cwd))  # the service's own cwd
-        self.assertEqual(len(obs["driver_facts"]["calls"]), 7)  # calls 1..7 kept, 8 judged
+        # calls 1..8, then 9 and 10 at the same moment (they find each other in flight), 11 judged
+        self.assertEqual(len(obs["driver_facts"]["calls"]), 10)
+        self.assertIn("call 9 found call 10's tmp file (both in flight)", pairs)
         local = u.observations(self.report, "local")["state.persists"]["evidence"]["result"]
         self.assertIn("call 2 found call 1's tmp file", local["pairs"])  # plain processes
         self.assertFalse([p for p in local["pairs"] if p.endswith("process")],
                          "the reaper killed each call's process")
+
+    def test_sibling_names_the_evaluation_it_saw(self):
+        o = u.observations(self.report, "runcode-unsafe")["proc.sibling"]
+        self.assertRegex(o["reason"], r"call [12] saw call [12] \(pid \d+\) and could signal it")
+        pair = o["evidence"]["driver_facts"]["calls"]
+        self.assertEqual([c["call"] for c in pair], [1, 2])
+
+    def test_loop_heartbeats_stop_with_the_answer(self):
+        ev = u.observations(self.report, "runcode-unsafe")["res.cpu-loop"]["evidence"]
+        self.assertTrue(ev["canary_hits"], "the loop beat while it ran")
+        ended = ev["driver_facts"]["call_ended_unix_ms"]
+        self.assertEqual([h for h in ev["canary_hits"] if h["unix_ms"] > ended + 500], [])
+        self.assertEqual(ev["driver_facts"]["after_call_wait_s"], 2)
 
     def test_outlives_call_is_heard_after_the_call(self):
         ev = u.observations(self.report, "runcode-unsafe")["proc.outlives-call"]["evidence"]
@@ -83,7 +100,7 @@ class UnsafeMatrix(u.RunCase):
     def test_nothing_left_and_no_secret_in_the_report(self):
         self.assertEqual(self.fixture_exit, 0)
         self.assertEqual(self.left_after_stop, [])
-        self.assertEqual(u.state_files("/tmp", self.fixture_cwd, self.run_cwd), [])
+        self.assertEqual(u.state_files(self.report, "/tmp", self.fixture_cwd, self.run_cwd), [])
         with open(os.path.join(self.out, "report.json")) as f:
             text = f.read()
         self.assertNotIn(self.secret, text)
