@@ -11,6 +11,9 @@ namespace {
 
 constexpr size_t kOutFlush = 64u << 10;  // unescaped stream text handed to the sink at a time
 constexpr size_t kPointerShown = 200;    // bytes of a pointer in a not-kept note
+// What a kept value costs beyond its text (a JSON node and a map entry), so that many tiny
+// values cannot make the kept object much bigger than max_kept.
+constexpr size_t kKeptOverhead = 32;
 
 bool Space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 bool Digit(char c) { return c >= '0' && c <= '9'; }
@@ -345,7 +348,7 @@ void JsonStreamScanner::EndCapture(size_t end) {
 }
 
 nlohmann::json* JsonStreamScanner::Keep(size_t value_bytes) {
-  size_t cost = value_bytes;
+  size_t cost = value_bytes + kKeptOverhead;
   for (const Frame& f : frames_) cost += f.key.size() + 1;
   if (kept_bytes_ + cost > options_.max_kept) return nullptr;
   kept_bytes_ += cost;

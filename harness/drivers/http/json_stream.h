@@ -33,7 +33,7 @@ namespace sandprobe::drivers {
 struct JsonStreamOptions {
   std::vector<std::string> streams;  // RFC 6901 pointers whose string values go to the sink
   size_t max_value = 64u << 10;      // a kept member value's JSON text, bytes
-  size_t max_kept = 1u << 20;        // all kept values (and their paths) together, bytes
+  size_t max_kept = 1u << 20;        // all kept values (text, paths, overhead) together, bytes
   size_t max_key = 4u << 10;         // a key longer than this is not followed
   size_t max_depth = 512;            // deeper nesting is an error
 };
