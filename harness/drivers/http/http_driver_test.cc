@@ -540,7 +540,9 @@ TEST(HttpStreamingTest, AServiceThatCutsTheOutputIsStillContained) {
 
 TEST(HttpStreamingTest, ANestedPointerTimeoutAndErrorReadFromAStreamedBody) {
   const FloodAnswer flood =
-      Flood(2, R"({"stdout": "decoy", "result": {"meta": {"host": "h1"}, "stdout": ")",
+      Flood(2,
+            R"({"stdout": "decoy", "blob": ")" + std::string(100 << 10, 'b') +
+                R"(", "result": {"meta": {"host": "h1"}, "stdout": ")",
             R"(", "stderr": "e\u00e9", "rc": 1, "trace": [1, 2, 3]}, "error": "run timed out"})");
   Service s;
   flood.ServeChunked(s.server(), "/run");
@@ -561,6 +563,8 @@ TEST(HttpStreamingTest, ANestedPointerTimeoutAndErrorReadFromAStreamedBody) {
   EXPECT_EQ(obs.stderr_head, "e\xC3\xA9");
   ASSERT_TRUE(obs.result);
   EXPECT_EQ(obs.records.size(), 2u);
+  EXPECT_EQ(obs.driver_facts["response_not_kept"],
+            Json::array({"/blob (larger than 65536 bytes)"}));
 }
 
 TEST(HttpStreamingTest, AStreamedBodyThatIsNotJsonOrCutShortIsAHarnessErrorNamingTheSize) {
