@@ -42,8 +42,16 @@ inline constexpr char kRuntime[] = "runtime";      // string: ContainerInspect H
 
 // --- http (drivers/http)
 // --------------------------------------------------------------------------
-inline constexpr char kHttpStatus[] = "http_status";         // int: the service's response status
-inline constexpr char kResponseBytes[] = "response_bytes";   // int: body size
+inline constexpr char kHttpStatus[] = "http_status";        // int: the service's response status
+inline constexpr char kResponseBytes[] = "response_bytes";  // int: body size, every byte counted
+// bool: the 2xx body passed http.maxBody and was read streaming: counted, the strings at the stdout
+// and stderr pointers unescaped into the output collector, other small members kept; the body
+// itself was not kept (drivers/http/body_reader.h).
+inline constexpr char kResponseStreamed[] = "response_streamed";
+// [string]: members of a streamed body that were not kept, "<pointer> (<why>)", the first 8.
+inline constexpr char kResponseNotKept[] = "response_not_kept";
+// int: reading a streamed body stopped at this many bytes (the driver's ceiling); it was longer.
+inline constexpr char kResponseCeiling[] = "response_ceiling";
 inline constexpr char kHealthBefore[] = "health_before";     // "ok" or why not
 inline constexpr char kHealthAfter[] = "health_after";       // "ok" or why not
 inline constexpr char kHealthSettleS[] = "health_settle_s";  // s waited before the after-check

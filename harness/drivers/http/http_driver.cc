@@ -10,6 +10,7 @@
 #include "core/limits.h"
 #include "core/output.h"
 #include "core/text.h"
+#include "drivers/http/body_reader.h"
 #include "drivers/transport/http_client.h"
 
 namespace sandprobe::drivers {
@@ -195,7 +196,7 @@ void HttpDriver::RedactObservation(core::Observation& obs) const {
 
 std::expected<HttpDriver::Reply, HttpDriver::CallError> HttpDriver::Call(
     const std::string& method, const std::string& url, const std::string& body, double deadline_s,
-    const std::atomic<bool>& cancel) const {
+    const std::atomic<bool>& cancel, std::function<bool(std::string_view)> on_body) const {
   if (!SplitUrl(url)) {
     return std::unexpected(CallError{Failure::kTransport, "not an http(s) URL: " + url});
   }
@@ -209,6 +210,7 @@ std::expected<HttpDriver::Reply, HttpDriver::CallError> HttpDriver::Call(
   req.deadline = transport::After(deadline_s);
   req.cancel = &cancel;
   req.max_body = config_.max_body;
+  req.on_body = std::move(on_body);
   auto r = transport::Send(req);
   if (r) return Reply{r->status, std::move(r->body)};
   using transport::TransportFailure;
@@ -269,6 +271,78 @@ std::expected<void, SetupError> HttpDriver::Prepare() {
   return {};
 }
 
+bool HttpDriver::ServiceTimedOut(const Json& doc, core::Observation& obs) const {
+  if (!config_.timeout) return false;
+  const Json* v = At(doc, config_.timeout->pointer);
+  if (v == nullptr) return false;
+  const bool timed_out =
+      (config_.timeout->contains && v->is_string() &&
+       v->get<std::string>().find(*config_.timeout->contains) != std::string::npos) ||
+      (config_.timeout->equals && *v == *config_.timeout->equals);
+  if (timed_out) {
+    obs.driver_facts[core::fact::kServiceTimeout] = true;
+    obs.driver_facts[core::fact::kServiceTimeoutSource] =
+        fmt::format("response {} = {}", config_.timeout->pointer, OneLine(v->dump(), 120));
+  }
+  return timed_out;
+}
+
+bool HttpDriver::Interpret(const Json& doc, bool timed_out, uint64_t bytes,
+                           const JsonStreamResult* streamed, core::OutputCollector& collector,
+                           core::Observation& obs) const {
+  const bool out_fed = streamed != nullptr && streamed->streamed[0];
+  const bool err_fed = streamed != nullptr && streamed->streamed[1];
+  const Json* out = out_fed ? nullptr : At(doc, config_.stdout_ptr);
+  const Json* err = err_fed ? nullptr : At(doc, config_.stderr_ptr);
+  const Json* code = At(doc, config_.exit_code_ptr);
+  const Json* service_error = At(doc, config_.error_ptr);
+  if (!out_fed && (out == nullptr || !out->is_string()) && !timed_out) {
+    obs.ending = core::Ending::kHarnessError;
+    obs.harness_error =
+        service_error != nullptr && !service_error->is_null()
+            ? fmt::format("the service reported an error: {}",
+                          OneLine(service_error->is_string() ? service_error->get<std::string>()
+                                                             : service_error->dump()))
+        : streamed == nullptr
+            ? fmt::format("the response has no string at {} (a {}-byte JSON object)",
+                          config_.stdout_ptr, bytes)
+            : fmt::format(
+                  "the response has no string at {} (a {}-byte JSON object past "
+                  "http.maxBody, read streaming: object members only{})",
+                  config_.stdout_ptr, bytes,
+                  streamed->not_kept.empty()
+                      ? ""
+                      : "; not kept: " + OneLine(streamed->not_kept.front(), 120));
+    return false;
+  }
+  if (out != nullptr && out->is_string()) collector.FeedStdout(out->get<std::string>());
+  if (err != nullptr && err->is_string()) collector.FeedStderr(err->get<std::string>());
+  if (service_error != nullptr && !service_error->is_null() && !timed_out) {
+    obs.driver_facts[core::fact::kServiceError] = OneLine(
+        service_error->is_string() ? service_error->get<std::string>() : service_error->dump());
+  }
+  obs.ending = core::Ending::kExited;
+  obs.driver_facts[core::fact::kEndedBy] = "service";
+  if (code != nullptr && code->is_number_integer()) {
+    const int n = code->get<int>();
+    obs.driver_facts[core::fact::kServiceExitCode] = n;
+    if (n < 0) {  // a subprocess killed by signal -n (Python's returncode convention)
+      obs.ending = core::Ending::kSignaled;
+      obs.signal = -n;
+    } else {
+      obs.exit_code = n;
+    }
+  } else {
+    obs.driver_facts[core::fact::kServiceExitCode] =
+        code == nullptr ? "not in the response" : "not an integer";
+  }
+  if (timed_out) {  // reported like GNU timeout, so the probe's timed_out rule applies
+    obs.ending = core::Ending::kExited;
+    obs.exit_code = 124;
+  }
+  return true;
+}
+
 core::Observation HttpDriver::Execute(const Invocation& inv, const std::atomic<bool>& cancel) {
   core::Observation obs;
   obs.driver_facts[core::fact::kDriver] = "http";
@@ -298,10 +372,20 @@ core::Observation HttpDriver::Execute(const Invocation& inv, const std::atomic<b
     }
   }
 
-  auto reply =
-      Call(config_.method, config_.url, RequestBody(inv.script).dump(), inv.deadline_s, cancel);
   core::OutputCollector collector(context_.nonce);
+  BodyReader reader(config_.max_body, config_.stream_ceiling, config_.stdout_ptr,
+                    config_.stderr_ptr, collector);
+  auto reply = Call(config_.method, config_.url, RequestBody(inv.script).dump(), inv.deadline_s,
+                    cancel, [&reader](std::string_view chunk) { return reader.Take(chunk); });
   bool answered = false;  // a complete 2xx JSON answer was read
+  if (reader.streamed()) {
+    obs.driver_facts[core::fact::kResponseBytes] = reader.bytes();
+    obs.driver_facts[core::fact::kResponseStreamed] = true;
+    obs.driver_facts[core::fact::kNote] = fmt::format(
+        "the response passed http.maxBody ({} bytes): it was read streaming, counted and its "
+        "stdout and stderr scanned, not kept",
+        config_.max_body);
+  }
   if (!reply) {
     switch (reply.error().kind) {
       case Failure::kCancelled:
@@ -312,76 +396,68 @@ core::Observation HttpDriver::Execute(const Invocation& inv, const std::atomic<b
         obs.duration_s = elapsed();
         obs.driver_facts[core::fact::kEndedBy] = "harness deadline";
         obs.driver_facts[core::fact::kNote] =
-            "the client gave up at the harness deadline; the service may still be running it";
+            reader.streamed()
+                ? fmt::format(
+                      "the client gave up at the harness deadline after reading {} bytes "
+                      "of an answer past http.maxBody",
+                      reader.bytes())
+                : "the client gave up at the harness deadline; the service may still be running it";
         break;
       default:
         fail(core::Ending::kHarnessError, reply.error().message);
     }
-  } else {
-    obs.driver_facts[core::fact::kHttpStatus] = reply->status;
-    obs.driver_facts[core::fact::kResponseBytes] = reply->body.size();
-    const Json doc = Json::parse(reply->body, nullptr, false);
-    const Json* out = doc.is_object() ? At(doc, config_.stdout_ptr) : nullptr;
-    const Json* err = doc.is_object() ? At(doc, config_.stderr_ptr) : nullptr;
-    const Json* code = doc.is_object() ? At(doc, config_.exit_code_ptr) : nullptr;
-    const Json* service_error = doc.is_object() ? At(doc, config_.error_ptr) : nullptr;
-    bool timed_out = false;
-    if (config_.timeout && doc.is_object()) {
-      if (const Json* v = At(doc, config_.timeout->pointer)) {
-        timed_out = (config_.timeout->contains && v->is_string() &&
-                     v->get<std::string>().find(*config_.timeout->contains) != std::string::npos) ||
-                    (config_.timeout->equals && *v == *config_.timeout->equals);
-        if (timed_out) {
-          obs.driver_facts[core::fact::kServiceTimeout] = true;
-          obs.driver_facts[core::fact::kServiceTimeoutSource] =
-              fmt::format("response {} = {}", config_.timeout->pointer, OneLine(v->dump(), 120));
-        }
-      }
+    if (reader.streamed() && obs.ending != core::Ending::kDeadline) {
+      collector = core::OutputCollector(context_.nonce);  // part of a broken answer: no evidence
     }
+  } else if (reader.streamed()) {  // a 2xx body past max_body
+    obs.driver_facts[core::fact::kHttpStatus] = reply->status;
+    auto whole = reader.ceiling_hit() ? std::expected<void, std::string>() : reader.Finish();
+    if (!whole) {
+      collector = core::OutputCollector(context_.nonce);  // a broken document is no evidence
+      fail(core::Ending::kHarnessError,
+           fmt::format("the service's answer is not a JSON object: {} ({} bytes read, "
+                       "streaming past http.maxBody = {} bytes)",
+                       OneLine(whole.error()), reader.bytes(), config_.max_body));
+    } else {
+      const JsonStreamResult& streamed = reader.result();
+      if (reader.ceiling_hit()) {
+        obs.driver_facts[core::fact::kResponseCeiling] = config_.stream_ceiling;
+        obs.driver_facts[core::fact::kNote] = fmt::format(
+            "the response passed http.maxBody ({} bytes) and reading stopped at the {}-byte "
+            "ceiling: what came until then is the answer",
+            config_.max_body, config_.stream_ceiling);
+      }
+      if (streamed.not_kept_count > 0) {
+        Json not_kept = Json::array();
+        for (const std::string& n : streamed.not_kept) not_kept.push_back(Redact(OneLine(n)));
+        if (streamed.not_kept_count > streamed.not_kept.size()) {
+          not_kept.push_back(
+              fmt::format("and {} more", streamed.not_kept_count - streamed.not_kept.size()));
+        }
+        obs.driver_facts[core::fact::kResponseNotKept] = std::move(not_kept);
+      }
+      const bool timed_out = ServiceTimedOut(streamed.kept, obs);
+      answered = Interpret(streamed.kept, timed_out, reader.bytes(), &streamed, collector, obs);
+    }
+    obs.duration_s = elapsed();
+  } else {
+    const std::string body =
+        reply->status >= 200 && reply->status <= 299 ? reader.TakeBody() : std::move(reply->body);
+    obs.driver_facts[core::fact::kHttpStatus] = reply->status;
+    obs.driver_facts[core::fact::kResponseBytes] = body.size();
+    const Json doc = Json::parse(body, nullptr, false);
+    const bool timed_out = doc.is_object() && ServiceTimedOut(doc, obs);
     if (reply->status < 200 || reply->status > 299) {
       fail(core::Ending::kHarnessError,
-           fmt::format("the service answered HTTP {}: {}", reply->status, OneLine(reply->body)));
+           fmt::format("the service answered HTTP {}: {}", reply->status, OneLine(body)));
     } else if (!doc.is_object()) {
       fail(core::Ending::kHarnessError,
-           fmt::format("the service answered {} bytes that are not a JSON object: {}",
-                       reply->body.size(), OneLine(reply->body, 120)));
-    } else if ((out == nullptr || !out->is_string()) && !timed_out) {
-      fail(core::Ending::kHarnessError,
-           service_error != nullptr && !service_error->is_null()
-               ? fmt::format("the service reported an error: {}",
-                             OneLine(service_error->is_string() ? service_error->get<std::string>()
-                                                                : service_error->dump()))
-               : fmt::format("the response has no string at {} (a {}-byte JSON object)",
-                             config_.stdout_ptr, reply->body.size()));
+           fmt::format("the service answered {} bytes that are not a JSON object: {}", body.size(),
+                       OneLine(body, 120)));
     } else {
-      answered = true;
-      if (out != nullptr && out->is_string()) collector.FeedStdout(out->get<std::string>());
-      if (err != nullptr && err->is_string()) collector.FeedStderr(err->get<std::string>());
-      if (service_error != nullptr && !service_error->is_null() && !timed_out) {
-        obs.driver_facts[core::fact::kServiceError] = OneLine(
-            service_error->is_string() ? service_error->get<std::string>() : service_error->dump());
-      }
-      obs.ending = core::Ending::kExited;
-      obs.driver_facts[core::fact::kEndedBy] = "service";
-      if (code != nullptr && code->is_number_integer()) {
-        const int n = code->get<int>();
-        obs.driver_facts[core::fact::kServiceExitCode] = n;
-        if (n < 0) {  // a subprocess killed by signal -n (Python's returncode convention)
-          obs.ending = core::Ending::kSignaled;
-          obs.signal = -n;
-        } else {
-          obs.exit_code = n;
-        }
-      } else {
-        obs.driver_facts[core::fact::kServiceExitCode] =
-            code == nullptr ? "not in the response" : "not an integer";
-      }
-      if (timed_out) {  // reported like GNU timeout, so the probe's timed_out rule applies
-        obs.ending = core::Ending::kExited;
-        obs.exit_code = 124;
-      }
-      obs.duration_s = elapsed();
+      answered = Interpret(doc, timed_out, body.size(), nullptr, collector, obs);
     }
+    obs.duration_s = elapsed();
   }
   collector.Finish(obs);
   if (answered) obs.driver_facts[core::fact::kCallEndedUnixMs] = UnixMsNow();

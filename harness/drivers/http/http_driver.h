@@ -21,25 +21,40 @@
 //     afterCall: 1.5s                       # wait after the response for probes that ask
 //                                           # (probe.yaml after_call_s), default: the probe's
 //     healthTimeout: 5s                     # client deadline of a health check
-//     maxBody: 16Mi                         # response cap; bigger -> harness error (default)
+//     maxBody: 16Mi                         # response bytes kept and parsed whole (default);
+//                                           # a bigger 2xx body is read streaming (see below)
 //
 // Evidence it adds (driver facts): http_status, response_bytes, health_before / health_after
 // ("ok" or why not), service_died (healthy before, not after: "the probe took the service down"),
-// service_timeout (the service said the evaluation timed out), after_call_wait_s.
+// service_timeout (the service said the evaluation timed out), after_call_wait_s; for a body past
+// maxBody response_streamed, response_not_kept and response_ceiling.
+// A 2xx body past maxBody (a service that hands back all of an output flood) is not an error: it
+// is read streaming (drivers/http/body_reader.h, json_stream.h), every byte counted into
+// response_bytes, the strings at the stdout and stderr pointers unescaped chunk by chunk into the
+// output collector (which keeps a bounded head and the records), every other member kept when
+// small (64 KiB each, 1 MiB in all), so exit code, error and timeout rule read as usual. Memory
+// stays about maxBody whatever the size; reading stops at the deadline, on Ctrl-C, or at the
+// 4 GiB ceiling (response_ceiling; what came until then is the answer). In that mode the pointers
+// follow object members only (/stdout, /result/stdout); one through an array reads a kept copy
+// when the array is small.
 // Shared fate is judged per call: with --jobs > 1 another probe running on the same service at the
 // same time may be the one that took it down (the first call to see it die is named).
 // Endings: a complete 2xx JSON answer -> kExited (exit code from the response; negative = killed
 // by that signal) or kSignaled; the harness deadline -> kDeadline (the service may still be
-// running it: a service cannot be told to stop); garbage JSON, non-2xx, reset, body over the cap,
-// a service already down -> kHarnessError with a one-line reason.
+// running it: a service cannot be told to stop); garbage JSON (past maxBody too: not one whole
+// JSON object, or cut short, with the size read), non-2xx (or its body over the cap), reset, a
+// service already down -> kHarnessError with a one-line reason.
 #pragma once
 
+#include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
+#include "core/output.h"
 #include "drivers/driver.h"
+#include "drivers/http/json_stream.h"
 
 namespace sandprobe::drivers {
 
@@ -59,10 +74,12 @@ struct HttpConfig {
   nlohmann::json body = nlohmann::json::object();                // template; "{script}" substituted
   std::string stdout_ptr, stderr_ptr, exit_code_ptr, error_ptr;  // "" = not in the response
   std::optional<HttpTimeoutRule> timeout;
-  std::string health;                  // "" = no health checks
-  double health_timeout_s = 5;         // seconds
-  std::optional<double> after_call_s;  // overrides the probe's after_call_s when set
-  size_t max_body = 16u << 20;         // bytes
+  std::string health;                    // "" = no health checks
+  double health_timeout_s = 5;           // seconds
+  std::optional<double> after_call_s;    // overrides the probe's after_call_s when set
+  size_t max_body = 16u << 20;           // bytes kept and parsed whole; a bigger 2xx body streams
+  uint64_t stream_ceiling = 4ull << 30;  // bytes of a streamed body read at most (not a manifest
+                                         // field: tests set it)
 };
 
 // The `http:` section (already validated by config/manifest_loader.cc) -> HttpConfig, presets
@@ -101,10 +118,19 @@ class HttpDriver : public Driver {
     std::string message;  // one line, token-free
   };
   // One request through drivers/transport with a whole-call deadline (seconds), cancellable,
-  // body capped at max_body.
+  // body capped at max_body; with on_body, a 2xx body goes there chunk by chunk instead.
   std::expected<Reply, CallError> Call(const std::string& method, const std::string& url,
                                        const std::string& body, double deadline_s,
-                                       const std::atomic<bool>& cancel) const;
+                                       const std::atomic<bool>& cancel,
+                                       std::function<bool(std::string_view)> on_body = {}) const;
+  // The timeout rule against the response (facts when it matches).
+  bool ServiceTimedOut(const nlohmann::json& doc, core::Observation& obs) const;
+  // A 2xx JSON object (the whole answer, or the members kept of a streamed one: `streamed`):
+  // stdout and stderr (unless streamed already), exit code, service error. false: no stdout
+  // string, obs is a harness error.
+  bool Interpret(const nlohmann::json& doc, bool timed_out, uint64_t bytes,
+                 const JsonStreamResult* streamed, core::OutputCollector& collector,
+                 core::Observation& obs) const;
   // "ok" or why the service is not healthy (one line).
   std::string Health(const std::atomic<bool>& cancel) const;
   // Replaces the bearer token wherever it appears (a service may echo headers).

@@ -182,9 +182,10 @@ def run_with_rusage(args, env, cwd, timeout):
     return p.returncode, usage.ru_maxrss
 
 
-class DefaultFloodStaysBounded(unittest.TestCase):
+class DefaultFloodIsCounted(unittest.TestCase):
     """The default 64 MiB flood: the local arm counts every byte without keeping them, and a
-    service without a cap answers more than the driver's 16 MiB: an ERROR naming the size."""
+    service without a cap answers more than the driver's 16 MiB: the driver reads the rest
+    streaming and counts it, so the cell is a FAIL (all of it came back), in bounded memory."""
 
     def test_64_mib_flood(self):
         u.require_sandprobe()
@@ -202,14 +203,20 @@ class DefaultFloodStaysBounded(unittest.TestCase):
             finally:
                 fixture.stop()
             report = u.load_report(out)
-        self.assertEqual(code, 2)
+        self.assertEqual(code, 1)
         local = u.observations(report, "local")["res.output-flood"]
         self.assertEqual(local["exposure"], "exposed", local["reason"])
         self.assertIn("67108864 bytes", local["reason"])
         v = u.verdicts(report, "runcode-unsafe")["res.output-flood"]
-        self.assertEqual(v["verdict"], "ERROR", v["reason"])
-        self.assertIn("16777216", v["reason"])
-        # 64 MiB went through the local arm and 16 MiB was read from the service: bounded memory
+        self.assertEqual(v["verdict"], "FAIL", v["reason"])
+        o = u.observations(report, "runcode-unsafe")["res.output-flood"]
+        self.assertEqual(o["exposure"], "exposed", o["reason"])
+        self.assertIn("67108864 bytes", o["reason"])
+        facts = o["evidence"]["driver_facts"]
+        self.assertIs(facts["response_streamed"], True)
+        self.assertGreater(facts["response_bytes"], 64 << 20)
+        self.assertEqual(o["evidence"]["result"]["outcome"], "written")
+        # 64 MiB went through each arm; 16 MiB at most was kept from the service: bounded memory
         self.assertLess(maxrss_kib, 160 * 1024, "sandprobe max RSS %d KiB" % maxrss_kib)
 
 

@@ -1,7 +1,8 @@
 """End-to-end: a run-code service that misbehaves gives clear ERROR / INCONCLUSIVE cells and the
 run still completes (exit 2), on the REAL sandprobe binary against the fixture service
 (harness/testing/runcode_fixture/fixture.py, unsafe mode) with a fault switched on after the
-preflight: hang, garbage JSON, a huge body, and dying mid-suite.
+preflight: hang, garbage JSON, a huge body (read streaming past the driver's cap), and dying
+mid-suite.
 
 The rows are selftest probes (e2e_util.make_selftest_home) that PASS through a healthy fixture
 (the service does not carry the harness's planted env secret; the local control does), so every
@@ -80,8 +81,19 @@ class Faults(unittest.TestCase):
     def test_garbage_json_is_an_error_per_cell(self):
         self.check_every_cell_errors("garbage", "not a JSON object")
 
-    def test_huge_body_is_an_error_naming_the_cap(self):
-        self.check_every_cell_errors("huge", "16777216 bytes")
+    def test_huge_body_is_read_streaming_and_counted(self):
+        # 64 MiB of 'x' as stdout, past the driver's 16 MiB cap: read streaming, counted, judged
+        # like any answer (no result record: INCONCLUSIVE), never an ERROR for its size.
+        res, report, code, left, _ = run_faulty("huge")
+        self.check_completed(res, report, left)
+        for probe, v in u.verdicts(report, "faulty").items():
+            self.assertEqual(v["verdict"], "INCONCLUSIVE", (probe, v["reason"]))
+        for probe, o in u.observations(report, "faulty").items():
+            facts = o["evidence"]["driver_facts"]
+            self.assertIs(facts["response_streamed"], True, probe)
+            self.assertGreater(facts["response_bytes"], 64 << 20, probe)
+            self.assertEqual(o["evidence"]["stdout_bytes"], 64 << 20, probe)
+        self.assertEqual(code, 0)
 
     def test_service_dying_mid_suite_is_named_and_later_cells_error_fast(self):
         # preflight + selftest.one + selftest.two are answered; selftest.three kills the service

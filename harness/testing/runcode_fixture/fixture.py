@@ -782,7 +782,7 @@ class Handler(BaseHTTPRequestHandler):
                         self.wfile.write(block)
                     self.wfile.write(b'", "stderr": "", "exit_code": 0}')
                 except OSError:
-                    pass  # the client stopped reading at its cap
+                    pass  # the client stopped reading (its deadline, or Ctrl-C)
                 return
         try:
             reply = RUN[ARGS.mode.partition("=")[0]](code)
