@@ -6,7 +6,7 @@
 
 namespace sandprobe::core::fact {
 
-// --- Every driver ---------------------------------------------------------------------------
+// --- Every driver --------------------------------------------------------------------------------
 inline constexpr char kDriver[] = "driver";       // string: the driver kind that ran it
 inline constexpr char kEndedBy[] = "ended_by";    // "sandbox" | "service" | "harness deadline"
 inline constexpr char kExitCode[] = "exit_code";  // int: the runtime's own exit code
@@ -20,7 +20,7 @@ inline constexpr char kSurvivors[] = "survivors";
 inline constexpr char kSurvivorsSource[] = "survivors_source";  // string: where it came from
 inline constexpr char kNote[] = "note";                         // string: a caveat for the report
 
-// --- Runner (runner/invoke.cc) -----------------------------------------------------------------
+// --- Runner (runner/invoke.cc) -------------------------------------------------------------------
 // [{call, ending, exit_code, result, driver_facts}]: the earlier calls of a multi-call probe.
 inline constexpr char kCalls[] = "calls";
 // bool: the probe looks for the planted env canary, but this driver never plants it (a service
@@ -32,16 +32,14 @@ inline constexpr char kCanarySecretsRedacted[] = "canary_secrets_redacted";
 // the verdict is SKIP with this reason and the banners ignore the cell.
 inline constexpr char kNotJudged[] = "not_judged";
 
-// --- command / local (drivers/command) ----------------------------------------------------------
+// --- command / local (drivers/command) -----------------------------------------------------------
 inline constexpr char kDescendantsKilled[] = "descendants_killed";  // int: killed by the reaper
 
-// --- docker (drivers/docker)
-// ----------------------------------------------------------------------
+// --- docker (drivers/docker) ---------------------------------------------------------------------
 inline constexpr char kContainer[] = "container";  // string: short container id
 inline constexpr char kRuntime[] = "runtime";      // string: ContainerInspect HostConfig.Runtime
 
-// --- http (drivers/http)
-// --------------------------------------------------------------------------
+// --- http (drivers/http) -------------------------------------------------------------------------
 inline constexpr char kHttpStatus[] = "http_status";        // int: the service's response status
 inline constexpr char kResponseBytes[] = "response_bytes";  // int: body size, every byte counted
 // bool: the 2xx body passed http.maxBody and was read streaming: counted, the strings at the stdout
@@ -67,7 +65,7 @@ inline constexpr char kAfterCallWaitS[] = "after_call_wait_s";
 // the service's answer was read (http) or the sandbox command exited (command, local).
 inline constexpr char kCallEndedUnixMs[] = "call_ended_unix_ms";
 
-// --- kubernetes (drivers/kubernetes) -----------------------------------------------------------
+// --- kubernetes (drivers/kubernetes) -------------------------------------------------------------
 inline constexpr char kNamespace[] = "namespace";  // string
 inline constexpr char kWarnings[] = "warnings";    // [string]: the arm's Prepare() warnings
 inline constexpr char kJob[] = "job";              // string: the Job's name
