@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "config/manifest_sections.h"
+#include "config/yaml_util.h"
 
 namespace sandprobe::config {
 namespace {
@@ -172,6 +173,23 @@ TEST(RepoFilesTest, ShippedFilesLoad) {
     EXPECT_TRUE(std::ranges::any_of(*probes, [&](const auto& p) { return p.id == e.probe; }))
         << e.probe;
   }
+}
+
+TEST(DidYouMeanTest, Table) {
+  const std::vector<std::string> docker = {"image", "env", "hostConfig", "user", "cmd"};
+  struct Case {
+    const char* key;
+    const char* want;
+  };
+  const Case cases[] = {
+      {"hostconfig", "hostConfig"},  // case only
+      {"envv", "env"},               // one insertion
+      {"imgae", "image"},            // a transposition: two edits in five letters
+      {"HostConfg", "hostConfig"},   // case and a deletion
+      {"network", ""},               // another word: no suggestion
+      {"x", ""},
+  };
+  for (const Case& c : cases) EXPECT_EQ(internal::DidYouMean(c.key, docker), c.want) << c.key;
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -127,16 +128,56 @@ Loaded<std::string> String(const std::string& file, const YAML::Node& map, const
   return node.Scalar();
 }
 
+std::string DidYouMean(const std::string& key, const std::vector<std::string>& known) {
+  auto lower = [](std::string s) {
+    std::ranges::transform(s, s.begin(), [](unsigned char c) { return std::tolower(c); });
+    return s;
+  };
+  // Levenshtein distance, case-insensitive; a case-only difference counts as 0.
+  auto distance = [&](const std::string& a, const std::string& b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      size_t diag = row[0];
+      row[0] = i;
+      for (size_t j = 1; j <= b.size(); ++j) {
+        const size_t up = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+        diag = up;
+      }
+    }
+    return row[b.size()];
+  };
+  const std::string k = lower(key);
+  std::string best;
+  // Two edits (a transposition) or a third of the key, whichever is more: farther is no typo.
+  size_t best_d = std::max<size_t>(2, k.size() / 3) + 1;
+  for (const std::string& candidate : known) {
+    if (candidate == key) continue;
+    const size_t d = distance(k, lower(candidate));
+    if (d < best_d) {
+      best_d = d;
+      best = candidate;
+    }
+  }
+  return best;
+}
+
 std::expected<void, ConfigError> OnlyKeys(const std::string& file, const YAML::Node& map,
                                           const std::string& path,
                                           const std::vector<std::string>& allowed) {
   for (const auto& kv : map) {
     const std::string key = kv.first.Scalar();
     if (std::ranges::find(allowed, key) == allowed.end()) {
+      const std::string field = path.empty() ? key : path + "." + key;
+      if (const std::string near = DidYouMean(key, allowed); !near.empty()) {
+        return std::unexpected(
+            At(file, kv.first, field, fmt::format("unknown field; did you mean {}?", near)));
+      }
       std::string list;
       for (const std::string& a : allowed) list += (list.empty() ? "" : ", ") + a;
-      return std::unexpected(At(file, kv.first, path.empty() ? key : path + "." + key,
-                                fmt::format("unknown field (expected one of: {})", list)));
+      return std::unexpected(
+          At(file, kv.first, field, fmt::format("unknown field (expected one of: {})", list)));
     }
   }
   return {};

@@ -24,7 +24,13 @@ std::expected<std::string, ConfigError> ReadFile(const std::string& path);
 Loaded<std::string> String(const std::string& file, const YAML::Node& map, const std::string& key,
                            const std::string& path, bool required);
 
-// Errors on keys not in `allowed` (catches typos such as `comand:`).
+// The entry of `known` nearest to `key` (edit distance, case-insensitive; a case-only difference
+// is nearest), or "" when none is within two edits or a third of the key's length: a typo, not
+// another word.
+std::string DidYouMean(const std::string& key, const std::vector<std::string>& known);
+
+// Errors on keys not in `allowed` (catches typos such as `comand:`): "unknown field; did you mean
+// command?" when one is near, else the list of what is allowed.
 std::expected<void, ConfigError> OnlyKeys(const std::string& file, const YAML::Node& map,
                                           const std::string& path,
                                           std::initializer_list<const char*> allowed);
