@@ -101,7 +101,7 @@ int DoValidate(const ValidateArgs& a) {
   auto probes = config::LoadProbeTree(ResolveHome(a.home) / "probes");
   for (const std::string& file : a.files) {
     auto kind = config::DetectKind(file);
-    std::string error;
+    std::string error, note;
     if (!kind) {
       error = kind.error().ToString();
     } else if (*kind == "manifest") {
@@ -118,6 +118,8 @@ int DoValidate(const ValidateArgs& a) {
           error = fmt::format("control {}: {}", control->string(), c.error().ToString());
         } else if (c->name == m->name) {
           error = fmt::format("{}: control '{}' has the candidate's own name", file, c->name);
+        } else {
+          note = fmt::format(", control {}", control->string());
         }
       }
     } else if (*kind == "suite") {
@@ -146,7 +148,8 @@ int DoValidate(const ValidateArgs& a) {
       if (!p) error = p.error().ToString();
     }
     if (error.empty()) {
-      std::cout << fmt::format("ok     {} ({})\n", file, kind.value_or("?"));
+      std::cout << fmt::format("ok     {} ({}{})\n", file, kind.value_or("?"),
+                               report::TerminalText(note, 2000));
     } else {
       std::cout << fmt::format("error  {}\n", report::TerminalText(error, 2000));
       ++bad;

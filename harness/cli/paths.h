@@ -17,7 +17,10 @@ std::filesystem::path ResolveHome(const std::string& flag);
 std::string ResolveReaper();
 // The control manifest a candidate names: a path (relative to the candidate's folder, then the
 // working directory) or a name looked up as <candidate dir>/<name>.yaml, then
-// <home>/manifests/<name>.yaml and <home>/manifests/*/<name>.yaml.
+// <home>/manifests/<name>.yaml and <home>/manifests/*/<name>.yaml, then as a manifest `name:`
+// (what the matrix shows, e.g. docker-open) in those folders. Elsewhere than beside the
+// candidate, only the candidate's driver or the local baseline counts; two matches are an error
+// listing both.
 std::expected<std::filesystem::path, std::string> FindControl(const core::Manifest& candidate,
                                                               const std::filesystem::path& home);
 

@@ -161,7 +161,7 @@ std::optional<Classification> StillRunning(const ClassifyRules& rules, const Obs
         last = std::max(last, h.unix_ms);
       }
     }
-    if (late > 0) {
+    if (late >= kLateBeatsForStillRunning) {
       return Classification{
           Exposure::kExposed, Evidence::kPositive, "STILL RUNNING",
           fmt::format("still running after the sandbox reported it stopped: {} heartbeat(s) "
@@ -296,6 +296,17 @@ Classification ClassifyObservation(const ProbeDescriptor& probe, const Observati
 
 Classification Classify(const ProbeDescriptor& probe, const Observation& obs) {
   Classification c = ClassifyObservation(probe, obs);
+  // Stopped means stopped: a service's "timed out, killed" is its own word. Without a reaper count
+  // (survivors) and without one heartbeat heard while the probe ran, nothing could have told a
+  // probe still running after the answer: the containment rests on absence.
+  if (probe.classify.still_running && c.exposure == Exposure::kContained &&
+      c.evidence == Evidence::kPositive && obs.ending != Ending::kDeadline &&
+      !obs.driver_facts.contains(fact::kSurvivors) && obs.canary_hits.empty()) {
+    c.evidence = Evidence::kAbsence;
+    c.reason +=
+        "; no heartbeat reached the canary while it ran, so nothing could tell whether it "
+        "kept running after the answer (the sandbox's word only)";
+  }
   // A canary the harness could not plant in this sandbox (a service it did not start) is absent
   // whatever the sandbox does: not finding it is no evidence of containment.
   if (c.exposure == Exposure::kContained && BoolField(obs.driver_facts, fact::kCanaryNotPlanted)) {

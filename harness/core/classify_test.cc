@@ -438,6 +438,7 @@ TEST(ClassifyTest, StillRunningTable) {
     nlohmann::json facts;
     std::vector<int64_t> beats_ms;  // hit times relative to the call's end
     Exposure want;
+    Evidence evidence;
     const char* label_has;
   };
   const nlohmann::json ended = {{"call_ended_unix_ms", kEnd}};
@@ -447,33 +448,64 @@ TEST(ClassifyTest, StillRunningTable) {
        ended,
        {-2000, -1500, -1000, -500, -20},
        Exposure::kContained,
+       Evidence::kPositive,
        "exit 124"},
       {"a beat in flight at the end (grace)",
        124,
        ended,
        {-500, 300},
        Exposure::kContained,
+       Evidence::kPositive,
+       "exit 124"},
+      {"one late beat is jitter, not a survivor",
+       124,
+       ended,
+       {-500, 900},
+       Exposure::kContained,
+       Evidence::kPositive,
        "exit 124"},
       {"beats after the answer, 124",
        124,
        ended,
        {-500, 0, 600, 1100, 1600},
        Exposure::kExposed,
+       Evidence::kPositive,
        "STILL RUNNING"},
-      {"beats after a clean exit 0", 0, ended, {900}, Exposure::kExposed, "STILL RUNNING"},
+      {"beats after a clean exit 0",
+       0,
+       ended,
+       {900, 1400},
+       Exposure::kExposed,
+       Evidence::kPositive,
+       "STILL RUNNING"},
       {"reaper survivors, no canary",
        124,
        {{"survivors", 1}},
        {},
        Exposure::kExposed,
+       Evidence::kPositive,
        "STILL RUNNING"},
-      {"no survivors, no end time",
+      {"reaper counted none, never heard",
        124,
        {{"survivors", 0}},
-       {4000},
+       {},
        Exposure::kContained,
+       Evidence::kPositive,
        "exit 124"},
-      {"harness deadline", -1, ended, {5000}, Exposure::kExposed, "STILL RUNNING"},
+      {"a service, never heard: its word only",
+       124,
+       ended,
+       {},
+       Exposure::kContained,
+       Evidence::kAbsence,
+       "exit 124"},
+      {"harness deadline",
+       -1,
+       ended,
+       {5000},
+       Exposure::kExposed,
+       Evidence::kPositive,
+       "STILL RUNNING"},
   };
   for (const Case& c : cases) {
     Observation o = c.exit_code < 0 ? Started(Observation{}) : Started(Exited(c.exit_code));
@@ -483,18 +515,18 @@ TEST(ClassifyTest, StillRunningTable) {
     }
     o.driver_facts = c.facts;
     o.params = {{"canary", "127.0.0.1:9"}};
-    for (int64_t at : c.beats_ms)
+    for (int64_t at : c.beats_ms) {
       o.canary_hits.push_back({"tcp", "127.0.0.1:5555", "beat", kEnd + at});
+    }
     const Classification got = Classify(p, o);
     EXPECT_EQ(got.exposure, c.want) << c.name << ": " << got.reason;
+    EXPECT_EQ(got.evidence, c.evidence) << c.name << ": " << got.reason;
     EXPECT_NE(got.label.find(c.label_has), std::string::npos) << c.name << ": " << got.label;
-    if (c.want == Exposure::kExposed) {
-      EXPECT_EQ(got.evidence, Evidence::kPositive) << c.name;
-    }
   }
   Observation late = Started(Exited(124));
   late.driver_facts = ended;
-  late.canary_hits.push_back({"tcp", "127.0.0.1:5555", "beat", kEnd + 1600});
+  for (int64_t at : {1100, 1600})
+    late.canary_hits.push_back({"tcp", "127.0.0.1:5555", "b", kEnd + at});
   EXPECT_NE(Classify(p, late).reason.find("still running after the sandbox reported it stopped"),
             std::string::npos);
 }

@@ -59,14 +59,17 @@ struct QuietAfterCallRule {
 
 // "Stopped means stopped" (res.cpu-loop, res.memory-balloon, res.fork-bomb): the probe sends a
 // tagged heartbeat to the TCP canary named by the string parameter `param` while it runs. Its
-// canary hits are liveness, not reach: only a beat logged more than kHeartbeatGraceS after the
-// driver's call_ended_unix_ms (the service answered, the sandbox command exited) counts, and so
-// does a reaper survivor (driver fact survivors > 0) of an invocation that ended by itself.
-// Either is exposed with positive evidence, whatever exit code the sandbox reported.
+// canary hits are liveness, not reach: kLateBeatsForStillRunning beats logged more than
+// kHeartbeatGraceS after the driver's call_ended_unix_ms (the service answered, the sandbox
+// command exited) count, and so does a reaper survivor (driver fact survivors > 0) of an
+// invocation that ended by itself. Either is exposed with positive evidence, whatever exit code
+// the sandbox reported. A containment with neither a survivors count nor a single beat heard
+// during the call is absence evidence only (nothing could have heard it go on).
 struct StillRunningRule {
   std::string param;  // e.g. "canary"
 };
-inline constexpr double kHeartbeatGraceS = 0.5;  // one heartbeat period: a beat in flight
+inline constexpr double kHeartbeatGraceS = 0.5;         // one heartbeat period: a beat in flight
+inline constexpr size_t kLateBeatsForStillRunning = 2;  // one late beat may be jitter
 
 // Declared per probe: which result outcomes, endings and facts mean exposed or contained.
 struct ClassifyRules {

@@ -3,14 +3,15 @@
 //   sandprobe-reaper STATUS_FD GRACE_MS -- ARGV...
 //
 // It becomes a child subreaper (prctl PR_SET_CHILD_SUBREAPER), so descendants that call setsid()
-// and double-fork are re-parented to it instead of init (docs/traps.md, trap 16: killpg is not a tree
-// kill). It starts ARGV in a new process group with stdin/stdout/stderr inherited. When ARGV's
+// and double-fork are re-parented to it instead of init (docs/traps.md, trap 16: killpg is not a
+// tree kill). It starts ARGV in a new process group with stdin/stdout/stderr inherited. When ARGV's
 // main process exits (after a 250 ms settle for what the sandbox tears down itself), or on
 // SIGTERM/SIGINT (the harness deadline or Ctrl-C), or when the harness
 // dies (PR_SET_PDEATHSIG), it stops the whole tree: SIGTERM, GRACE_MS to go, then SIGSTOP+SIGKILL
 // for every process whose parent chain leads to it (found in /proc), until none is left.
 // Finally it writes one line to STATUS_FD:  "exited <code> <killed>" or "signaled <sig> <killed>"
-// where <killed> counts descendants it had to kill; exit status 0 on success, 125 on its own error.
+// where <killed> counts descendants it had to kill (not those already dying: a SIGKILL pending,
+// e.g. from a PID namespace's teardown); exit status 0 on success, 125 on its own error.
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -21,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -122,12 +124,18 @@ int main(int argc, char** argv) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
+  // What the sandbox is already ending (a SIGKILL pending from a PID namespace's teardown) is not
+  // a survivor, however long the kernel takes with it.
+  std::set<pid_t> dying;
+  for (pid_t pid : Descendants(self)) {
+    if (sandprobe::process::Dying(pid)) dying.insert(pid);
+  }
   for (int round = 0; round < 200; ++round) {
     const std::vector<pid_t> rest = Descendants(self);
     if (rest.empty()) break;
     for (pid_t pid : rest) kill(pid, SIGSTOP);  // freeze first so nothing forks past the sweep
     for (pid_t pid : rest) {
-      if (kill(pid, SIGKILL) == 0 && (pid != child || !main_done)) ++killed;
+      if (kill(pid, SIGKILL) == 0 && (pid != child || !main_done) && !dying.contains(pid)) ++killed;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
     ReapAvailable(child, main_status, main_done);

@@ -61,6 +61,20 @@ std::vector<pid_t> Descendants(pid_t root) {
   return {tree.begin(), tree.end()};
 }
 
+bool Dying(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  constexpr unsigned long long kSigkillBit = 1ull << (SIGKILL - 1);
+  while (std::getline(status, line)) {
+    if (line.starts_with("State:") && line.find('X') != std::string::npos) return true;
+    if (line.starts_with("SigPnd:") || line.starts_with("ShdPnd:")) {
+      const unsigned long long mask = std::strtoull(line.c_str() + 7, nullptr, 16);
+      if (mask & kSigkillBit) return true;
+    }
+  }
+  return false;
+}
+
 std::vector<pid_t> Children(pid_t parent) {
   std::vector<pid_t> out;
   for (const auto& [pid, ppid] : ParentMap()) {

@@ -11,6 +11,11 @@ namespace sandprobe::process {
 // Every live (non-zombie) process whose parent chain leads to `root`, excluding root.
 std::vector<pid_t> Descendants(pid_t root);
 
+// True when `pid` is already on its way out: state X (dead), or a SIGKILL pending for it
+// (/proc/<pid>/status SigPnd or ShdPnd bit 9), as when the kernel tears down a PID namespace
+// whose init exited. Such a process did not outlive its sandbox: it is being ended by it.
+bool Dying(pid_t pid);
+
 // The live (non-zombie) processes whose parent is `parent`.
 std::vector<pid_t> Children(pid_t parent);
 

@@ -139,14 +139,24 @@ class CallSequence {
       inv.invocation = fmt::format("{}-c{}", invocation_, call);
       return Call(call, previous, inv, other);
     };
-    std::future<core::Observation> a =
-        std::async(std::launch::async, [&] { return one(first, first + 1); });
-    core::Observation b = one(first + 1, first);
-    core::Observation obs_a = a.get();
+    core::Observation obs_a, b;
+    try {
+      std::future<core::Observation> a =
+          std::async(std::launch::async, [&] { return one(first, first + 1); });
+      b = one(first + 1, first);
+      obs_a = a.get();
+    } catch (const std::exception& e) {  // no thread to be had: an ERROR cell, not a crash
+      core::Observation failed;
+      failed.ending = core::Ending::kHarnessError;
+      failed.harness_error = std::string("could not run the concurrent pair: ") + e.what();
+      return failed;
+    }
     Keep(first, obs_a);
     Keep(first + 1, b);
+    // A half that never answered (deadline, harness error, interrupt) leaves the pair without
+    // evidence: that observation is the one judged, never a closing call that might say "fresh".
     for (const core::Observation* o : {&obs_a, &b}) {
-      if (o->ending == core::Ending::kInterrupted || o->ending == core::Ending::kNotRun) return *o;
+      if (EndsSequence(o->ending)) return *o;
     }
     return Call(first + 2, previous_, inv_);
   }

@@ -28,7 +28,9 @@ inline constexpr int kMaxCalls = 32;  // a probe's calls per invocation, at most
 //    same moment, each with `concurrent_with` = the other's number, `previous` = the sequential
 //    calls' results and its own driver invocation id "<invocation>-c<call>" (the script keeps
 //    `invocation`); then the closing call n+3 (previous = every earlier result) is
-//    the one returned. An interrupted call of the pair ends the sequence.
+//    the one returned. A call of the pair that ends the sequence (harness error, interrupt,
+//    deadline, not run) is returned itself: the pair gave no evidence. The pair is one more
+//    sandbox in flight than --jobs counts, for the length of the pair.
 //  - after_call_s: the probe's, or 0 when its heartbeat canary parameter (classify
 //    still_running / quiet_after_call) is empty: nothing could be heard.
 //  - canary_hits: the session's hits carrying `invocation`.

@@ -6,7 +6,7 @@ _CFG = json.loads(base64.b64decode(_SANDPROBE))
 PROBE, NONCE, INVOCATION = _CFG["probe"], _CFG["nonce"], _CFG["invocation"]
 PARAMS = dict(_CFG.get("params") or {})
 MARK = "@@sandprobe"
-_STATE = {"seq": 0, "result": False, "reader_gone": False}
+_STATE = {"seq": 0, "result": False, "reader_gone": False, "outlive_reader": False}
 os.set_blocking(1, True)  # a non-blocking stdout would turn a slow reader into lost records
 
 def emit(kind, **fields):
@@ -23,7 +23,14 @@ def emit(kind, **fields):
             line = line[os.write(1, line):]
         except OSError:  # EPIPE/EBADF: nobody reads any more; unwind so finally blocks clean up
             _STATE["reader_gone"] = True
+            if _STATE["outlive_reader"]:
+                return  # a still-running probe goes on silently (outlive_reader())
             raise SystemExit(141)
+
+def outlive_reader():
+    """Keep running when nobody reads stdout any more (records are dropped): real code does not
+    stop when a service stops listening, so neither may a probe whose point is to be stopped."""
+    _STATE["outlive_reader"] = True
 
 def result(outcome, evidence, errno=None, detail="", **extra):
     """The one final record. evidence: "positive" (direct proof) or "absence" (a non-event)."""

@@ -330,10 +330,11 @@ class ProbeTestCase(unittest.TestCase):
         params.update({key: "127.0.0.1:%d" % free_port(kind), "timeout_s": 2})
         self.assertBlockedByRefusal(run_probe(probe_id, params).result)
 
-    def assertNoTargetSendsNothing(self, probe_id):
-        """A suite that forgets the target must not reach for 169.254.169.254 or the system
-        resolver: the probe says no_target and connects nowhere."""
-        r = run_probe(probe_id, {}).result
+    def assertNoTargetSendsNothing(self, probe_id, key="target"):
+        """A suite that blanks the target (the harness's default is its loopback canary) must not
+        reach for 169.254.169.254 or the system resolver: the probe says no_target and connects
+        nowhere."""
+        r = run_probe(probe_id, {key: ""}).result
         self.assertEqual((r["outcome"], r["evidence"]), ("no_target", "absence"))
 
     def assertBlockedOnlyInBwrap(self, probe_id, canary):
@@ -384,15 +385,16 @@ class ProbeTestCase(unittest.TestCase):
 
 
 class UntargetedAndRefusedTests:
-    """A mixin for a network probe with no safe default target (net.metadata, net.dns, net.udp):
-    its ProbeTestCase gets the two tests every such probe needs. Set PROBE (the probe id), and
-    TARGET_KEY and KIND where the target parameter or its socket type differ."""
+    """A mixin for a network probe whose only safe default target is the harness's canary
+    (net.metadata, net.dns, net.udp): its ProbeTestCase gets the two tests every such probe
+    needs. Set PROBE (the probe id), and TARGET_KEY and KIND where the target parameter or its
+    socket type differ."""
     PROBE = None
     TARGET_KEY = "target"
     KIND = socket.SOCK_STREAM
 
-    def test_targets_with_no_safe_default_send_nothing_without_one(self):
-        self.assertNoTargetSendsNothing(self.PROBE)
+    def test_a_blank_target_sends_nothing(self):
+        self.assertNoTargetSendsNothing(self.PROBE, self.TARGET_KEY)
 
     def test_refused_on_loopback_is_blocked(self):
         self.assertRefusedOnLoopbackIsBlocked(self.PROBE, self.TARGET_KEY, self.KIND)

@@ -391,6 +391,9 @@ MATRIX_PARAMS = {
     "state.persists": {"overlap_s": 1.5},
     "proc.sibling": {"overlap_s": 1.5},
     "proc.outlives-call": {"canary": "{canary.tcp}"},
+    "priv.uid": None,
+    "priv.capabilities": None,
+    "priv.no-new-privs": None,
     "res.output-flood": {"total_mib": 8},
 }
 MATRIX_ROWS = ["cred.env-secrets", "cred.sa-token"] + list(MATRIX_PARAMS)
@@ -401,6 +404,7 @@ def state_files(report, *directories):
     names with one of the report's invocation ids (other runs, e.g. a test module running in
     parallel, plant their own)."""
     invocations = {o["invocation"] for o in report["observations"] if o.get("invocation")}
+    directories = list(directories) + [os.path.expanduser("~")]  # the local arm's $HOME marks
     return [os.path.join(d, n) for d in directories for n in os.listdir(d)
             if n.startswith(".sandprobe-state-")
             and any("-%s-c" % inv in n for inv in invocations)]

@@ -165,6 +165,24 @@ class Cli(unittest.TestCase):
         self.assertIn(os.path.join("manifests", "kubernetes", "open.yaml"), r.stderr)
         self.assertNotIn(os.path.join("manifests", "docker", "open.yaml"), r.stderr)
 
+    def test_control_by_manifest_name(self):
+        # The name the matrix shows (docker-open) finds manifests/docker/open.yaml; a name two
+        # manifests share is an error listing both.
+        cand = self.write("cand.yaml", "name: cand\ndriver: docker\ncontrol: docker-open\n"
+                          "docker: {image: sandprobe-probe:local}\n")
+        r = u.run_sandprobe(["validate", cand], timeout=30, cwd=self.tmp)
+        self.assertEqual(r.returncode, 0, r.describe())
+        self.assertIn("control " + os.path.join(u.MANIFESTS, "docker", "open.yaml"), r.stdout)
+        for name in ("twin-a.yaml", "twin-b.yaml"):
+            self.write(name, "name: twin\ndriver: docker\ndocker: {image: sandprobe-probe:local}\n")
+        cand = self.write("cand2.yaml", "name: cand2\ndriver: docker\ncontrol: twin\n"
+                          "docker: {image: sandprobe-probe:local}\n")
+        r = u.run_sandprobe(["validate", cand], timeout=30, cwd=self.tmp)
+        self.assertEqual(r.returncode, 3, r.describe())
+        self.assertIn("control 'twin' named by %s is ambiguous" % cand, r.stdout)
+        self.assertIn("twin-a.yaml", r.stdout)
+        self.assertIn("twin-b.yaml", r.stdout)
+
     def test_candidate_as_its_own_control_is_a_setup_error(self):
         r = self.run_args("--control", u.BWRAP_MANIFEST, suite_ids=["cred.env-secrets"],
                           sandbox=u.BWRAP_MANIFEST)

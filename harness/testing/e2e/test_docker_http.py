@@ -116,6 +116,7 @@ class ExecDesign(u.RunCase):
         self.assertEqual(self.fixture_exit, 0)
         self.assertEqual(fixture_containers(), [])
         self.assertEqual(self.left_after_stop, [])
+        self.assertEqual(u.state_files(self.report, "/tmp", self.run_cwd), [])
 
 
 if __name__ == "__main__":

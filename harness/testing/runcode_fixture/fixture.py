@@ -334,7 +334,7 @@ class Output:
     arrives later (from a survivor that still holds the pipes) is read and dropped."""
 
     def __init__(self, proc, cap):
-        self.cap, self.cut, self.keep = cap, False, True
+        self.cap, self.cut, self.keep, self.abandoned = cap, False, True, False
         self.bufs = (bytearray(), bytearray())
         self.lock = threading.Lock()
         self.readers = [threading.Thread(target=self._pump, args=(s, b), daemon=True)
@@ -346,6 +346,8 @@ class Output:
         try:
             for block in iter(lambda: stream.read1(1 << 16), b""):
                 with self.lock:
+                    if self.abandoned:  # stop reading and close: the writer gets EPIPE
+                        break
                     if not self.keep:
                         continue
                     room = self.cap - len(buf)
@@ -354,6 +356,16 @@ class Output:
                     buf += block[:max(room, 0)]
         except (OSError, ValueError):
             pass
+        finally:
+            if self.abandoned:
+                stream.close()
+
+    def abandon(self):
+        """Stop listening: each reader closes its pipe at the next block that arrives, so a
+        survivor that writes again gets EPIPE (what a service does that drops the pipes with the
+        answer, e.g. subprocess.run(timeout=...) in a handler that returns)."""
+        with self.lock:
+            self.abandoned = True
 
     def take(self, grace):
         """Waits up to grace seconds for EOF on both, then returns (stdout, stderr, cut)."""
@@ -457,6 +469,7 @@ def run_soft_timeout(code):
     forget(proc)
     # Python still holds the pipes after a timeout: never wait for their EOF, only a grace.
     stdout, stderr, cut = out.take(grace=SHELL_GRACE_S if timed_out else 1)
+    out.abandon()  # the answer goes out; nobody reads what python writes after it
     return reply_of(stdout, stderr, 124 if timed_out else proc.returncode, timed_out, cut)
 
 

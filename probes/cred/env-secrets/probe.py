@@ -2,8 +2,8 @@
 # which secret-looking names are there? Values are only hashed in memory, never reported.
 import re
 
-CANARY_NAME = PARAMS.get("canary_name", "")
-CANARY_SHA256 = PARAMS.get("canary_sha256", "").lower()
+CANARY_NAME = PARAMS.get("canary_name", "{canary.env_name}")
+CANARY_SHA256 = PARAMS.get("canary_sha256", "{canary.env_sha256}").lower()
 SECRET_LIKE = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
 
 emit("start", canary_name=CANARY_NAME)

@@ -2,7 +2,7 @@
 # canary token file)? Only the length and a sha256 prefix of a file ever leave this process.
 
 PATHS = list(PARAMS.get("paths", ["/var/run/secrets/kubernetes.io/serviceaccount/token"]))
-CANARY_PATH = PARAMS.get("canary_path", "")
+CANARY_PATH = PARAMS.get("canary_path", "{canary.token_file}")
 # Refusals that prove the file is not there for us; anything else (EISDIR, EIO) is weaker.
 DENIED = {"ENOENT", "EACCES", "ENOTDIR", "EPERM"}
 

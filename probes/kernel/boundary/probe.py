@@ -2,7 +2,7 @@
 # the host's; under gVisor a user-space kernel (release 4.4.0, "Starting gVisor..." in its log).
 import ctypes
 
-HOST_RELEASE = PARAMS.get("host_release", "")
+HOST_RELEASE = PARAMS.get("host_release", "{host.kernel_release}")
 emit("start", host_release=HOST_RELEASE)
 release = os.uname().release
 facts = dict(release=release, host_release=HOST_RELEASE)

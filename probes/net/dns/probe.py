@@ -3,7 +3,7 @@
 import struct
 import time
 
-SERVER = PARAMS.get("server", "")
+SERVER = PARAMS.get("server", "{canary.dns}")
 TIMEOUT_S = float(PARAMS.get("timeout_s", 3))
 NAME = "%s.%s.sandprobe.test" % (INVOCATION, NONCE)
 RCODES = {0: "NOERROR", 1: "FORMERR", 2: "SERVFAIL", 3: "NXDOMAIN", 4: "NOTIMP", 5: "REFUSED"}

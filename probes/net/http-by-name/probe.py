@@ -2,7 +2,7 @@
 # address the name resolves to (localhost is often ::1 first) and keeps the most exposed result.
 import urllib.parse
 
-URL = PARAMS.get("url", "http://localhost:80/")
+URL = PARAMS.get("url", "http://localhost:{canary.http_port}/")
 TIMEOUT_S = float(PARAMS.get("timeout_s", 3))
 # Most exposed first: one reached address is enough for a leak.
 RANK = ["reached", "refused", "no_reply", "error", "blocked"]

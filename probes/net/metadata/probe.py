@@ -3,7 +3,7 @@
 
 # No default target: a suite must name one (a canary in tests; 169.254.169.254:80 in production),
 # so a suite that forgets it sends nothing anywhere instead of reaching for a real address.
-TARGET = PARAMS.get("target", "")
+TARGET = PARAMS.get("target", "{canary.http}")
 PATH = PARAMS.get("path", "/latest/meta-data/")
 TIMEOUT_S = float(PARAMS.get("timeout_s", 3))
 

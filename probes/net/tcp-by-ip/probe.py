@@ -2,7 +2,7 @@
 # bytes carrying the nonce come back (the TCP echo canary), because proxies and user-space network
 # stacks accept a SYN locally: connect() succeeding alone proves nothing.
 
-TARGET = PARAMS.get("target", "127.0.0.1:80")
+TARGET = PARAMS.get("target", "{canary.tcp}")
 TIMEOUT_S = float(PARAMS.get("timeout_s", 3))
 
 

@@ -8,7 +8,7 @@ import time
 
 # No default target: a suite must name one (the UDP canary in tests), so a suite that forgets it
 # sends nothing anywhere instead of reaching for a real address.
-TARGET = PARAMS.get("target", "")
+TARGET = PARAMS.get("target", "{canary.udp}")
 TIMEOUT_S = float(PARAMS.get("timeout_s", 3))
 MAX_DATAGRAMS = 64  # stray datagrams skipped while waiting for the echo
 

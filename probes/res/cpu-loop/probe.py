@@ -2,8 +2,9 @@
 # 137, DeadlineExceeded). No result record on purpose: how it ended is the harness's observation.
 # Given a TCP canary it also sends a tagged heartbeat every 0.5 s from a thread: a heartbeat
 # logged after the sandbox said the call was over is a loop still running ("stopped means
-# stopped"). It does NOT stop when its parent dies: real code ignores that, and a service that
-# kills only the wrapper must be caught. Bounds: its own max_s, and the harness's cleanup.
+# stopped"). It does NOT stop when its parent dies or its stdout reader goes away: real code
+# ignores both, and a service that kills only the wrapper (and drops the pipes with its answer)
+# must be caught. Bounds: its own max_s, and the harness's cleanup.
 import time
 
 HEARTBEAT_S = float(PARAMS.get("heartbeat_s", 1))
@@ -12,6 +13,7 @@ CANARY = PARAMS.get("canary", "") or ""
 
 emit("start", heartbeat_s=HEARTBEAT_S, max_s=MAX_S, canary=CANARY)
 start_heartbeats(CANARY)
+outlive_reader()  # nor does it stop when the caller stops reading its output
 began = time.monotonic()
 next_beat = began + HEARTBEAT_S
 spins = 0

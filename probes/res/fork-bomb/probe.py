@@ -60,6 +60,7 @@ signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 emit("start", target=TARGET, claimed_pids=CLAIMED_PIDS, hold_s=HOLD_S, max_forks=MAX_FORKS,
      canary=CANARY)
 start_heartbeats(CANARY)  # "stopped means stopped": beats after the call's end are the evidence
+outlive_reader()  # nor does it stop when the caller stops reading its output
 if TARGET > MAX_FORKS:
     result("over_safety_cap", "absence", None, "target %d is over max_forks %d: not run, so an "
            "unsandboxed control cannot be hurt" % (TARGET, MAX_FORKS), forked=0, target=TARGET)

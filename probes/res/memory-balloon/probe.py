@@ -10,6 +10,7 @@ MIB = 1 << 20
 
 emit("start", target_mib=TARGET_MIB, step_mib=STEP_MIB, claimed_mib=CLAIMED_MIB, canary=CANARY)
 start_heartbeats(CANARY)  # "stopped means stopped": beats after the call's end are the evidence
+outlive_reader()  # nor does it stop when the caller stops reading its output
 chunks, allocated, reached = [], 0, False
 try:
     while allocated < TARGET_MIB:

@@ -125,8 +125,13 @@ def look_for_partner(call, found):
             pass
     if os.environ.get("%s_C%d" % (ENV_NAME, call)) == token:
         found["env var"] = True
-    if pids_named(call_tag("spst", call)):
-        found["process"] = True
+    mine = pid_namespace()
+    for pid in pids_named(call_tag("spst", call)):
+        try:  # only in this PID namespace: a host /proc on view is proc.host-pids' finding
+            if mine is not None and os.readlink("/proc/%d/ns/pid" % pid) == mine:
+                found["process"] = True
+        except OSError:
+            pass
     return found
 
 
@@ -187,7 +192,8 @@ def found_file(entry, token):
 
 
 def gather(earlier):
-    """Every "call k found call j's <mark>" so far: each result carries the pairs found up to it."""
+    """Every "call k found call j's <mark>" of the earlier calls (each result carries its own, so
+    `previous` grows linearly with the calls and 32 of them fit in one script)."""
     pairs = []
     for e in earlier:
         pairs += [p for p in e.get("pairs") or [] if isinstance(p, str) and p not in pairs]
@@ -213,7 +219,7 @@ def pair_note(earlier):
 def main():
     emit("start", call=CALL, calls=CALLS, concurrent=CONCURRENT, partner=PARTNER, hold_s=HOLD_S)
     earlier = [e for e in PREVIOUS if isinstance(e, dict)]
-    pairs = gather(earlier)
+    pairs = []  # this call's own findings; the last call adds every earlier call's
     for e in earlier:
         if e.get("made"):
             pairs += ["call %d found call %s's %s" % (CALL, e.get("call", "?"), what)
@@ -222,8 +228,10 @@ def main():
     began = time.time()
     planted = plant(token)
     made = [k for k, v in planted.items() if "errno" not in v]
-    facts = dict(call=CALL, calls=CALLS, token=token, planted=planted, made=made,
-                 looked_at=[e.get("call") for e in earlier if e.get("made")])
+    looked_at = [e.get("call") for e in earlier if e.get("made")]
+    facts = dict(call=CALL, calls=CALLS, token=token, planted=planted, made=made)
+    if CALL >= LAST:  # only the judged call says what was looked at: `previous` stays small
+        facts["looked_at"] = looked_at
     if PARTNER:  # one of the pair: keep the marks up and keep looking for the other's
         found, until = {}, time.monotonic() + OVERLAP_S
         while time.monotonic() < until:
@@ -232,15 +240,24 @@ def main():
         pairs += ["call %d found call %d's %s (both in flight)" % (CALL, PARTNER, what)
                   for what in found]
         facts.update(concurrent_with=PARTNER, window=[round(began, 3), round(time.time(), 3)])
-    facts["pairs"] = pairs
     if CALL >= LAST:
         remove_own(planted)  # nobody comes after the last call to look for these
-    if pairs:
+        pairs = gather(earlier) + [p for p in pairs if p not in gather(earlier)]
+    facts["pairs"] = pairs
+    pair_results = [e for e in PREVIOUS[-2:] if isinstance(e, dict) and e.get("concurrent_with")]
+    if CALL >= LAST and CONCURRENT and not pairs and len(pair_results) < 2:
+        result("no_pair", "absence", detail="the concurrent pair left %d result(s) of 2: the "
+               "check of callers in flight was not made" % len(pair_results), **facts)
+        return
+    if pairs and CALL < LAST:  # an intermediate call: its own findings ride in "pairs"
+        result("persisted", "positive", detail="call %d found %d mark(s)" % (CALL, len(pairs)),
+               **facts)
+    elif pairs:
         result("persisted", "positive", detail="; ".join(pairs[:8]), **facts)
     elif CALL < LAST:
         result("planted", "positive", detail="call %d of %d planted: %s" % (
             CALL, LAST, ", ".join(made) or "nothing"), **facts)
-    elif not facts["looked_at"]:
+    elif not looked_at:
         result("not_planted", "absence", detail="no earlier call planted anything to look for",
                **facts)
     else:

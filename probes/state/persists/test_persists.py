@@ -19,14 +19,14 @@ class PersistsProbeTest(unittest.TestCase):
                              text=True, cwd=cwd, timeout=30, env=env)
         return Run(nonce, invocation, out.stdout, out.stderr, out.returncode)
 
-    def sequence(self, calls, member_of, hold_s=5):
+    def sequence(self, calls, member_of, hold_s=5, concurrent=False):
         """Runs `calls` calls; member_of(k) -> (wrap argv, cwd, env) for call k (1-based)."""
         nonce, inv = new_ids()
         previous, results = [], []
         for k in range(1, calls + 1):
             wrap, cwd, env = member_of(k)
             r = self.call({"call": k, "calls": calls, "previous": previous, "hold_s": hold_s,
-                           "concurrent": False}, nonce, inv, cwd, wrap, env).result
+                           "concurrent": concurrent}, nonce, inv, cwd, wrap, env).result
             self.assertIsNotNone(r, "call %d left no result" % k)
             results.append(r)
             previous = previous + [r]
@@ -97,6 +97,21 @@ class PersistsProbeTest(unittest.TestCase):
             results = self.sequence(3, member_of)
         self.assertEqual((results[-1]["outcome"], results[-1]["evidence"]), ("fresh", "absence"))
         self.assertEqual(results[-1]["looked_at"], [1, 2])
+
+    def test_32_calls_fit_in_one_script_each(self):
+        # Each result carries only its own findings: `previous` grows linearly, so the closing
+        # call after 32 sequential calls and the pair (call 35, 34 earlier results, every one of
+        # them a finding) stays under the 64 KiB script cap.
+        with tempfile.TemporaryDirectory() as d:
+            env = dict(os.environ, HOME=d)
+            results = self.sequence(32, lambda k: ((), d, env), hold_s=2, concurrent=True)
+            self.assertEqual(results[31]["outcome"], "persisted")
+            self.assertEqual(len(results[31]["pairs"]), 4, "its own findings only")
+            nonce, inv = new_ids()
+            closing = assemble(probe_dir("state.persists"),
+                               {"call": 35, "calls": 32, "previous": results + results[-2:],
+                                "hold_s": 2, "overlap_s": 1, "concurrent": True}, nonce, inv)
+        self.assertLess(len(closing.encode()), 64 * 1024)
 
     def test_the_two_call_shape_still_works(self):
         nonce, inv = new_ids()
