@@ -147,6 +147,11 @@ int DoValidate(const ValidateArgs& a) {
     }
     if (error.empty()) {
       std::cout << fmt::format("ok     {} ({})\n", file, kind.value_or("?"));
+      // What a manifest's kind could not check without the sandbox, and what checks it later.
+      if (kind && *kind == "manifest") {
+        for (const std::string& note : drivers::Registry().ManifestNotes(file))
+          std::cout << fmt::format("note   {}\n", report::TerminalText(note, 2000));
+      }
     } else {
       std::cout << fmt::format("error  {}\n", report::TerminalText(error, 2000));
       ++bad;
