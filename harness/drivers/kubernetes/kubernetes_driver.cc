@@ -199,7 +199,6 @@ std::expected<void, SetupError> KubernetesDriver::DryRunJob() {
   const kube::JobRequest sample{
       context_.run_id, manifest_.name, "preflight", "harness.preflight", "pass", 10, ""};
   const Json job = kube::BuildJob(settings_, sample);
-  const std::string where = fmt::format("manifest {}", manifest_.source_path);
   auto r = client_->Send(
       "POST", Path("/apis/batch/v1", "jobs") + "?dryRun=All&fieldValidation=Strict", job.dump(),
       After(std::max(30.0, settings_.api_timeout_s * 2)), context_.cancel);
@@ -231,25 +230,24 @@ std::expected<void, SetupError> KubernetesDriver::DryRunJob() {
     std::string named;
     for (const std::string& f : fields) named += (named.empty() ? "" : ", ") + f;
     return std::unexpected(SetupError{
-        fmt::format("{}: kubernetes.jobTemplate.{}: the API server {} refuses the Job this arm "
+        fmt::format("kubernetes.jobTemplate.{}: the API server {} refuses the Job this arm "
                     "renders: {}",
-                    where, fields.size() == 1 ? fields[0] : "{" + named + "}", server,
-                    e.ToString()),
+                    fields.size() == 1 ? fields[0] : "{" + named + "}", server, e.ToString()),
         "fix or remove that field of kubernetes.jobTemplate (kubectl explain job.spec lists the "
         "fields); sandprobe render shows the Job; nothing was created"});
   }
   if (e.code == 403 && e.message.find("cannot create resource") != std::string::npos) {
     return std::unexpected(SetupError{
-        fmt::format("{}: the API server {} does not let the driver create Jobs in namespace {} "
+        fmt::format("the API server {} does not let the driver create Jobs in namespace {} "
                     "(preflight dry run): {}",
-                    where, server, ns_, e.ToString()),
+                    server, ns_, e.ToString()),
         "the driver needs create on jobs in its namespace (ci/kubernetes/rbac.yaml); the dry run "
         "asks for the same verb as the Jobs"});
   }
   return std::unexpected(SetupError{
-      fmt::format("{}: kubernetes.jobTemplate: the API server {} refuses the Job this arm renders "
+      fmt::format("kubernetes.jobTemplate: the API server {} refuses the Job this arm renders "
                   "(preflight dry run, POST jobs?dryRun=All&fieldValidation=Strict): {}",
-                  where, server, e.ToString()),
+                  server, e.ToString()),
       e.code == 403 ? "the cluster's admission refuses the Job: give what it demands in "
                       "kubernetes.jobTemplate; sandprobe render shows the Job"
                     : "fix the value in kubernetes.jobTemplate; sandprobe render shows the Job"});

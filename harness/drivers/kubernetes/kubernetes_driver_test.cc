@@ -462,7 +462,8 @@ TEST_F(KubeFake, SetupErrorsNameTheProblem) {
 }
 
 // A jobTemplate field the API server does not know is refused by the preflight dry run: a setup
-// error (the run's exit code 3) naming the manifest and the field, and nothing created.
+// error (the run's exit code 3; the runner prefixes "arm <name> (<manifest>): ") naming the
+// field, and nothing created.
 TEST_F(KubeFake, JobTemplateTypoIsRefusedAtPreflightAndNothingIsCreated) {
   FakeKube fake({});
   ASSERT_TRUE(fake.ready());
@@ -475,8 +476,7 @@ TEST_F(KubeFake, JobTemplateTypoIsRefusedAtPreflightAndNothingIsCreated) {
   auto r = d->Prepare();
   ASSERT_FALSE(r.has_value()) << "a jobTemplate typo passed the preflight";
   EXPECT_TRUE(r.error().message.starts_with(
-      "manifest /test/k8s-typo.yaml: kubernetes.jobTemplate.spec.template.spec.containerz: the "
-      "API server https://127.0.0.1:"))
+      "kubernetes.jobTemplate.spec.template.spec.containerz: the API server https://127.0.0.1:"))
       << r.error().message;
   EXPECT_NE(r.error().message.find("HTTP 400 BadRequest: Job in version \"v1\" cannot be handled "
                                    "as a Job: strict decoding error: unknown field "
