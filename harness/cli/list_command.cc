@@ -150,6 +150,11 @@ int DoValidate(const ValidateArgs& a) {
     if (error.empty()) {
       std::cout << fmt::format("ok     {} ({}{})\n", file, kind.value_or("?"),
                                report::TerminalText(note, 2000));
+      // What a manifest's kind could not check without the sandbox, and what checks it later.
+      if (kind && *kind == "manifest") {
+        for (const std::string& n : drivers::Registry().ManifestNotes(file))
+          std::cout << fmt::format("note   {}\n", report::TerminalText(n, 2000));
+      }
     } else {
       std::cout << fmt::format("error  {}\n", report::TerminalText(error, 2000));
       ++bad;

@@ -116,7 +116,14 @@ void AddRun(CLI::App& app, RunArgs& a) {
   run->add_flag("--no-color", a.no_color, "no ANSI colours (NO_COLOR is honoured too)");
   run->add_option("--nodes", a.nodes,
                   "kubernetes: run each arm on every schedulable node ('all') or on the nodes a "
-                  "label selector picks, one column per node");
+                  "label selector picks, one column per node")
+      ->check(CLI::Validator(
+          [](std::string& value) {
+            // The kinds that read --nodes check its syntax: a usage error before anything runs.
+            auto r = drivers::Registry().CheckArmOptions({value, ""});
+            return r ? std::string() : r.error();
+          },
+          "all|SELECTOR", "node selector"));
   run->add_option("--context", a.context,
                   "kubernetes: kubeconfig context for every kubernetes arm");
 }

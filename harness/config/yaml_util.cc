@@ -128,33 +128,33 @@ Loaded<std::string> String(const std::string& file, const YAML::Node& map, const
   return node.Scalar();
 }
 
-std::string DidYouMean(const std::string& key, const std::vector<std::string>& known) {
+size_t EditDistance(const std::string& a_in, const std::string& b_in) {
   auto lower = [](std::string s) {
     std::ranges::transform(s, s.begin(), [](unsigned char c) { return std::tolower(c); });
     return s;
   };
-  // Levenshtein distance, case-insensitive; a case-only difference counts as 0.
-  auto distance = [&](const std::string& a, const std::string& b) {
-    std::vector<size_t> row(b.size() + 1);
-    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-    for (size_t i = 1; i <= a.size(); ++i) {
-      size_t diag = row[0];
-      row[0] = i;
-      for (size_t j = 1; j <= b.size(); ++j) {
-        const size_t up = row[j];
-        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-        diag = up;
-      }
+  const std::string a = lower(a_in), b = lower(b_in);
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
     }
-    return row[b.size()];
-  };
-  const std::string k = lower(key);
+  }
+  return row[b.size()];
+}
+
+std::string DidYouMean(const std::string& key, const std::vector<std::string>& known) {
   std::string best;
   // Two edits (a transposition) or a third of the key, whichever is more: farther is no typo.
-  size_t best_d = std::max<size_t>(2, k.size() / 3) + 1;
+  size_t best_d = std::max<size_t>(2, key.size() / 3) + 1;
   for (const std::string& candidate : known) {
     if (candidate == key) continue;
-    const size_t d = distance(k, lower(candidate));
+    const size_t d = EditDistance(key, candidate);
     if (d < best_d) {
       best_d = d;
       best = candidate;

@@ -19,10 +19,12 @@ ConfigError At(const std::string& file, const YAML::Node& node, const std::strin
 Loaded<YAML::Node> ReadYaml(const std::string& text, const std::string& source);
 std::expected<std::string, ConfigError> ReadFile(const std::string& path);
 
-
 // Required or optional string field of a map; errors name the field.
 Loaded<std::string> String(const std::string& file, const YAML::Node& map, const std::string& key,
                            const std::string& path, bool required);
+
+// Levenshtein distance, case-insensitive: "RestartPolicy" and "restartPolicy" are 0 apart.
+size_t EditDistance(const std::string& a, const std::string& b);
 
 // The entry of `known` nearest to `key` (edit distance, case-insensitive; a case-only difference
 // is nearest), or "" when none is within two edits or a third of the key's length: a typo, not

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "config/yaml_util.h"
+
 namespace sandprobe::drivers {
 
 // Each kind's folder defines its function.
@@ -59,6 +61,28 @@ std::expected<std::unique_ptr<Driver>, SetupError> DriverRegistry::Make(
                                manifest.source_path, manifest.driver, e.what()),
                    "compare the field types with the manifests shipped in manifests/"});
   }
+}
+
+std::vector<std::string> DriverRegistry::ManifestNotes(const std::filesystem::path& file) const {
+  auto text = config::internal::ReadFile(file.string());
+  if (!text) return {};
+  auto root = config::internal::ReadYaml(*text, file.string());
+  if (!root || !(*root)["driver"].IsScalar()) return {};
+  const DriverKind* kind = Find((*root)["driver"].Scalar());
+  if (kind == nullptr || !kind->notes) return {};
+  try {
+    return kind->notes(file.string(), *root);
+  } catch (const YAML::Exception&) {
+    return {};
+  }
+}
+
+std::expected<void, std::string> DriverRegistry::CheckArmOptions(const ArmOptions& options) const {
+  for (const DriverKind& k : kinds_) {
+    if (!k.check_arm_options) continue;
+    if (auto r = k.check_arm_options(options); !r) return r;
+  }
+  return {};
 }
 
 std::expected<void, std::string> DriverRegistry::ExpandArms(std::vector<core::Manifest>& manifests,

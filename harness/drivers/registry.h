@@ -61,6 +61,13 @@ struct DriverKind {
   // Checks the `<name>:` section of a manifest; file:line:col errors. Null: the section is passed
   // through verbatim and checked by `make` (which `sandprobe validate` calls too).
   config::SectionCheck check_section = nullptr;
+  // Optional: lines `sandprobe validate` prints under a manifest whose section passed
+  // check_section: what could not be checked without the sandbox itself, and what checks it later
+  // (kubernetes: template fields its table does not know; the preflight dry run). file:line:col.
+  std::function<std::vector<std::string>(const std::string& file, const YAML::Node& root)> notes;
+  // Optional: checks the `sandprobe run` options this kind reads (kubernetes: --nodes) before
+  // anything is loaded. The error is one line; the CLI reports it as a usage error (exit code 3).
+  std::function<std::expected<void, std::string>(const ArmOptions&)> check_arm_options;
   // Builds the driver for one arm. Errors: a section the driver cannot use (exit code 3).
   std::function<std::expected<std::unique_ptr<Driver>, SetupError>(const core::Manifest&,
                                                                    const DriverContext&)>
@@ -101,6 +108,12 @@ class DriverRegistry {
   // The driver a manifest names. Errors: a kind this registry does not have, or the kind's own.
   std::expected<std::unique_ptr<Driver>, SetupError> Make(const core::Manifest& manifest,
                                                           const DriverContext& context) const;
+
+  // The notes of the manifest file's kind (DriverKind::notes), or none (no notes, or the file no
+  // longer reads).
+  std::vector<std::string> ManifestNotes(const std::filesystem::path& file) const;
+  // Every kind's check_arm_options, in order; the first error.
+  std::expected<void, std::string> CheckArmOptions(const ArmOptions& options) const;
 
   // Replaces each manifest by the arms its kind derives from it (order kept).
   std::expected<void, std::string> ExpandArms(std::vector<core::Manifest>& manifests,

@@ -309,7 +309,7 @@ TEST(RegistryTest, SettledRerunAddsATwinAfterEachArm) {
   EXPECT_FALSE(arms[0].driver_config.contains("podSettle"));
   std::vector<core::Manifest> bad(1);
   bad[0].driver = "kubernetes";
-  bad[0].driver_config = {{"settledRerun", 5}};
+  bad[0].driver_config = {{"settledRerun", true}};
   auto r = Registry().ExpandArms(bad, {});
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().find("kubernetes.settledRerun"), std::string::npos) << r.error();

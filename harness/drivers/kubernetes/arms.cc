@@ -24,6 +24,13 @@ std::expected<std::vector<std::string>, std::string> NodesOf(const core::Manifes
   return names;
 }
 
+// A duration as the section check accepts it (kube_section.h): "60s", or a number of seconds.
+std::expected<double, std::string> Duration(const nlohmann::json& v) {
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) return core::ParseSeconds(v.get<std::string>());
+  return std::unexpected("expected a duration such as 60s");
+}
+
 }  // namespace
 
 std::expected<std::vector<core::Manifest>, std::string> ArmVariants(core::Manifest m,
@@ -32,9 +39,7 @@ std::expected<std::vector<core::Manifest>, std::string> ArmVariants(core::Manife
   std::vector<core::Manifest> arms;
   if (m.driver_config.contains("agedRerun")) {
     const nlohmann::json& v = m.driver_config["agedRerun"];
-    auto age = v.is_string() ? core::ParseSeconds(v.get<std::string>())
-                             : std::expected<double, std::string>(
-                                   std::unexpected("expected a duration such as 60s"));
+    auto age = Duration(v);
     if (!age) {
       return std::unexpected(
           fmt::format("manifest {}: kubernetes.agedRerun: {}", m.source_path, age.error()));
@@ -54,10 +59,7 @@ std::expected<std::vector<core::Manifest>, std::string> ArmVariants(core::Manife
   // a fresh pod and holds in a settled one is "enforced late for new pods" (core/banners.h).
   if (arms.front().driver_config.contains("settledRerun")) {
     const nlohmann::json v = arms.front().driver_config["settledRerun"];
-    auto settle =
-        v.is_string()
-            ? core::ParseSeconds(v.get<std::string>())
-            : std::expected<double, std::string>(std::unexpected("expected a duration such as 5s"));
+    auto settle = Duration(v);
     if (!settle) {
       return std::unexpected(fmt::format("manifest {}: kubernetes.settledRerun: {}",
                                          arms.front().source_path, settle.error()));

@@ -105,7 +105,9 @@ std::expected<std::shared_ptr<ClusterCanary>, SetupError> ClusterCanary::Acquire
   KubeSettings pod_settings = settings;
   pod_settings.namespace_name = ns;
   auto pod = client.Call(
-      "POST", fmt::format("/api/v1/namespaces/{}/pods", ns),
+      // Strict: a canaryTemplate field the API server does not know is refused, not dropped
+      // (Kubernetes API: fieldValidation=Strict; a server older than 1.25 ignores it).
+      "POST", fmt::format("/api/v1/namespaces/{}/pods?fieldValidation=Strict", ns),
       BuildCanaryPod(pod_settings, run_id, nonce, std::string(ClusterCanaryScript()), kCanaryMaxS),
       api_deadline(), cancel);
   if (!pod) {
@@ -116,10 +118,14 @@ std::expected<std::shared_ptr<ClusterCanary>, SetupError> ClusterCanary::Acquire
     return std::unexpected(SetupError{
         fmt::format("in-cluster canary: creating Pod {} in {}: {}", name, ns,
                     pod.error().ToString()),
-        admission ? "the cluster's admission rejected the canary Pod: give what it demands in "
-                    "kubernetes.canaryTemplate (a Pod merge patch, e.g. {spec: {runtimeClassName: "
-                    "runc}}); `sandprobe render` shows the Pod"
-                  : rbac_hint});
+        pod.error().code == 400
+            ? "the API server does not know a field of the canary Pod: fix it in "
+              "kubernetes.canaryTemplate; `sandprobe render` shows the Pod"
+        : admission
+            ? "the cluster's admission rejected the canary Pod: give what it demands in "
+              "kubernetes.canaryTemplate (a Pod merge patch, e.g. {spec: {runtimeClassName: "
+              "runc}}); `sandprobe render` shows the Pod"
+            : rbac_hint});
   }
   // Running with an IP, then the ready line in its log (every socket bound).
   const auto deadline = After(settings.pod_start_timeout_s);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -46,6 +47,7 @@ std::vector<std::string> KubernetesDriver::Warnings() const { return warnings_; 
 
 std::expected<void, SetupError> KubernetesDriver::Prepare() {
   if (auto connected = Connect(); !connected) return connected;
+  if (auto job = DryRunJob(); !job) return job;
   for (const std::string& w : warnings_) std::cerr << "sandprobe: warning: " << w << "\n";
   if (!settings_.network_policy.empty()) {
     if (auto policy = CreatePolicy(); !policy) return policy;
@@ -158,6 +160,97 @@ std::expected<void, SetupError> KubernetesDriver::Connect() {
                    "check the credentials' permissions"});
   }
   return {};
+}
+
+namespace {
+
+// The field paths a strict decoding error names: `unknown field "spec.x"`, `duplicate field "y"`
+// (sigs.k8s.io/json strict errors, joined by apimachinery's "strict decoding error: ").
+std::vector<std::string> StrictFields(const std::string& message) {
+  std::vector<std::string> fields;
+  for (const char* kind : {"unknown field \"", "duplicate field \""}) {
+    for (size_t at = message.find(kind); at != std::string::npos; at = message.find(kind, at)) {
+      at += std::string_view(kind).size();
+      const size_t end = message.find('"', at);
+      if (end == std::string::npos) break;
+      fields.push_back(message.substr(at, end - at));
+    }
+  }
+  return fields;
+}
+
+// "v1.24.3+k3s1" -> true when the version is known and below 1.25.
+bool OlderThan125(const std::string& git_version) {
+  int major = 0, minor = 0;
+  return std::sscanf(git_version.c_str(), "v%d.%d", &major, &minor) == 2 &&
+         (major < 1 || (major == 1 && minor < 25));
+}
+
+}  // namespace
+
+std::expected<void, SetupError> KubernetesDriver::DryRunJob() {
+  // Kubernetes API (KEP-2885, server-side field validation): with fieldValidation=Strict an
+  // unknown or duplicate field is HTTP 400, Status reason BadRequest, message `Job in version
+  // "v1" cannot be handled as a Job: strict decoding error: unknown field
+  // "spec.template.spec.containerz"`. Without the parameter the server's default is Warn (the
+  // field dropped, a `Warning: 299` header); kubectl asks for Strict (--validate=strict). A server
+  // older than 1.25 ignores the parameter (the feature gate was alpha and off in 1.23-1.24, and
+  // absent before) and drops the field silently, so there only the field table checked it.
+  const kube::JobRequest sample{
+      context_.run_id, manifest_.name, "preflight", "harness.preflight", "pass", 10, ""};
+  const Json job = kube::BuildJob(settings_, sample);
+  auto r = client_->Send(
+      "POST", Path("/apis/batch/v1", "jobs") + "?dryRun=All&fieldValidation=Strict", job.dump(),
+      After(std::max(30.0, settings_.api_timeout_s * 2)), context_.cancel);
+  if (r && r->status / 100 == 2) {
+    if (!r->warning.empty()) {
+      warnings_.push_back(fmt::format("the API server warns about the Job this arm renders: {}",
+                                      core::SanitizeUtf8(r->warning)));
+    }
+    if (OlderThan125(server_version_)) {
+      warnings_.push_back(fmt::format(
+          "the API server is {} (older than 1.25): it ignores fieldValidation=Strict, so a "
+          "kubernetes.jobTemplate field it does not know would be dropped silently (only "
+          "sandprobe's field table checked the names)",
+          server_version_));
+    }
+    return {};
+  }
+  const kube::ApiError e = r ? kube::StatusError(*r) : r.error();
+  if (e.code == 0 || e.code == 429 || e.code >= 500 || e.IsQuota()) {
+    warnings_.push_back(fmt::format(
+        "the preflight dry run of the Job (POST jobs?dryRun=All&fieldValidation=Strict) was not "
+        "answered ({}): the API server did not check kubernetes.jobTemplate",
+        e.ToString()));
+    return {};
+  }
+  const std::string server = client_->connection().server;
+  if (const std::vector<std::string> fields = StrictFields(e.message);
+      e.code == 400 && !fields.empty()) {
+    std::string named;
+    for (const std::string& f : fields) named += (named.empty() ? "" : ", ") + f;
+    return std::unexpected(SetupError{
+        fmt::format("kubernetes.jobTemplate.{}: the API server {} refuses the Job this arm "
+                    "renders: {}",
+                    fields.size() == 1 ? fields[0] : "{" + named + "}", server, e.ToString()),
+        "fix or remove that field of kubernetes.jobTemplate (kubectl explain job.spec lists the "
+        "fields); sandprobe render shows the Job; nothing was created"});
+  }
+  if (e.code == 403 && e.message.find("cannot create resource") != std::string::npos) {
+    return std::unexpected(SetupError{
+        fmt::format("the API server {} does not let the driver create Jobs in namespace {} "
+                    "(preflight dry run): {}",
+                    server, ns_, e.ToString()),
+        "the driver needs create on jobs in its namespace (ci/kubernetes/rbac.yaml); the dry run "
+        "asks for the same verb as the Jobs"});
+  }
+  return std::unexpected(SetupError{
+      fmt::format("kubernetes.jobTemplate: the API server {} refuses the Job this arm renders "
+                  "(preflight dry run, POST jobs?dryRun=All&fieldValidation=Strict): {}",
+                  server, e.ToString()),
+      e.code == 403 ? "the cluster's admission refuses the Job: give what it demands in "
+                      "kubernetes.jobTemplate; sandprobe render shows the Job"
+                    : "fix the value in kubernetes.jobTemplate; sandprobe render shows the Job"});
 }
 
 std::expected<void, SetupError> KubernetesDriver::CreatePolicy() {

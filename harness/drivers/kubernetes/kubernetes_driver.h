@@ -21,6 +21,10 @@
 // Prepare() (deny-all-egress or the user's file, labelled with the run) and records when the
 // API server stored it; `minPolicyAge:` makes each Execute wait until the policy is that old.
 //
+// Preflight: Prepare() dry-runs the Job it renders with fieldValidation=Strict (DryRunJob), so a
+// jobTemplate the API server would not read fails the run before any probe, instead of running
+// every probe without the field.
+//
 // Admission probes (Invocation.deploy == core::Deploy::kHarnessAdmission, probe.yaml `deploy:
 // harness-admission`, e.g. platform.runtime-class): no Job; a bare Pod without runtimeClassName is
 // POSTed with dryRun=All and the answer becomes the probe's result record: 201 -> `admitted`
@@ -84,6 +88,13 @@ class KubernetesDriver : public Driver {
   // namespace (404: missing; 403: a warning, assumed to exist), both within one deadline of
   // 2 x apiTimeout. Errors: a SetupError naming the server or namespace, with a hint.
   std::expected<void, SetupError> Connect();
+  // Prepare(), after Connect() and before anything is created: the Job this arm renders (the
+  // jobTemplate applied) POSTed with ?dryRun=All&fieldValidation=Strict, as `kubectl create
+  // --dry-run=server` would. Refused (an unknown or duplicate field: 400 BadRequest; a value:
+  // 422 Invalid; RBAC or admission: 403): a SetupError naming the manifest and the field. Not
+  // answered (429, quota, 5xx, transport): a warning, the run goes on. Warnings the server sends
+  // back go to warnings_, and so does "older than 1.25" (it ignores fieldValidation).
+  std::expected<void, SetupError> DryRunJob();
   // Prepare(), second half, for an arm with networkPolicy: builds deny-all-egress or reads the
   // user's file, sets submitted_, POSTs it, records policy_stored_ (local time of the answer,
   // failed or not), then policy_name_ and policy_created_at_ (NetworkPolicy

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -86,6 +87,12 @@ class FakeKube {
     auto conn = kube::LoadKubeconfig(kubeconfig(), "");
     auto r = kube::ApiClient(*conn).Send("GET", "/fake/state", "", After(10));
     return r ? r->body : Json();
+  }
+  // GET /fake/requests: method, path (with the query) and status of each API request.
+  Json Requests() const {
+    auto conn = kube::LoadKubeconfig(kubeconfig(), "");
+    auto r = kube::ApiClient(*conn).Send("GET", "/fake/requests", "", After(10));
+    return r ? r->body.value("requests", Json::array()) : Json::array();
   }
   void Script(const Json& body) const {
     auto conn = kube::LoadKubeconfig(kubeconfig(), "");
@@ -452,6 +459,80 @@ TEST_F(KubeFake, SetupErrorsNameTheProblem) {
       << r3.error().message;
   EXPECT_EQ(r3.error().message.find("wrong-token-for-the-test"), std::string::npos);
   unauthorized->Cleanup();  // nothing was submitted: returns without calling the API server
+}
+
+// A jobTemplate field the API server does not know is refused by the preflight dry run: a setup
+// error (the run's exit code 3; the runner prefixes "arm <name> (<manifest>): ") naming the
+// field, and nothing created.
+TEST_F(KubeFake, JobTemplateTypoIsRefusedAtPreflightAndNothingIsCreated) {
+  FakeKube fake({});
+  ASSERT_TRUE(fake.ready());
+  const std::string run = "sp-20250101T000000Z-strict";
+  const Json typo = {{"spec", {{"template", {{"spec", {{"containerz", Json::array()}}}}}}}};
+  auto d = Make(KubeManifest("k8s-typo", fake.kubeconfig(),
+                             {{"networkPolicy", "deny-all-egress"}, {"jobTemplate", typo}}),
+                run);
+  ASSERT_TRUE(d);
+  auto r = d->Prepare();
+  ASSERT_FALSE(r.has_value()) << "a jobTemplate typo passed the preflight";
+  EXPECT_TRUE(r.error().message.starts_with(
+      "kubernetes.jobTemplate.spec.template.spec.containerz: the API server https://127.0.0.1:"))
+      << r.error().message;
+  EXPECT_NE(r.error().message.find("HTTP 400 BadRequest: Job in version \"v1\" cannot be handled "
+                                   "as a Job: strict decoding error: unknown field "
+                                   "\"spec.template.spec.containerz\""),
+            std::string::npos)
+      << r.error().message;
+  EXPECT_NE(r.error().hint.find("nothing was created"), std::string::npos) << r.error().hint;
+  d->Cleanup();
+  // Nothing stored, not even the arm's NetworkPolicy: the one Job request was the dry run.
+  EXPECT_TRUE(fake.Leftovers(run).empty())
+      << fmt::format("{}", fmt::join(fake.Leftovers(run), " "));
+  const Json state = fake.State();
+  for (const char* kind : {"jobs", "pods", "networkpolicies"}) {
+    EXPECT_TRUE(state.value("objects", Json::object()).value(kind, Json::array()).empty()) << kind;
+  }
+  std::vector<std::string> posts;
+  for (const Json& req : fake.Requests()) {
+    if (req.value("method", "") == "POST") posts.push_back(req.value("path", ""));
+  }
+  EXPECT_EQ(posts,
+            (std::vector<std::string>{
+                "/apis/batch/v1/namespaces/sandprobe/jobs?dryRun=All&fieldValidation=Strict"}));
+}
+
+// RBAC without create on jobs: the preflight dry run (the same verb) is the first to hear it.
+TEST_F(KubeFake, PreflightWithoutCreateOnJobsIsAnRbacSetupError) {
+  FakeKube fake({"--fault", "forbid=/jobs\\?dryRun=All"});
+  ASSERT_TRUE(fake.ready());
+  auto d = Make(KubeManifest("k8s-rbac", fake.kubeconfig()), "sp-20250101T000000Z-rbac01");
+  ASSERT_TRUE(d);
+  auto r = d->Prepare();
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("does not let the driver create Jobs in namespace sandprobe"),
+            std::string::npos)
+      << r.error().message;
+  EXPECT_NE(r.error().message.find("cannot create resource \"jobs\""), std::string::npos);
+  EXPECT_NE(r.error().hint.find("ci/kubernetes/rbac.yaml"), std::string::npos);
+  d->Cleanup();
+}
+
+// An API server older than 1.25 ignores fieldValidation: the dry run passes and the arm says so.
+TEST_F(KubeFake, PreflightOnAServerOlderThan125Warns) {
+  FakeKube fake({"--version-string", "v1.24.17"});
+  ASSERT_TRUE(fake.ready());
+  const Json typo = {{"spec", {{"template", {{"spec", {{"containerz", Json::array()}}}}}}}};
+  auto d = Make(KubeManifest("k8s-old", fake.kubeconfig(), {{"jobTemplate", typo}}),
+                "sp-20250101T000000Z-old124");
+  ASSERT_TRUE(d);
+  auto r = d->Prepare();
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  const std::vector<std::string> w = d->Warnings();
+  EXPECT_TRUE(std::ranges::any_of(w, [](const std::string& s) {
+    return s.find("v1.24.17 (older than 1.25): it ignores fieldValidation=Strict") !=
+           std::string::npos;
+  })) << fmt::format("{}", fmt::join(w, "\n"));
+  d->Cleanup();
 }
 
 }  // namespace

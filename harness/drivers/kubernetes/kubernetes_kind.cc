@@ -1,11 +1,16 @@
-// The `kubernetes` kind: one Job per probe invocation (kubernetes_driver.h). It derives arms
-// (arms.h), renders what a run would submit, and sweeps dead runs' objects (leftovers.h) in the
-// cluster and namespace a manifest names.
+// The `kubernetes` kind: one Job per probe invocation (kubernetes_driver.h). Its section is checked
+// on load (kube_section.h) and `--nodes` before a run (names.h); it derives arms (arms.h), renders
+// what a run would submit, and sweeps dead runs' objects (leftovers.h) in the cluster and
+// namespace a manifest names.
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "drivers/kubernetes/arms.h"
+#include "drivers/kubernetes/kube_section.h"
 #include "drivers/kubernetes/kubernetes_driver.h"
 #include "drivers/kubernetes/leftovers.h"
+#include "drivers/kubernetes/names.h"
 #include "drivers/kubernetes/objects.h"
 #include "drivers/registry.h"
 
@@ -14,7 +19,18 @@ namespace sandprobe::drivers {
 DriverKind KubernetesKind() {
   DriverKind k;
   k.name = "kubernetes";
+  k.check_section = kube::CheckKubernetesSection;
+  k.notes = kube::KubernetesSectionNotes;
   k.make = MakeKubernetesDriver;
+  k.check_arm_options = [](const ArmOptions& options) -> std::expected<void, std::string> {
+    if (options.nodes.empty() || options.nodes == "all") return {};
+    auto r = kube::CheckLabelSelector(options.nodes);
+    if (r) return {};
+    return std::unexpected(
+        fmt::format("'{}' is neither 'all' nor a label selector: {} (e.g. --nodes all, --nodes "
+                    "kubernetes.io/hostname=node-1, --nodes 'pool in (a,b)')",
+                    options.nodes, r.error()));
+  };
   k.arm_variants = kube::ArmVariants;
   k.render = [](const core::Manifest& manifest, const std::string& run_id,
                 const std::vector<Invocation>& invocations,

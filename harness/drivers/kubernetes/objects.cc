@@ -262,12 +262,9 @@ std::expected<KubeSettings, std::string> ParseSettings(const core::Manifest& m) 
   const Json& cfg = m.driver_config;
   const std::string where = fmt::format("manifest {}", m.source_path);
   if (!cfg.is_object()) return std::unexpected(where + ": kubernetes: expected a mapping");
-  static const char* kKeys[] = {"kubeconfig",  "context",       "namespace",    "image",
-                                "jobTemplate", "networkPolicy", "minPolicyAge", "podStartTimeout",
-                                "apiTimeout",  "logLimit",      "node",         "inClusterRoot",
-                                "agedRerun",   "settledRerun",  "podSettle",    "canaryTemplate"};
+  // Second line of defence: the section was checked on load (kube_section.h), with line:col.
   for (auto& [k, v] : cfg.items()) {
-    if (std::ranges::find(kKeys, k) == std::end(kKeys)) {
+    if (std::ranges::find(kSectionKeys, k) == std::end(kSectionKeys)) {
       return std::unexpected(fmt::format("{}: kubernetes.{}: unknown field", where, k));
     }
   }

@@ -12,11 +12,14 @@
 //   image: registry/probe@sha256:...            # by digest; a tag draws a warning
 //   networkPolicy: deny-all-egress | policy.yaml  # the arm is "the same Job, selected by a policy"
 //   minPolicyAge: 60s                           # wait until the policy is this old before a Job
+//   agedRerun: 60s                              # also an `-aged` arm (minPolicyAge 60s; arms.h)
 //   settledRerun: 5s                            # also an `-settled` arm whose pods wait 5s before
 //                                               # probing (late enforcement for new pods)
 //   jobTemplate: {...}                          # RFC 7386 merge patch over the default Job
 //   canaryTemplate: {...}                       # merge patch over the in-cluster canary's Pod
 //   podStartTimeout: 120s  apiTimeout: 15s  logLimit: 1Mi  node: name
+// Checked on load with file:line:col (kube_section.h: types, ranges, the templates' field names);
+// the Job as rendered is dry-run with fieldValidation=Strict before any probe (the driver).
 // jobTemplate is merged as a JSON merge patch, so arrays are replaced whole — except
 // spec.template.spec.containers: an entry named `probe` (or the only entry, unnamed) is merged
 // into the probe container. The probe's command, name and image and the sandprobe.io labels
@@ -38,6 +41,12 @@ inline constexpr char kInvocationLabel[] = "sandprobe.io/invocation";
 inline constexpr char kProbeLabel[] = "sandprobe.io/probe";
 inline constexpr char kContainerName[] = "probe";
 inline constexpr char kDenyAllEgress[] = "deny-all-egress";
+// The keys of the `kubernetes:` section (kube_section.h checks them on load; ParseSettings again).
+inline constexpr const char* kSectionKeys[] = {
+    "kubeconfig",  "context",       "namespace",    "image",
+    "jobTemplate", "networkPolicy", "minPolicyAge", "podStartTimeout",
+    "apiTimeout",  "logLimit",      "node",         "inClusterRoot",
+    "agedRerun",   "settledRerun",  "podSettle",    "canaryTemplate"};
 
 struct KubeSettings {
   std::string namespace_name;  // "" = the kubeconfig context's, else "default"

@@ -36,6 +36,11 @@ Real behaviours it models:
     pods created through POST .../pods (dry run or not; a non-dry-run bare pod is stored and run);
     pods made by the job controller are admitted unless a fault or an unknown runtimeClassName
     makes the Job's pod creation fail (FailedCreate event).
+  - server-side field validation of creates (kube_schema.py: its field table, Kubernetes API
+    v1.32): ?fieldValidation=Strict answers an unknown or duplicate field with the real 400
+    BadRequest `strict decoding error: unknown field "spec.x"`; Warn (the default) with one
+    `Warning: 299` header per field; Ignore silently; unknown fields are never stored; a
+    --version-string below v1.25 ignores the parameter, as those servers do;
   - Services (type ClusterIP only; clusterIP from 10.96.0.0/12, never .1/.10; 422 Invalid on bad
     ports/type; pre-existing default/kubernetes 10.96.0.1:443 and kube-system/kube-dns
     10.96.0.10:53), RuntimeClass objects (--runtime-classes NAME=HANDLER), kube-system DaemonSets
@@ -109,6 +114,8 @@ from kube_procs import become_subreaper, netns_wrapper  # noqa: E402
 from kube_docker import SA_DIR, token_fingerprint  # noqa: E402
 from kube_store import (RESOURCES, ApiError, check_field_selector, not_found,  # noqa: E402
                         parse_field_selector, parse_label_selector, status)
+from kube_schema import (MODES, ROOTS, Pairs, decode, loads_pairs, plain,  # noqa: E402
+                         status_message, warning_header)
 
 GROUPS = {"pods": "v1", "events": "v1", "namespaces": "v1", "nodes": "v1", "jobs": "batch/v1",
           "networkpolicies": "networking.k8s.io/v1", "services": "v1",
@@ -365,12 +372,14 @@ class Handler(BaseHTTPRequestHandler):
 
     # -- responses
     def send_json(self, code, obj, headers=None):
+        """headers: name -> value, or a list of values (one header line each, e.g. Warning)."""
         body = (json.dumps(obj) + "\n").encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         for k, v in (headers or {}).items():
-            self.send_header(k, v)
+            for one in (v if isinstance(v, list) else [v]):
+                self.send_header(k, one)
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
@@ -404,12 +413,16 @@ class Handler(BaseHTTPRequestHandler):
         self.dispatch("PATCH")
 
     def read_body(self):
+        self.body_pairs = None
         n = int(self.headers.get("Content-Length") or 0)
         data = self.rfile.read(n) if n else b""
         if not data:
             return None
         try:
-            return json.loads(data)
+            # Objects keep their keys in order and their duplicates for strict field validation
+            # (kube_schema.py); self.body is the plain value, a duplicated key's last value.
+            self.body_pairs = loads_pairs(data)
+            return plain(self.body_pairs)
         except json.JSONDecodeError as e:
             raise ApiError(400, "BadRequest", f"the body of the request was in an unknown "
                            f"format - accepted media types include: application/json ({e})")
@@ -670,6 +683,21 @@ class Handler(BaseHTTPRequestHandler):
                     return
             pending = []
 
+    def field_validation(self, query):
+        """The fieldValidation directive of a create (kube_schema.py): Strict, Warn or Ignore."""
+        value = query.get("fieldValidation", "")
+        if (int(VERSION["major"]), int(VERSION["minor"])) < (1, 25):
+            return "Ignore"  # the parameter is not read before 1.25
+        if value not in ("",) + MODES:
+            message = (f'Unsupported value: "{value}": supported values: "", "Ignore", "Strict", '
+                       '"Warn"')
+            raise ApiError(422, "Invalid", 'CreateOptions.meta.k8s.io "" is invalid: '
+                           f"fieldValidation: {message}",
+                           {"group": "meta.k8s.io", "kind": "CreateOptions", "causes": [
+                               {"reason": "FieldValueNotSupported", "message": message,
+                                "field": "fieldValidation"}]})
+        return value or "Warn"
+
     def create(self, resource, ns, query):
         cluster = self.server.cluster
         body = self.body
@@ -679,6 +707,18 @@ class Handler(BaseHTTPRequestHandler):
         if "dryRun" in query and not dry_run:
             raise ApiError(400, "BadRequest", f'Invalid dry run value: "{query["dryRun"]}"; '
                            'supported values: "All"')
+        # Strict field validation, as the API server decodes the body (kube_schema.py): unknown
+        # and duplicate fields are a 400 (Strict), Warning headers (Warn, the default) or nothing
+        # (Ignore); the object goes on without the unknown fields.
+        mode = self.field_validation(query)
+        warnings = []
+        if resource in ROOTS and isinstance(self.body_pairs, Pairs):
+            body, problems = decode(self.body_pairs, ROOTS[resource])
+            if problems and mode == "Strict":
+                raise ApiError(400, "BadRequest", status_message(ROOTS[resource], problems))
+            if mode == "Warn":
+                warnings = [warning_header(p) for p in problems]
+        headers = {"Warning": warnings} if warnings else None
         want_kind = RESOURCES[resource][0]
         if body.get("kind") not in (None, want_kind):
             raise ApiError(400, "BadRequest",
@@ -686,23 +726,25 @@ class Handler(BaseHTTPRequestHandler):
                            f"match the expected API version ({GROUPS[resource]}) or kind "
                            f"{body.get('kind')} is not {want_kind}")
         if resource == "jobs":
-            return self.send_json(201, cluster.create_job(ns, body, dry_run))
+            return self.send_json(201, cluster.create_job(ns, body, dry_run), headers)
         if resource == "pods":
             pod, warning = cluster.create_pod(ns, body, dry_run)
-            headers = {"Warning": f'299 - "{warning}"'} if warning else None
+            if warning:
+                headers = {"Warning": warnings + [f'299 - "{warning}"']}
             return self.send_json(201, pod, headers)
         if resource == "networkpolicies":
             if dry_run:
                 raise ApiError(400, "BadRequest", "fake-kube: dryRun only for pods and jobs")
-            return self.send_json(201, cluster.create_policy(ns, body))
+            return self.send_json(201, cluster.create_policy(ns, body), headers)
         if resource == "services":
             svc = cluster.create_service(ns, body, dry_run)
-            return self.send_json(201, svc)
+            return self.send_json(201, svc, headers)
         if resource == "namespaces":
             with cluster.store.cond:
                 obj = copy.deepcopy(body)
                 obj.setdefault("status", {"phase": "Active"})
-                return self.send_json(201, cluster.store.create_locked("namespaces", obj))
+                return self.send_json(201, cluster.store.create_locked("namespaces", obj),
+                                      headers)
         raise ApiError(405, "MethodNotAllowed", f"fake-kube does not create {resource}")
 
     def delete(self, resource, ns, name, query):

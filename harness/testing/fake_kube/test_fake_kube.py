@@ -70,16 +70,17 @@ class FakeKube:
         return http.client.HTTPSConnection("127.0.0.1", self.port, context=ctx or self.ctx,
                                            timeout=timeout)
 
-    def request(self, method, path, body=None, token=True, timeout=10, ctx=None):
-        """-> (status, headers dict, parsed JSON or bytes)."""
+    def request(self, method, path, body=None, token=True, timeout=10, ctx=None, raw=None):
+        """-> (status, headers dict, parsed JSON or bytes). `raw`: the body's JSON text as is (a
+        repeated key, which json.dumps cannot write). headers["warnings"]: every Warning."""
         headers = {"Accept": "application/json"}
         if token is True and self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         elif isinstance(token, str):
             headers["Authorization"] = f"Bearer {token}"
         data = None
-        if body is not None:
-            data = json.dumps(body).encode()
+        if body is not None or raw is not None:
+            data = raw.encode() if raw is not None else json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
         c = self.conn(timeout, ctx)
         try:
@@ -87,6 +88,7 @@ class FakeKube:
             r = c.getresponse()
             raw = r.read()
             hdrs = {k.lower(): v for k, v in r.getheaders()}
+            hdrs["warnings"] = r.msg.get_all("Warning") or []
         finally:
             c.close()
         if hdrs.get("content-type", "").startswith("application/json"):
@@ -872,6 +874,120 @@ class OwnServerTest(unittest.TestCase):
             self.assertEqual(p.returncode, 2, p.stderr)
             self.assertIn("network namespace", p.stderr)
             self.assertNotIn("READY", p.stdout)
+
+
+class FieldValidationTest(unittest.TestCase):
+    """Server-side field validation of creates (kube_schema.py): ?fieldValidation=Strict answers
+    unknown and duplicate fields with the real server's 400 Status; Warn (the default) and Ignore
+    create the object without them."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.kube = FakeKube()
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.kube.stop() == 0, cls.kube.stderr
+
+    def typo_job(self, name, key="containerz"):
+        body = job_body(name, "print(1)")
+        body["spec"]["template"]["spec"][key] = []
+        return body
+
+    def test_strict_unknown_field_is_400_bad_request_and_nothing_is_stored(self):
+        for dry in (True, False):
+            path = JOBS + (q(dryRun="All", fieldValidation="Strict") if dry else
+                           q(fieldValidation="Strict"))
+            status, _, obj = self.kube.request("POST", path, self.typo_job("typo"))
+            self.assertEqual((status, obj["kind"], obj["status"], obj["reason"], obj["code"]),
+                             (400, "Status", "Failure", "BadRequest", 400), obj)
+            self.assertEqual(obj["message"], 'Job in version "v1" cannot be handled as a Job: '
+                             'strict decoding error: unknown field "spec.template.spec.containerz"')
+            self.assertEqual(self.kube.request("GET", f"{JOBS}/typo")[0], 404)
+
+    def test_strict_names_every_problem_in_order_with_list_indexes_and_case(self):
+        body = self.typo_job("many", "RestartPolicy")
+        body["spec"]["template"]["spec"]["containers"][0]["securityContex"] = {}
+        body["metadata"]["lables"] = {}
+        status, _, obj = self.kube.request("POST", JOBS + q(fieldValidation="Strict"), body)
+        self.assertEqual(status, 400, obj)
+        self.assertEqual(obj["message"].split("strict decoding error: ")[1],
+                         'unknown field "metadata.lables", '
+                         'unknown field "spec.template.spec.containers[0].securityContex", '
+                         'unknown field "spec.template.spec.RestartPolicy"')
+
+    def test_strict_duplicate_field_is_400(self):
+        raw = json.dumps(job_body("dup", "print(1)")).replace(
+            '"restartPolicy": "Never"', '"restartPolicy": "Never", "restartPolicy": "Always"')
+        status, _, obj = self.kube.request("POST", JOBS + q(fieldValidation="Strict",
+                                                            dryRun="All"), raw=raw)
+        self.assertEqual((status, obj["reason"]), (400, "BadRequest"), obj)
+        self.assertEqual(obj["message"], 'Job in version "v1" cannot be handled as a Job: '
+                         'strict decoding error: duplicate field '
+                         '"spec.template.spec.restartPolicy"')
+        # Warn: created, the last value kept (a Job whose pods restart Always is then invalid).
+        status, hdrs, obj = self.kube.request("POST", JOBS + q(dryRun="All"), raw=raw)
+        self.assertEqual((status, obj["reason"]), (422, "Invalid"), obj)
+
+    def test_strict_applies_to_pods_services_and_policies(self):
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+               "spec": {"containers": [{"name": "c", "image": "i", "imagePullPolicyy": "Never"}]}}
+        status, _, obj = self.kube.request("POST", PODS + q(dryRun="All",
+                                                            fieldValidation="Strict"), pod)
+        self.assertEqual((status, obj["message"]), (400, 'Pod in version "v1" cannot be handled '
+                         'as a Pod: strict decoding error: unknown field '
+                         '"spec.containers[0].imagePullPolicyy"'))
+        svc = {"metadata": {"name": "s"}, "spec": {"ports": [{"port": 80, "targetport": 80}]}}
+        status, _, obj = self.kube.request(
+            "POST", f"/api/v1/namespaces/{NS}/services" + q(fieldValidation="Strict"), svc)
+        self.assertEqual((status, obj["message"].split(": ", 1)[1]),
+                         (400, 'strict decoding error: unknown field "spec.ports[0].targetport"'))
+        pol = {"metadata": {"name": "np"}, "spec": {"podSelector": {"matchLabel": {}}}}
+        status, _, obj = self.kube.request("POST", POLICIES + q(fieldValidation="Strict"), pol)
+        self.assertEqual((status, obj["message"]), (400, 'NetworkPolicy in version "v1" cannot be '
+                         'handled as a NetworkPolicy: strict decoding error: unknown field '
+                         '"spec.podSelector.matchLabel"'))
+
+    def test_warn_is_the_default_a_header_per_field_and_the_field_dropped(self):
+        body = self.typo_job("warned")
+        body["spec"]["templat"] = {}
+        for params in ({}, {"fieldValidation": "Warn"}):
+            status, hdrs, obj = self.kube.request("POST", JOBS + q(dryRun="All", **params), body)
+            self.assertEqual(status, 201, obj)
+            self.assertEqual(hdrs["warnings"], [
+                '299 - "unknown field \\"spec.template.spec.containerz\\""',
+                '299 - "unknown field \\"spec.templat\\""'])
+            self.assertNotIn("containerz", obj["spec"]["template"]["spec"])
+            self.assertNotIn("templat", obj["spec"])
+
+    def test_ignore_creates_the_object_without_the_field_silently(self):
+        status, hdrs, obj = self.kube.request("POST", JOBS + q(fieldValidation="Ignore"),
+                                              self.typo_job("ignored"))
+        self.assertEqual((status, hdrs["warnings"]), (201, []), obj)
+        stored = self.kube.ok("GET", f"{JOBS}/ignored")
+        self.assertNotIn("containerz", stored["spec"]["template"]["spec"])
+        self.assertEqual(stored["spec"]["template"]["spec"]["containers"][0]["name"], "probe")
+        self.kube.ok("DELETE", f"{JOBS}/ignored" + q(propagationPolicy="Background"))
+
+    def test_a_valid_object_passes_strict_and_an_unknown_directive_is_422(self):
+        status, hdrs, obj = self.kube.request(
+            "POST", JOBS + q(dryRun="All", fieldValidation="Strict"), job_body("ok", "print(1)"))
+        self.assertEqual((status, hdrs["warnings"]), (201, []), obj)
+        status, _, obj = self.kube.request("POST", JOBS + q(fieldValidation="strict"),
+                                           job_body("x", "print(1)"))
+        self.assertEqual((status, obj["reason"]), (422, "Invalid"), obj)
+        self.assertIn('fieldValidation: Unsupported value: "strict"', obj["message"])
+
+    def test_a_server_older_than_1_25_ignores_the_parameter(self):
+        old = FakeKube("--version-string", "v1.24.17")
+        try:
+            status, hdrs, obj = old.request("POST", JOBS + q(dryRun="All",
+                                                             fieldValidation="Strict"),
+                                            self.typo_job("old"))
+            self.assertEqual((status, hdrs["warnings"]), (201, []), obj)
+            self.assertNotIn("containerz", obj["spec"]["template"]["spec"])
+        finally:
+            self.assertEqual(old.stop(), 0, old.stderr)
 
 
 class DiscoveryAndServicesTest(unittest.TestCase):

@@ -1,0 +1,238 @@
+// The `kubernetes:` section check (kube_section.h): a table of sections with one mistake each,
+// every one reported once with file, line, column, field and, where a known name is near, a
+// suggestion; the notes `sandprobe validate` prints; the name and selector rules (names.h).
+#include "drivers/kubernetes/kube_section.h"
+
+#include <gtest/gtest.h>
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "config/manifest_sections.h"
+#include "config/yaml_util.h"
+#include "drivers/kubernetes/names.h"
+
+namespace sandprobe::drivers::kube {
+namespace {
+
+// One line per row, numbered as a file: the section starts at line 3.
+const std::vector<std::string> kBase = {
+    "name: k8s-deny",                                      // 1
+    "driver: kubernetes",                                  // 2
+    "kubernetes:",                                         // 3
+    "  namespace: sandprobe",                              // 4
+    "  image: registry.example/probe@sha256:0123",         // 5
+    "  networkPolicy: deny-all-egress",                    // 6
+    "  minPolicyAge: 5s",                                  // 7
+    "  agedRerun: 60s",                                    // 8
+    "  settledRerun: 5s",                                  // 9
+    "  podStartTimeout: 2m",                               // 10
+    "  logLimit: 1Mi",                                     // 11
+    "  jobTemplate:",                                      // 12
+    "    spec:",                                           // 13
+    "      template:",                                     // 14
+    "        spec:",                                       // 15
+    "          runtimeClassName: gvisor",                  // 16
+    "          restartPolicy: Never",                      // 17
+    "          containers:",                               // 18
+    "            - name: probe",                           // 19
+    "              securityContext: {runAsUser: 1000}",    // 20
+    "  canaryTemplate: {spec: {runtimeClassName: runc}}",  // 21
+};
+
+std::string Text(const std::vector<std::string>& lines) {
+  std::string text;
+  for (const std::string& l : lines) text += l + "\n";
+  return text;
+}
+
+config::Loaded<core::Manifest> Parse(const std::string& text) {
+  const std::vector<config::DriverSection> sections = {{"kubernetes", CheckKubernetesSection}};
+  return config::ParseManifest(text, "m.yaml", sections);
+}
+
+struct Case {
+  const char* name;
+  int line;                  // the base line replaced (1-based); 0 = none
+  const char* replacement;   // nullptr = the line is removed
+  int want_line, want_col;   // where the error points
+  const char* want_field;    // ConfigError::field
+  const char* want_message;  // a part of the message (the suggestion, where there is one)
+};
+
+const Case kCases[] = {
+    {"unknown key", 4, "  namespce: sandprobe", 4, 3, "kubernetes.namespce",
+     "unknown field; did you mean namespace?"},
+    {"key in the wrong case", 6, "  NetworkPolicy: deny-all-egress", 6, 3,
+     "kubernetes.NetworkPolicy", "did you mean networkPolicy?"},
+    {"namespace with capitals", 4, "  namespace: Sandprobe_1", 4, 14, "kubernetes.namespace",
+     "DNS-1123 label is 1-63 characters of a-z, 0-9 and '-'"},
+    {"namespace too long", 4,
+     "  namespace: abcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcd", 4, 14,
+     "kubernetes.namespace", "DNS-1123 label"},
+    {"namespace ending in a dash", 4, "  namespace: sandprobe-", 4, 14, "kubernetes.namespace",
+     "starting and ending with a letter or digit"},
+    {"namespace a number", 4, "  namespace: 123", 4, 14, "kubernetes.namespace",
+     "expected a string (quote it: \"123\")"},
+    {"image a list", 5, "  image: [a, b]", 5, 10, "kubernetes.image", "expected a string"},
+    {"image missing", 5, nullptr, 4, 3, "kubernetes.image", "required"},
+    {"agedRerun not a duration", 8, "  agedRerun: soon", 8, 14, "kubernetes.agedRerun",
+     "'soon' is not a duration"},
+    {"agedRerun too long", 8, "  agedRerun: 2h", 8, 14, "kubernetes.agedRerun",
+     "must be more than 0s and at most 1h"},
+    {"agedRerun no older than minPolicyAge", 8, "  agedRerun: 5s", 8, 14, "kubernetes.agedRerun",
+     "must be longer than minPolicyAge (5s)"},
+    {"minPolicyAge negative", 7, "  minPolicyAge: -5s", 7, 17, "kubernetes.minPolicyAge",
+     "'-5s' is not a duration"},
+    {"minPolicyAge too long", 7, "  minPolicyAge: 90m", 7, 17, "kubernetes.minPolicyAge",
+     "at least 0s and at most 1h"},
+    {"minPolicyAge without a policy", 6, nullptr, 6, 17, "kubernetes.minPolicyAge",
+     "needs networkPolicy"},
+    {"settledRerun zero", 9, "  settledRerun: 0s", 9, 17, "kubernetes.settledRerun",
+     "must be more than 0s"},
+    {"podStartTimeout zero", 10, "  podStartTimeout: 0s", 10, 20, "kubernetes.podStartTimeout",
+     "must be at least 1s and at most 1h"},
+    {"podSettle unit", 10, "  podSettle: 5 minutes", 10, 14, "kubernetes.podSettle",
+     "unknown unit"},
+    {"apiTimeout zero", 10, "  apiTimeout: 0", 10, 15, "kubernetes.apiTimeout",
+     "must be more than 0s and at most 5m"},
+    {"logLimit past what is read", 11, "  logLimit: 16Mi", 11, 13, "kubernetes.logLimit",
+     "from 1 to 8Mi"},
+    {"node with capitals", 11, "  node: Node_1", 11, 9, "kubernetes.node", "DNS-1123 subdomain"},
+    {"canaryTemplate a list", 21, "  canaryTemplate: [spec]", 21, 19, "kubernetes.canaryTemplate",
+     "expected a mapping (a Pod)"},
+    {"jobTemplate typo containerz", 18, "          containerz:", 18, 11,
+     "kubernetes.jobTemplate.spec.template.spec.containerz",
+     "unknown field; did you mean containers?"},
+    {"jobTemplate typo securityContex", 20, "              securityContex: {runAsUser: 1000}", 20,
+     15, "kubernetes.jobTemplate.spec.template.spec.containers[0].securityContex",
+     "did you mean securityContext?"},
+    {"jobTemplate field in the wrong case", 17, "          RestartPolicy: Never", 17, 11,
+     "kubernetes.jobTemplate.spec.template.spec.RestartPolicy", "did you mean restartPolicy?"},
+    {"jobTemplate typo in JobSpec", 14, "      templates:", 14, 7,
+     "kubernetes.jobTemplate.spec.templates", "did you mean template?"},
+    {"jobTemplate containers a mapping", 19, "              name: probe", 19, 15,
+     "kubernetes.jobTemplate.spec.template.spec.containers", "expected a list of Container"},
+    {"canaryTemplate typo", 21, "  canaryTemplate: {spec: {runtimeClasName: runc}}", 21, 27,
+     "kubernetes.canaryTemplate.spec.runtimeClasName", "did you mean runtimeClassName?"},
+};
+
+class KubeSection : public ::testing::TestWithParam<Case> {};
+
+TEST(KubeSectionBase, TheBaseSectionIsValid) {
+  auto m = Parse(Text(kBase));
+  ASSERT_TRUE(m.has_value()) << m.error().ToString();
+  EXPECT_EQ(m->driver_config["namespace"], "sandprobe");
+}
+
+TEST_P(KubeSection, OneMistakeOneErrorAtItsLineAndColumn) {
+  const Case& c = GetParam();
+  std::vector<std::string> lines = kBase;
+  if (c.replacement == nullptr) {
+    lines.erase(lines.begin() + c.line - 1);
+  } else {
+    lines[c.line - 1] = c.replacement;
+  }
+  auto m = Parse(Text(lines));
+  ASSERT_FALSE(m.has_value()) << c.name << ": accepted";
+  const config::ConfigError& e = m.error();
+  EXPECT_EQ(e.file, "m.yaml");
+  EXPECT_EQ(e.line, c.want_line) << e.ToString();
+  EXPECT_EQ(e.column, c.want_col) << e.ToString();
+  EXPECT_EQ(e.field, c.want_field) << e.ToString();
+  EXPECT_NE(e.message.find(c.want_message), std::string::npos) << e.ToString();
+  // One error, and its text says where: "m.yaml:L:C: kubernetes.<field>: message".
+  EXPECT_TRUE(e.ToString().starts_with("m.yaml:" + std::to_string(c.want_line) + ":" +
+                                       std::to_string(c.want_col) + ": " + c.want_field + ": "))
+      << e.ToString();
+}
+
+INSTANTIATE_TEST_SUITE_P(Malformed, KubeSection, ::testing::ValuesIn(kCases),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           std::string n = info.param.name;
+                           for (char& ch : n) {
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           }
+                           return n;
+                         });
+
+TEST(KubeSectionBase, ANumberIsADurationInSeconds) {
+  std::vector<std::string> lines = kBase;
+  lines[7] = "  agedRerun: 90";  // 90 s, more than minPolicyAge 5s
+  EXPECT_TRUE(Parse(Text(lines)).has_value());
+}
+
+TEST(KubeSectionBase, NullInATemplateRemovesAFieldAndIsNoFinding) {
+  std::vector<std::string> lines = kBase;
+  lines[15] = "          runtimeClassName: null";
+  EXPECT_TRUE(Parse(Text(lines)).has_value());
+}
+
+TEST(KubeSectionNotes, AnUnknownFieldFarFromEveryNameIsANoteNotAnError) {
+  std::vector<std::string> lines = kBase;
+  lines[16] = "          futureFeatureGate: true";  // a field of a newer Kubernetes, maybe
+  const std::string text = Text(lines);
+  ASSERT_TRUE(Parse(text).has_value());
+  auto root = config::internal::ReadYaml(text, "m.yaml");
+  ASSERT_TRUE(root.has_value());
+  const std::vector<std::string> notes = KubernetesSectionNotes("m.yaml", *root);
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_TRUE(notes[0].starts_with(
+      "m.yaml:17:11: kubernetes.jobTemplate.spec.template.spec.futureFeatureGate: not a PodSpec "
+      "field in Kubernetes API v1.32"))
+      << notes[0];
+  EXPECT_NE(notes[0].find("the preflight dry run decides"), std::string::npos);
+  EXPECT_NE(notes[1].find("fieldValidation=Strict"), std::string::npos) << notes[1];
+}
+
+TEST(KubeSectionNotes, NoTemplateNoNotes) {
+  auto root = config::internal::ReadYaml(
+      "name: k\ndriver: kubernetes\nkubernetes: {image: x, namespace: sandprobe}\n", "k.yaml");
+  ASSERT_TRUE(root.has_value());
+  EXPECT_TRUE(KubernetesSectionNotes("k.yaml", *root).empty());
+}
+
+TEST(KubeNames, DnsLabelsAndSubdomains) {
+  EXPECT_TRUE(IsDnsLabel("sandprobe"));
+  EXPECT_TRUE(IsDnsLabel("a"));
+  EXPECT_TRUE(IsDnsLabel("0-ns-9"));
+  EXPECT_TRUE(IsDnsLabel(std::string(63, 'a')));
+  EXPECT_FALSE(IsDnsLabel(std::string(64, 'a')));
+  for (const char* bad : {"", "-ns", "ns-", "Ns", "n_s", "n.s", "n s"}) {
+    EXPECT_FALSE(IsDnsLabel(bad)) << bad;
+  }
+  EXPECT_TRUE(IsDnsSubdomain("ip-10-0-0-1.eu-west-1.compute.internal"));
+  EXPECT_FALSE(IsDnsSubdomain("node..1"));
+  EXPECT_FALSE(IsDnsSubdomain("Node1"));
+}
+
+TEST(KubeNames, LabelSelectors) {
+  for (const char* good : {"kubernetes.io/hostname=node-1", "role", "!gpu", "tier!=db,env==prod",
+                           "role in (a, b)", "zone notin (x)", "size>3", "size < -1",
+                           "a=", "pool in (a,)", "node-role.kubernetes.io/worker", " a = b , c "}) {
+    EXPECT_TRUE(CheckLabelSelector(good).has_value())
+        << good << ": " << CheckLabelSelector(good).error();
+  }
+  const std::pair<const char*, const char*> bad[] = {
+      {"", "an empty selector"},
+      {"a,,b", "an empty requirement"},
+      {"=x", "it does not start with a key"},
+      {"role==a b", "\"a b\" is not a label value"},
+      {"Role In (a)", "after the key expected"},
+      {"a in (b", "'(' without its ')'"},
+      {"a in b", "after the key expected"},
+      {"-bad=1", "\"-bad\" is not a label key"},
+      {"x/y/z=1", "\"x/y/z\" is not a label key"},
+      {"size>big", "> needs a whole number"},
+      {"a)", "')' without its '('"},
+  };
+  for (const auto& [selector, message] : bad) {
+    auto r = CheckLabelSelector(selector);
+    ASSERT_FALSE(r.has_value()) << selector;
+    EXPECT_NE(r.error().find(message), std::string::npos) << selector << ": " << r.error();
+  }
+}
+
+}  // namespace
+}  // namespace sandprobe::drivers::kube
