@@ -8,6 +8,7 @@
 #include "config/yaml_json.h"
 #include "config/yaml_util.h"
 #include "drivers/docker/docker_driver.h"
+#include "drivers/docker/engine_client.h"
 #include "drivers/docker/engine_schema.h"
 
 namespace sandprobe::drivers {
@@ -295,6 +296,90 @@ std::expected<void, ConfigError> CheckDockerSection(const std::string& file,
                            "(kDockerApi), where the daemon ignores or refuses it",
                            f.since, kDriverApi)));
       });
+}
+
+std::expected<std::vector<ConfigError>, std::string> CompareWithDaemon(const std::string& file,
+                                                                       const YAML::Node& root,
+                                                                       const DaemonApi& daemon) {
+  if (!ParseApiVersion(daemon.api_version)) {
+    return std::unexpected(
+        fmt::format("the Docker daemon at {} gave no ApiVersion in GET /version", daemon.endpoint));
+  }
+  if (ApiOlder(daemon.api_version, kDriverApi)) {
+    return std::unexpected(fmt::format(
+        "the Docker daemon at {} (Docker {}) speaks Engine API v{}, older than the v{} every "
+        "docker driver request names: it would refuse each one (\"client version {} is too "
+        "new\"); use Docker 20.10 or newer",
+        daemon.endpoint, daemon.version, daemon.api_version, kDriverApi, kDriverApi));
+  }
+  if (ParseApiVersion(daemon.min_api_version) && ApiOlder(kDriverApi, daemon.min_api_version)) {
+    return std::unexpected(fmt::format(
+        "the Docker daemon at {} (Docker {}) takes Engine API v{} and newer only: it would refuse "
+        "every v{} request of the docker driver (\"client version {} is too old\"); start it with "
+        "DOCKER_MIN_API_VERSION={} or use an older daemon",
+        daemon.endpoint, daemon.version, daemon.min_api_version, kDriverApi, kDriverApi,
+        kDriverApi));
+  }
+  std::vector<ConfigError> warnings;
+  const YAML::Node section = root["docker"];
+  if (!section.IsMap() || !section["hostConfig"].IsDefined()) return warnings;
+  const YAML::Node hc = section["hostConfig"];
+  auto walked = WalkHostConfig(
+      file, hc,
+      [&](const EngineField& f, const YAML::Node& key, const std::string& field) -> Result {
+        if (FieldInApi(f, daemon.api_version)) return {};
+        const std::string message =
+            ApiOlder(daemon.api_version, f.since)
+                ? fmt::format(
+                      "added in Engine API v{}; the daemon at {} speaks v{} and "
+                      "ignores it",
+                      f.since, daemon.endpoint, daemon.api_version)
+                : fmt::format(
+                      "gone from the Engine API since v{}; the daemon at {} speaks v{} "
+                      "and may ignore it, even in the driver's v{} requests (see the "
+                      "API CHANGELOG)",
+                      f.removed, daemon.endpoint, daemon.api_version, kDriverApi);
+        warnings.push_back(At(file, key, field, message));
+        return {};
+      });
+  if (!walked) return std::unexpected(walked.error().ToString());
+  return warnings;
+}
+
+std::expected<std::vector<std::string>, std::string> CheckDockerAgainstDaemon(
+    const core::Manifest& manifest) {
+  const std::string endpoint = manifest.driver_config.is_object() &&
+                                       manifest.driver_config.contains("endpoint") &&
+                                       manifest.driver_config["endpoint"].is_string()
+                                   ? manifest.driver_config["endpoint"].get<std::string>()
+                                   : DefaultDockerEndpoint();
+  const EngineClient client(endpoint);
+  // Unversioned: every daemon answers /version, whatever API versions it takes.
+  auto answer = client.Call("GET", "/version", "", 5);
+  if (!answer || answer->status != 200) {
+    return std::unexpected(fmt::format(
+        "{}: --daemon: the Docker daemon at {} does not answer ({}); start one "
+        "(ci/services/dockerd) or point DOCKER_HOST (or docker.endpoint) at a running daemon",
+        manifest.source_path, endpoint,
+        answer ? fmt::format("GET /version: HTTP {}", answer->status) : answer.error()));
+  }
+  const Json v = Json::parse(answer->body, nullptr, false);
+  const DaemonApi daemon{
+      .endpoint = endpoint,
+      .version = v.is_object() ? v.value("Version", "?") : "?",
+      .api_version = v.is_object() ? v.value("ApiVersion", "") : "",
+      .min_api_version = v.is_object() ? v.value("MinAPIVersion", "") : "",
+  };
+  auto text = config::internal::ReadFile(manifest.source_path);
+  if (!text) return std::unexpected(text.error().ToString());
+  auto root = config::internal::ReadYaml(*text, manifest.source_path);
+  if (!root) return std::unexpected(root.error().ToString());
+  auto compared = CompareWithDaemon(manifest.source_path, *root, daemon);
+  if (!compared)
+    return std::unexpected(fmt::format("{}: {}", manifest.source_path, compared.error()));
+  std::vector<std::string> lines;
+  for (const ConfigError& w : *compared) lines.push_back(w.ToString());
+  return lines;
 }
 
 }  // namespace sandprobe::drivers

@@ -1,4 +1,5 @@
-// The `docker:` manifest section, checked when a manifest is loaded (`run`, `validate`).
+// The `docker:` manifest section, checked when a manifest is loaded (`run`, `validate`), and
+// against a live daemon on request (`sandprobe validate --daemon`).
 //
 //   docker:
 //     image: sandprobe-probe:local             # required string
@@ -30,15 +31,17 @@
 //     postContainersCreate). In no case does the manifest mean what it says, and a hardening
 //     field dropped in silence would turn into a wrong verdict.
 // Fields that a later spec removed (KernelMemory after v1.41, KernelMemoryTCP after v1.51) are in
-// v1.41 and accepted here.
+// v1.41 and accepted here; `validate --daemon` warns when the daemon's API no longer has them.
 #pragma once
 
 #include <yaml-cpp/yaml.h>
 
 #include <expected>
 #include <string>
+#include <vector>
 
 #include "config/config.h"
+#include "core/manifest.h"
 
 namespace sandprobe::drivers {
 
@@ -46,5 +49,25 @@ namespace sandprobe::drivers {
 // dotted field (docker.hostConfig.Mounts[0].Type).
 std::expected<void, config::ConfigError> CheckDockerSection(const std::string& file,
                                                             const YAML::Node& root);
+
+// What a daemon says about itself (Engine API SystemVersion, GET /version).
+struct DaemonApi {
+  std::string endpoint;
+  std::string version;          // Version, e.g. "20.10.24"
+  std::string api_version;      // ApiVersion, e.g. "1.41"
+  std::string min_api_version;  // MinAPIVersion, e.g. "1.12"
+};
+
+// A checked `docker:` section against that daemon: warnings for hostConfig fields the daemon's
+// API version does not have (added later or removed since); an error when the daemon cannot
+// take the driver's v1.41 requests at all (older than v1.41, or a minimum above it).
+std::expected<std::vector<config::ConfigError>, std::string> CompareWithDaemon(
+    const std::string& file, const YAML::Node& root, const DaemonApi& daemon);
+
+// `sandprobe validate --daemon` for one docker manifest: asks the daemon it names (docker.
+// endpoint, else DOCKER_HOST or the default socket) and compares. Warnings are one line each;
+// errors say how to get a daemon (ci/services/dockerd, DOCKER_HOST).
+std::expected<std::vector<std::string>, std::string> CheckDockerAgainstDaemon(
+    const core::Manifest& manifest);
 
 }  // namespace sandprobe::drivers

@@ -1,5 +1,6 @@
 // The `docker:` section check (docker_section.h): one mistake per manifest, one error naming the
-// file, line, column and field, with the nearest known name where there is one.
+// file, line, column and field, with the nearest known name where there is one; the daemon
+// comparison of `sandprobe validate --daemon` with a made-up daemon and with none at all.
 #include "drivers/docker/docker_section.h"
 
 #include <fmt/format.h>
@@ -9,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "config/yaml_util.h"
 #include "drivers/registry.h"
 
 namespace sandprobe::drivers {
@@ -157,6 +159,58 @@ TEST(DockerSectionTest, ShippedDockerManifestsLoad) {
     EXPECT_TRUE(m) << entry.path() << ": " << (m ? "" : m.error().ToString());
   }
   EXPECT_GE(seen, 4);
+}
+
+YAML::Node Root(const std::string& text) {
+  auto root = config::internal::ReadYaml(text, "d.yaml");
+  EXPECT_TRUE(root) << root.error().ToString();
+  return root ? *root : YAML::Node();
+}
+
+TEST(DockerDaemonTest, WarnsOnFieldsTheDaemonsApiNoLongerHas) {
+  const YAML::Node root = Root(std::string(kHead) +
+                               "docker:\n  image: i\n  hostConfig:\n    Memory: 1\n"
+                               "    KernelMemory: 4194304\n");
+  auto old = CompareWithDaemon("d.yaml", root, {"unix:///s", "20.10.24", "1.41", "1.12"});
+  ASSERT_TRUE(old) << old.error();
+  EXPECT_TRUE(old->empty());
+  auto now = CompareWithDaemon("d.yaml", root, {"unix:///s", "28.5.2", "1.51", "1.24"});
+  ASSERT_TRUE(now) << now.error();
+  ASSERT_EQ(now->size(), 1u);
+  EXPECT_EQ((*now)[0].field, "docker.hostConfig.KernelMemory");
+  EXPECT_EQ((*now)[0].line, 7);
+  EXPECT_NE((*now)[0].message.find("gone from the Engine API since v1.42"), std::string::npos)
+      << (*now)[0].ToString();
+}
+
+TEST(DockerDaemonTest, ADaemonThatCannotTakeV141IsAnError) {
+  const YAML::Node root = Root(std::string(kHead) + "docker: {image: i}\n");
+  auto too_old = CompareWithDaemon("d.yaml", root, {"unix:///s", "19.03", "1.40", "1.12"});
+  ASSERT_FALSE(too_old);
+  EXPECT_NE(too_old.error().find("speaks Engine API v1.40, older than the v1.41"),
+            std::string::npos)
+      << too_old.error();
+  auto too_new = CompareWithDaemon("d.yaml", root, {"unix:///s", "99.0", "1.60", "1.44"});
+  ASSERT_FALSE(too_new);
+  EXPECT_NE(too_new.error().find("DOCKER_MIN_API_VERSION=1.41"), std::string::npos)
+      << too_new.error();
+}
+
+TEST(DockerDaemonTest, NoDaemonIsAnErrorSayingHowToGetOne) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("sandprobe-docker-section-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path file = dir / "d.yaml";
+  std::ofstream(file) << kHead << "docker: {image: i, endpoint: 'unix://"
+                      << (dir / "none.sock").string() << "'}\n";
+  auto m = LoadManifest(file);
+  ASSERT_TRUE(m) << m.error().ToString();
+  auto r = Registry().Find("docker")->check_live(*m);
+  std::filesystem::remove_all(dir);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().find("does not answer"), std::string::npos) << r.error();
+  EXPECT_NE(r.error().find("ci/services/dockerd"), std::string::npos) << r.error();
+  EXPECT_NE(r.error().find("DOCKER_HOST"), std::string::npos) << r.error();
 }
 
 }  // namespace
