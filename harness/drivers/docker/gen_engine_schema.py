@@ -131,7 +131,8 @@ def cxx_string(s):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = argparse.ArgumentParser(
+        description="Engine API HostConfig fields from moby api/docs/v1.NN.yaml -> C++ table")
     ap.add_argument("--git-dir", required=True, help="a moby/moby git directory (bare is fine)")
     ap.add_argument("--ref", required=True, help="tag or commit, e.g. docker-v29.7.2")
     ap.add_argument("--versions", default="1.41-1.55", help="first-last API version")
@@ -156,7 +157,8 @@ def main():
         for path, entry in per_version[v].items():
             if path not in table:
                 table[path] = dict(entry, since=v, removed="")
-            elif table[path]["type"] != entry["type"]:
+            elif table[path]["type"] != entry["type"] and not table[path].get("changed"):
+                table[path]["changed"] = True
                 changed.append("%s: %s in v%s, %s in v%s" % (path, table[path]["type"],
                                                                table[path]["since"],
                                                                entry["type"], v))
