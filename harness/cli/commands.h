@@ -34,6 +34,9 @@ struct ListArgs {
 struct ValidateArgs {
   std::string home;
   std::vector<std::string> files;
+  // Also ask the live service each manifest names (its kind's check_live: the Docker daemon's
+  // API version). Off: validate contacts nothing.
+  bool daemon = false;
 };
 
 struct CleanupArgs {

@@ -1,4 +1,4 @@
-// `sandprobe list`, `sandprobe explain PROBE` and `sandprobe validate FILE...`.
+// `sandprobe list`, `sandprobe explain PROBE` and `sandprobe validate [--daemon] FILE...`.
 #include <fmt/format.h>
 
 #include <iostream>
@@ -26,6 +26,9 @@ void AddValidate(CLI::App& app, ValidateArgs& a) {
   CLI::App* v = app.add_subcommand("validate", "Check manifests, suites and probe descriptors");
   v->add_option("files", a.files, "YAML files")->required();
   v->add_option("--home", a.home, "sandprobe tree with probes/ (to check suites' probe ids)");
+  v->add_flag("--daemon", a.daemon,
+              "also ask the daemon each manifest names (docker: GET /version) and warn on fields "
+              "its API version does not have");
 }
 
 int DoList(const ListArgs& a, bool explain) {
@@ -102,6 +105,7 @@ int DoValidate(const ValidateArgs& a) {
   for (const std::string& file : a.files) {
     auto kind = config::DetectKind(file);
     std::string error, note;
+    std::vector<std::string> warnings;
     if (!kind) {
       error = kind.error().ToString();
     } else if (*kind == "manifest") {
@@ -120,6 +124,15 @@ int DoValidate(const ValidateArgs& a) {
           error = fmt::format("{}: control '{}' has the candidate's own name", file, c->name);
         } else {
           note = fmt::format(", control {}", control->string());
+        }
+      }
+      const drivers::DriverKind* k = drivers::Registry().Find(m ? m->driver : "");
+      if (error.empty() && a.daemon && k != nullptr && k->check_live) {
+        auto live = k->check_live(*m);
+        if (live) {
+          warnings = std::move(*live);
+        } else {
+          error = live.error();
         }
       }
     } else if (*kind == "suite") {
@@ -150,6 +163,9 @@ int DoValidate(const ValidateArgs& a) {
     if (error.empty()) {
       std::cout << fmt::format("ok     {} ({}{})\n", file, kind.value_or("?"),
                                report::TerminalText(note, 2000));
+      for (const std::string& w : warnings) {
+        std::cout << fmt::format("warn   {}\n", report::TerminalText(w, 2000));
+      }
       // What a manifest's kind could not check without the sandbox, and what checks it later.
       if (kind && *kind == "manifest") {
         for (const std::string& n : drivers::Registry().ManifestNotes(file))

@@ -84,6 +84,11 @@ struct DriverKind {
       const core::Manifest&, const std::string& run_id, const std::vector<Invocation>&,
       const std::set<std::string>& placeholders_used)>
       render;
+  // Optional: checks a loaded manifest against the live service it names (`sandprobe validate
+  // --daemon`: the Docker daemon's API version). Warnings, one line each (file:line:col: field:
+  // message); an error when the service does not answer or could never run the manifest.
+  std::function<std::expected<std::vector<std::string>, std::string>(const core::Manifest&)>
+      check_live;
   // Optional: find and remove what dead runs left in this kind's place (`sandprobe cleanup`).
   std::function<void(const SweepRequest&, SweepTally&)> sweep_leftovers;
   // With sweep_leftovers: true when the sweep needs a manifest to know where to look.

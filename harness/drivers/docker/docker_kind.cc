@@ -1,9 +1,12 @@
-// The `docker` kind: containers through the Docker Engine API (docker_driver.h). Its leftovers
-// are containers labelled sandprobe.run, found on the local daemon (DOCKER_HOST or the default
-// socket) without a manifest.
+// The `docker` kind: containers through the Docker Engine API (docker_driver.h). Its section is
+// checked on load, hostConfig against the Engine API's own definitions (docker_section.h), and
+// against the daemon on request (`sandprobe validate --daemon`). Its leftovers are containers
+// labelled sandprobe.run, found on the local daemon (DOCKER_HOST or the default socket) without a
+// manifest.
 #include <fmt/format.h>
 
 #include "drivers/docker/docker_driver.h"
+#include "drivers/docker/docker_section.h"
 #include "drivers/docker/engine_client.h"
 #include "drivers/registry.h"
 
@@ -48,6 +51,8 @@ void SweepContainers(const SweepRequest& r, SweepTally& t) {
 DriverKind DockerKind() {
   DriverKind k;
   k.name = "docker";
+  k.check_section = CheckDockerSection;
+  k.check_live = CheckDockerAgainstDaemon;
   k.make = [](const core::Manifest& manifest,
               const DriverContext& context) -> std::expected<std::unique_ptr<Driver>, SetupError> {
     if (!manifest.driver_config.contains("image") || !manifest.driver_config["image"].is_string()) {

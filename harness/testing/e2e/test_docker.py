@@ -197,6 +197,29 @@ class Cleanup(unittest.TestCase):
                                capture_output=True)
 
 
+class ValidateDaemon(unittest.TestCase):
+    """`sandprobe validate --daemon`: the shipped manifests against the real daemon; without the
+    flag nothing is contacted; a daemon that does not answer is an error naming the fix."""
+
+    def test_shipped_manifests_pass_against_the_daemon(self):
+        require_docker()
+        files = [os.path.join(DOCKER, f) for f in sorted(os.listdir(DOCKER))]
+        res = u.run_sandprobe(["validate", "--daemon"] + files, timeout=60)
+        self.assertEqual(res.returncode, 0, res.describe())
+        self.assertEqual(res.stdout.count("ok     "), len(files), res.describe())
+
+    def test_no_daemon_is_an_error_only_when_asked(self):
+        hardened = os.path.join(DOCKER, "hardened.yaml")
+        env = {"DOCKER_HOST": "unix:///nonexistent/sandprobe-none.sock"}
+        res = u.run_sandprobe(["validate", hardened], env=env, timeout=60)
+        self.assertEqual(res.returncode, 0, res.describe())
+        res = u.run_sandprobe(["validate", "--daemon", hardened], env=env, timeout=60)
+        self.assertEqual(res.returncode, 3, res.describe())
+        self.assertIn("does not answer", res.stdout)
+        self.assertIn("ci/services/dockerd", res.stdout)
+        self.assertIn("DOCKER_HOST", res.stdout)
+
+
 class Interrupt(unittest.TestCase):
     def test_ctrl_c_removes_every_container(self):
         require_docker()

@@ -1,0 +1,385 @@
+#include "drivers/docker/docker_section.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <functional>
+
+#include "config/yaml_json.h"
+#include "config/yaml_util.h"
+#include "drivers/docker/docker_driver.h"
+#include "drivers/docker/engine_client.h"
+#include "drivers/docker/engine_schema.h"
+
+namespace sandprobe::drivers {
+namespace {
+
+using config::ConfigError;
+using config::internal::At;
+using Json = nlohmann::json;
+using Result = std::expected<void, ConfigError>;
+
+// The API version every DockerDriver request names: kDockerApi without its slash and "v".
+constexpr std::string_view kDriverApi = std::string_view(kDockerApi).substr(2);
+
+// Called for each named hostConfig field met (not for list items or map values).
+using FieldVisitor =
+    std::function<Result(const EngineField&, const YAML::Node& key, const std::string& field)>;
+
+// "a list of strings", "an integer (bytes)": what a value of `f` is, for messages.
+std::string Expected(const EngineField& f) {
+  switch (f.type) {
+    case JsonType::kString:
+      return "a string";
+    case JsonType::kInteger:
+      return f.unit.empty() ? "an integer" : fmt::format("an integer ({})", f.unit);
+    case JsonType::kNumber:
+      return "a number";
+    case JsonType::kBoolean:
+      return "true or false";
+    case JsonType::kArray: {
+      const EngineField* item = FindHostConfigField(std::string(f.path) + "[]");
+      if (item == nullptr || item->type == JsonType::kAny) return "a list";
+      static constexpr std::string_view kPlural[] = {"strings", "integers", "numbers", "booleans",
+                                                     "lists",   "mappings", "anything"};
+      return fmt::format("a list of {}", kPlural[static_cast<int>(item->type)]);
+    }
+    case JsonType::kObject: {
+      if (f.map) return "a mapping of keys to values";
+      const auto keys = HostConfigProperties(f.path);
+      return keys.size() <= 6 ? fmt::format("a mapping with {}", fmt::join(keys, ", "))
+                              : "a mapping";
+    }
+    case JsonType::kAny:
+      break;
+  }
+  return "a value";
+}
+
+std::string Actual(const YAML::Node& node, const Json& value) {
+  if (node.IsMap()) return "a mapping";
+  if (node.IsSequence()) return "a list";
+  if (value.is_null()) return "an empty value (null)";
+  if (value.is_string()) return fmt::format("the string \"{}\"", value.get<std::string>());
+  return value.dump();
+}
+
+// docker run's --memory and --shm-size spelling (binary units: 256m = 256 MiB) -> bytes.
+std::optional<uint64_t> DockerRunSize(const std::string& s) {
+  size_t digits = 0;
+  while (digits < s.size() && std::isdigit(static_cast<unsigned char>(s[digits]))) ++digits;
+  if (digits == 0 || digits > 9) return std::nullopt;  // 999999999g still fits 64 bits
+  std::string unit = s.substr(digits);
+  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const auto& [name, shift] :
+       {std::pair{"k", 10}, {"kb", 10}, {"m", 20}, {"mb", 20}, {"g", 30}, {"gb", 30}}) {
+    if (unit == name) return std::stoull(s.substr(0, digits)) << shift;
+  }
+  return std::nullopt;
+}
+
+// A scalar (or null) `node` against the scalar type of `f`.
+Result CheckScalar(const std::string& file, const YAML::Node& node, const YAML::Node& at,
+                   const EngineField& f, const std::string& field) {
+  const Json value = config::YamlToJson(node);
+  if (value.is_null() && f.nullable) return {};
+  bool ok = false;
+  switch (f.type) {
+    case JsonType::kString:
+      ok = value.is_string();
+      break;
+    case JsonType::kInteger:
+      ok = value.is_number_integer();
+      break;
+    case JsonType::kNumber:
+      ok = value.is_number();
+      break;
+    case JsonType::kBoolean:
+      ok = value.is_boolean();
+      break;
+    default:
+      ok = true;
+  }
+  if (ok) return {};
+  std::string hint;
+  if (f.type == JsonType::kString && (value.is_number() || value.is_boolean())) {
+    hint = fmt::format("; quote it: \"{}\"", node.Scalar());
+  } else if (f.unit == "bytes" && value.is_string()) {
+    if (auto bytes = DockerRunSize(value.get<std::string>())) {
+      hint = fmt::format("; docker run's {} is {}", value.get<std::string>(), *bytes);
+    }
+  }
+  return std::unexpected(
+      At(file, at, field,
+         fmt::format("expected {}, not {}{}", Expected(f), Actual(node, value), hint)));
+}
+
+// `node` against `f`. `key`: where an empty value (no mark of its own) is reported.
+Result CheckValue(const std::string& file, const YAML::Node& node, const YAML::Node& key,
+                  const EngineField& f, const std::string& field, const FieldVisitor& visit);
+
+// The keys of the mapping `node`, the object at table path `parent` ("" = HostConfig itself).
+Result CheckObject(const std::string& file, const YAML::Node& node, std::string_view parent,
+                   bool map, const std::string& field, const FieldVisitor& visit) {
+  const std::string prefix = parent.empty() ? "" : std::string(parent) + ".";
+  if (map) {
+    const EngineField* value = FindHostConfigField(prefix + "*");
+    for (const auto& kv : node) {
+      if (value == nullptr) break;
+      if (auto r =
+              CheckValue(file, kv.second, kv.first, *value, field + "." + kv.first.Scalar(), visit);
+          !r) {
+        return r;
+      }
+    }
+    return {};
+  }
+  for (const auto& kv : node) {
+    const std::string key = kv.first.Scalar();
+    const std::string child = field + "." + key;
+    const EngineField* f = FindHostConfigField(prefix + key);
+    if (f == nullptr) {
+      const std::vector<std::string> known = HostConfigProperties(parent);
+      const std::string where =
+          parent.empty() ? std::string("HostConfig") : fmt::format("HostConfig.{}", parent);
+      std::string message;
+      if (const std::string near = config::internal::DidYouMean(key, known); !near.empty()) {
+        message = fmt::format("unknown field; did you mean {}?", near);
+      } else if (known.size() <= 8) {
+        message = fmt::format("unknown field (expected one of: {})", fmt::join(known, ", "));
+      } else {
+        message = fmt::format("unknown field: {} has no such field in Engine API v{}..v{}", where,
+                              kEngineSchemaOldest, kEngineSchemaNewest);
+      }
+      return std::unexpected(At(file, kv.first, child, message));
+    }
+    if (auto r = visit(*f, kv.first, child); !r) return r;
+    if (auto r = CheckValue(file, kv.second, kv.first, *f, child, visit); !r) return r;
+  }
+  return {};
+}
+
+Result CheckValue(const std::string& file, const YAML::Node& node, const YAML::Node& key,
+                  const EngineField& f, const std::string& field, const FieldVisitor& visit) {
+  const YAML::Node& at = node.IsNull() && node.Scalar().empty() ? key : node;
+  switch (f.type) {
+    case JsonType::kAny:
+      return {};
+    case JsonType::kObject:
+      if (node.IsMap()) return CheckObject(file, node, f.path, f.map, field, visit);
+      break;
+    case JsonType::kArray:
+      if (node.IsSequence()) {
+        const EngineField* item = FindHostConfigField(std::string(f.path) + "[]");
+        for (size_t i = 0; item != nullptr && i < node.size(); ++i) {
+          if (auto r =
+                  CheckValue(file, node[i], node[i], *item, fmt::format("{}[{}]", field, i), visit);
+              !r) {
+            return r;
+          }
+        }
+        return {};
+      }
+      break;
+    default:
+      if (!node.IsMap() && !node.IsSequence()) return CheckScalar(file, node, at, f, field);
+  }
+  if ((node.IsNull() || !node.IsDefined()) && f.nullable) return {};
+  const Json value = node.IsScalar() || node.IsNull() ? config::YamlToJson(node) : Json();
+  std::string hint;
+  if (f.type == JsonType::kArray && node.IsScalar() && value.is_string()) {
+    const EngineField* item = FindHostConfigField(std::string(f.path) + "[]");
+    if (item != nullptr && item->type == JsonType::kString) {
+      hint = fmt::format("; write [{}]", node.Scalar());
+    }
+  }
+  return std::unexpected(
+      At(file, at, field,
+         fmt::format("expected {}, not {}{}", Expected(f), Actual(node, value), hint)));
+}
+
+// The whole hostConfig mapping, `visit` called on every named field.
+Result WalkHostConfig(const std::string& file, const YAML::Node& hc, const FieldVisitor& visit) {
+  if (!hc.IsMap()) {
+    return std::unexpected(
+        At(file, hc, "docker.hostConfig", "expected a mapping of Engine API HostConfig fields"));
+  }
+  return CheckObject(file, hc, "", false, "docker.hostConfig", visit);
+}
+
+// A string value (plain or quoted), or an error naming the field.
+Result StringField(const std::string& file, const YAML::Node& section, const char* key,
+                   bool required) {
+  const YAML::Node node = section[key];
+  const std::string field = std::string("docker.") + key;
+  if (!node.IsDefined()) {
+    if (!required) return {};
+    return std::unexpected(At(file, section, field, "required field is missing"));
+  }
+  const Json value = node.IsScalar() ? config::YamlToJson(node) : Json();
+  if (value.is_string() && !value.get<std::string>().empty()) return {};
+  std::string hint;
+  if (value.is_number() || value.is_boolean())
+    hint = fmt::format("; quote it: \"{}\"", node.Scalar());
+  return std::unexpected(
+      At(file, node, field,
+         fmt::format("expected a non-empty string, not {}{}", Actual(node, value), hint)));
+}
+
+Result CheckCmd(const std::string& file, const YAML::Node& cmd) {
+  if (!cmd.IsDefined()) return {};
+  if (!cmd.IsSequence() || cmd.size() == 0) {
+    return std::unexpected(
+        At(file, cmd, "docker.cmd", "expected a non-empty list of strings with \"{script}\""));
+  }
+  int script_slots = 0;
+  for (size_t i = 0; i < cmd.size(); ++i) {
+    const std::string field = fmt::format("docker.cmd[{}]", i);
+    if (!cmd[i].IsScalar() || !config::YamlToJson(cmd[i]).is_string()) {
+      return std::unexpected(
+          At(file, cmd[i], field,
+             cmd[i].IsScalar() ? fmt::format("expected a string; quote it: \"{}\"", cmd[i].Scalar())
+                               : std::string("expected a string")));
+    }
+    // DockerDriver::CreateBody replaces whole "{script}" elements only.
+    if (cmd[i].Scalar().find("{script}") != std::string::npos) {
+      if (cmd[i].Scalar() != "{script}") {
+        return std::unexpected(
+            At(file, cmd[i], field, "{script} must be a whole argument of its own"));
+      }
+      ++script_slots;
+    }
+  }
+  if (script_slots != 1) {
+    return std::unexpected(
+        At(file, cmd, "docker.cmd",
+           fmt::format("expected exactly one \"{{script}}\" argument (found {}): the probe program",
+                       script_slots)));
+  }
+  return {};
+}
+
+}  // namespace
+
+std::expected<void, ConfigError> CheckDockerSection(const std::string& file,
+                                                    const YAML::Node& root) {
+  const YAML::Node section = root["docker"];
+  if (!section.IsDefined()) {
+    return std::unexpected(
+        At(file, root, "docker", "driver docker needs a docker: section (at least image:)"));
+  }
+  if (!section.IsMap()) return std::unexpected(At(file, section, "docker", "expected a mapping"));
+  if (auto r = config::internal::OnlyKeys(file, section, "docker",
+                                          {"image", "hostConfig", "user", "cmd", "endpoint"});
+      !r) {
+    return r;
+  }
+  if (auto r = StringField(file, section, "image", true); !r) return r;
+  if (auto r = StringField(file, section, "user", false); !r) return r;
+  if (auto r = CheckCmd(file, section["cmd"]); !r) return r;
+  if (auto r = StringField(file, section, "endpoint", false); !r) return r;
+  if (const YAML::Node e = section["endpoint"];
+      e.IsDefined() && !e.Scalar().starts_with("unix://") && !e.Scalar().starts_with("tcp://")) {
+    return std::unexpected(
+        At(file, e, "docker.endpoint",
+           "expected unix:///path/to/docker.sock or tcp://host:port (as DOCKER_HOST spells it)"));
+  }
+  const YAML::Node hc = section["hostConfig"];
+  if (!hc.IsDefined()) return {};
+  return WalkHostConfig(
+      file, hc,
+      [&](const EngineField& f, const YAML::Node& key, const std::string& field) -> Result {
+        if (FieldInApi(f, kDriverApi)) return {};
+        return std::unexpected(
+            At(file, key, field,
+               fmt::format("added in Engine API v{}; the docker driver sends v{} requests "
+                           "(kDockerApi), where the daemon ignores or refuses it",
+                           f.since, kDriverApi)));
+      });
+}
+
+std::expected<std::vector<ConfigError>, std::string> CompareWithDaemon(const std::string& file,
+                                                                       const YAML::Node& root,
+                                                                       const DaemonApi& daemon) {
+  if (!ParseApiVersion(daemon.api_version)) {
+    return std::unexpected(
+        fmt::format("the Docker daemon at {} gave no ApiVersion in GET /version", daemon.endpoint));
+  }
+  if (ApiOlder(daemon.api_version, kDriverApi)) {
+    return std::unexpected(fmt::format(
+        "the Docker daemon at {} (Docker {}) speaks Engine API v{}, older than the v{} every "
+        "docker driver request names: it would refuse each one (\"client version {} is too "
+        "new\"); use Docker 20.10 or newer",
+        daemon.endpoint, daemon.version, daemon.api_version, kDriverApi, kDriverApi));
+  }
+  if (ParseApiVersion(daemon.min_api_version) && ApiOlder(kDriverApi, daemon.min_api_version)) {
+    return std::unexpected(fmt::format(
+        "the Docker daemon at {} (Docker {}) takes Engine API v{} and newer only: it would refuse "
+        "every v{} request of the docker driver (\"client version {} is too old\"); start it with "
+        "DOCKER_MIN_API_VERSION={} or use an older daemon",
+        daemon.endpoint, daemon.version, daemon.min_api_version, kDriverApi, kDriverApi,
+        kDriverApi));
+  }
+  std::vector<ConfigError> warnings;
+  const YAML::Node section = root["docker"];
+  if (!section.IsMap() || !section["hostConfig"].IsDefined()) return warnings;
+  const YAML::Node hc = section["hostConfig"];
+  auto walked = WalkHostConfig(
+      file, hc,
+      [&](const EngineField& f, const YAML::Node& key, const std::string& field) -> Result {
+        if (FieldInApi(f, daemon.api_version)) return {};
+        const std::string message =
+            ApiOlder(daemon.api_version, f.since)
+                ? fmt::format(
+                      "added in Engine API v{}; the daemon at {} speaks v{} and "
+                      "ignores it",
+                      f.since, daemon.endpoint, daemon.api_version)
+                : fmt::format(
+                      "gone from the Engine API since v{}; the daemon at {} speaks v{} "
+                      "and may ignore it, even in the driver's v{} requests (see the "
+                      "API CHANGELOG)",
+                      f.removed, daemon.endpoint, daemon.api_version, kDriverApi);
+        warnings.push_back(At(file, key, field, message));
+        return {};
+      });
+  if (!walked) return std::unexpected(walked.error().ToString());
+  return warnings;
+}
+
+std::expected<std::vector<std::string>, std::string> CheckDockerAgainstDaemon(
+    const core::Manifest& manifest) {
+  const std::string endpoint = manifest.driver_config.is_object() &&
+                                       manifest.driver_config.contains("endpoint") &&
+                                       manifest.driver_config["endpoint"].is_string()
+                                   ? manifest.driver_config["endpoint"].get<std::string>()
+                                   : DefaultDockerEndpoint();
+  const EngineClient client(endpoint);
+  // Unversioned: every daemon answers /version, whatever API versions it takes.
+  auto answer = client.Call("GET", "/version", "", 5);
+  if (!answer || answer->status != 200) {
+    return std::unexpected(fmt::format(
+        "{}: --daemon: the Docker daemon at {} does not answer ({}); start one "
+        "(ci/services/dockerd) or point DOCKER_HOST (or docker.endpoint) at a running daemon",
+        manifest.source_path, endpoint,
+        answer ? fmt::format("GET /version: HTTP {}", answer->status) : answer.error()));
+  }
+  const Json v = Json::parse(answer->body, nullptr, false);
+  const DaemonApi daemon{
+      .endpoint = endpoint,
+      .version = v.is_object() ? v.value("Version", "?") : "?",
+      .api_version = v.is_object() ? v.value("ApiVersion", "") : "",
+      .min_api_version = v.is_object() ? v.value("MinAPIVersion", "") : "",
+  };
+  auto text = config::internal::ReadFile(manifest.source_path);
+  if (!text) return std::unexpected(text.error().ToString());
+  auto root = config::internal::ReadYaml(*text, manifest.source_path);
+  if (!root) return std::unexpected(root.error().ToString());
+  auto compared = CompareWithDaemon(manifest.source_path, *root, daemon);
+  if (!compared)
+    return std::unexpected(fmt::format("{}: {}", manifest.source_path, compared.error()));
+  std::vector<std::string> lines;
+  for (const ConfigError& w : *compared) lines.push_back(w.ToString());
+  return lines;
+}
+
+}  // namespace sandprobe::drivers
