@@ -47,8 +47,10 @@ def run_design(cls, mode=None, manifest=None, rows=None, while_fixture_runs=None
             manifest = u.write_http_manifest(os.path.join(base, "m.yaml"), name, fixture.url)
         cls.res = u.run_sandprobe(
             ["run", "--suite", suite, "--sandbox", manifest, "--control", u.LOCAL_MANIFEST,
-             "--out", cls.out, "--canary-dir", cls.canary_dir, "--jobs", "2", "--format", "json"]
-            + u.FAST_FLAGS, timeout=120, cwd=cls.run_cwd)
+             "--out", cls.out, "--canary-dir", cls.canary_dir, "--jobs", "2", "--format", "json",
+             # 5 s of grace over the 3 s claim: a shared holder or a pool's bubblewrap starting
+             # on a loaded 2-core machine must not turn a pair call into a deadline
+             "--default-timeout", "2", "--grace", "5"], timeout=180, cwd=cls.run_cwd)
         cls.report = u.report_or_none(cls.out)
         if while_fixture_runs:
             while_fixture_runs()
@@ -71,7 +73,7 @@ class DesignCase(u.RunCase):
             self.assertEqual(v["validated_by"], "local", probe)
 
     def assertNothingLeft(self):
-        self.assertLess(self.res.wall_s, 60, "the four rows and the control took too long")
+        self.assertLess(self.res.wall_s, 90, "the four rows and the control took too long")
         self.assertEqual(self.fixture_exit, 0)
         self.assertEqual(self.left_after_stop, [])
         self.assertEqual(u.state_files(self.report, "/tmp", self.run_cwd), [])

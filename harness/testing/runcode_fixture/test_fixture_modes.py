@@ -312,6 +312,8 @@ print(json.dumps({'me': me, 'other': other, 'seen': seen, 'uid': os.getuid()}))
         for box in boxes:
             box["thread"].join(30)
         replies = [box.get("result") or box.get("error") for box in boxes]
+        for r in replies:  # an evaluation that printed nothing: say what came back instead
+            self.assertTrue(isinstance(r, dict) and r.get("stdout", "").strip(), replies)
         facts = [last_json(r) for r in replies]
         self.assertEqual([f["seen"] for f in facts], [True, True], replies)
         self.assertEqual({facts[0]["me"], facts[0]["other"]},
