@@ -139,6 +139,10 @@ int DoValidate(const ValidateArgs& a) {
       auto s = config::LoadSuite(file);
       if (!s) {
         error = s.error().ToString();
+      } else if (auto r = probes ? config::CheckSuiteEntries(*s, *probes)
+                                 : std::expected<void, config::ConfigError>{};
+                 !r) {
+        error = r.error().ToString();
       } else if (probes) {
         std::map<std::string, std::string> examples;
         for (std::string_view key : runner::kPlaceholders) examples[std::string(key)] = "1";

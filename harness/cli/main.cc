@@ -1,7 +1,7 @@
 // sandprobe: adversarial conformance tests for sandboxes that run untrusted code.
 //
-// Exit codes (docs/design.md): 0 every required probe PASS or SKIP; 1 a required FAIL; 2 no FAIL but a
-// required INCONCLUSIVE or ERROR, or an interrupted run; 3 usage, manifest or setup error.
+// Exit codes (docs/design.md): 0 every required probe PASS or SKIP; 1 a required FAIL; 2 no FAIL
+// but a required INCONCLUSIVE or ERROR, or an interrupted run; 3 usage, manifest or setup error.
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"

@@ -157,6 +157,9 @@ int DoRun(const RunArgs& a) {
   auto suite =
       config::LoadSuite(a.suite.empty() ? home / "suites/default.yaml" : fs::path(a.suite));
   if (!suite) return SetupError(suite.error().ToString());
+  if (auto r = config::CheckSuiteEntries(*suite, opt.probes); !r) {
+    return SetupError(r.error().ToString());
+  }
   opt.suite = std::move(*suite);
 
   std::vector<std::string> sandboxes = a.sandboxes;

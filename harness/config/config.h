@@ -32,6 +32,11 @@ Loaded<core::ProbeDescriptor> LoadProbe(const std::filesystem::path& dir);
 // ids are an error.
 Loaded<std::vector<core::ProbeDescriptor>> LoadProbeTree(const std::filesystem::path& root);
 
+// The suite's entries against the probe tree: an unknown probe id or parameter name is an error at
+// its line and column in the suite file, with "did you mean X?" when one is near.
+std::expected<void, ConfigError> CheckSuiteEntries(
+    const core::Suite& suite, const std::vector<core::ProbeDescriptor>& probes);
+
 Loaded<core::Suite> LoadSuite(const std::filesystem::path& file);
 Loaded<core::Suite> ParseSuite(const std::string& text, const std::string& source);
 

@@ -31,6 +31,9 @@ std::expected<void, ConfigError> LoadLimits(const std::string& file, const YAML:
     if (key == "timeout") {
       auto s = core::ParseSeconds(text);
       if (!s) return std::unexpected(At(file, kv.second, field, s.error()));
+      if (*s <= 0 || *s > 24 * 3600) {  // a day: past that the deadline arithmetic overflows
+        return std::unexpected(At(file, kv.second, field, "expected more than 0s and at most 24h"));
+      }
       limits.timeout_s = *s;
       continue;
     }
@@ -44,6 +47,9 @@ std::expected<void, ConfigError> LoadLimits(const std::string& file, const YAML:
     }
     auto b = core::ParseBytes(text);
     if (!b) return std::unexpected(At(file, kv.second, field, b.error()));
+    if (*b > (uint64_t{1} << 50)) {  // 1 PiB: a claim past it is a typo, and overflows sizing
+      return std::unexpected(At(file, kv.second, field, "expected at most 1Pi"));
+    }
     (key == "memory" ? limits.memory_bytes
      : key == "tmp"  ? limits.tmp_bytes
                      : limits.output_bytes) = *b;
@@ -87,6 +93,17 @@ Loaded<core::Manifest> ParseManifest(const std::string& text, const std::string&
     return std::unexpected(
         At(source, y["driver"], "driver",
            fmt::format("unknown driver '{}' (expected {})", m.driver, KindNames(sections))));
+  }
+  // Another kind's section would be read by nobody: a `command:` under `driver: local` runs the
+  // probe with no sandbox at all while the file looks sandboxed.
+  for (const DriverSection& d : sections) {
+    if (d.kind != m.driver && y[d.kind].IsDefined()) {
+      return std::unexpected(
+          At(source, y[d.kind], d.kind,
+             fmt::format("this manifest's driver is {}, so this section would be ignored; did you "
+                         "mean driver: {}?",
+                         m.driver, d.kind)));
+    }
   }
   for (auto [key, out] : {std::pair{"control", &m.control}, {"description", &m.description}}) {
     auto v = internal::String(source, y, key, "", false);

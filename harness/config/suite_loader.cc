@@ -1,6 +1,8 @@
 // Suite YAML -> core::Suite.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "config/config.h"
 #include "config/yaml_util.h"
 
@@ -32,8 +34,12 @@ Loaded<core::Suite> ParseSuite(const std::string& text, const std::string& sourc
     const YAML::Node p = probes[i];
     const std::string path = fmt::format("probes[{}]", i);
     core::SuiteEntry entry;
+    auto at = [](const YAML::Node& n) {
+      return std::pair<int, int>{n.Mark().line + 1, n.Mark().column + 1};
+    };
     if (p.IsScalar()) {
       entry.probe = p.Scalar();
+      entry.id_at = at(p);
     } else if (p.IsMap()) {
       if (auto r = internal::OnlyKeys(source, p, path, {"id", "level", "params"}); !r) {
         return std::unexpected(r.error());
@@ -41,6 +47,7 @@ Loaded<core::Suite> ParseSuite(const std::string& text, const std::string& sourc
       auto id = internal::String(source, p, "id", path, true);
       if (!id) return std::unexpected(id.error());
       entry.probe = *id;
+      entry.id_at = at(p["id"]);
       auto level = internal::String(source, p, "level", path, false);
       if (!level) return std::unexpected(level.error());
       if (*level == "advisory") {
@@ -54,6 +61,7 @@ Loaded<core::Suite> ParseSuite(const std::string& text, const std::string& sourc
           return std::unexpected(At(source, params, path + ".params", "expected a mapping"));
         }
         entry.params = YamlToJson(params);
+        for (const auto& kv : params) entry.param_at[kv.first.Scalar()] = at(kv.first);
       }
     } else {
       return std::unexpected(At(source, p, path, "expected a probe id or a mapping with id:"));
@@ -66,6 +74,37 @@ Loaded<core::Suite> ParseSuite(const std::string& text, const std::string& sourc
     suite.entries.push_back(std::move(entry));
   }
   return suite;
+}
+
+std::expected<void, ConfigError> CheckSuiteEntries(
+    const core::Suite& suite, const std::vector<core::ProbeDescriptor>& probes) {
+  std::vector<std::string> ids;
+  for (const core::ProbeDescriptor& p : probes) ids.push_back(p.id);
+  for (size_t i = 0; i < suite.entries.size(); ++i) {
+    const core::SuiteEntry& e = suite.entries[i];
+    const std::string path = fmt::format("probes[{}]", i);
+    auto it = std::ranges::find(probes, e.probe, &core::ProbeDescriptor::id);
+    if (it == probes.end()) {
+      const std::string near = internal::DidYouMean(e.probe, ids);
+      return std::unexpected(ConfigError{
+          suite.source_path, e.id_at.first, e.id_at.second, path + ".id",
+          fmt::format("no probe '{}' in the probe tree{}", e.probe,
+                      near.empty() ? " (see `sandprobe list`)" : "; did you mean " + near + "?")});
+    }
+    std::vector<std::string> names;
+    for (const auto& [name, spec] : it->params) names.push_back(name);
+    for (const auto& [name, value] : e.params.items()) {
+      if (it->params.contains(name)) continue;
+      const auto where = e.param_at.contains(name) ? e.param_at.at(name) : e.id_at;
+      const std::string near = internal::DidYouMean(name, names);
+      return std::unexpected(
+          ConfigError{suite.source_path, where.first, where.second, path + ".params." + name,
+                      fmt::format("probe {} has no such parameter{}", e.probe,
+                                  near.empty() ? " (`sandprobe explain " + e.probe + "` lists them)"
+                                               : "; did you mean " + near + "?")});
+    }
+  }
+  return {};
 }
 
 Loaded<core::Suite> LoadSuite(const std::filesystem::path& file) {

@@ -134,30 +134,42 @@ size_t EditDistance(const std::string& a_in, const std::string& b_in) {
     return s;
   };
   const std::string a = lower(a_in), b = lower(b_in);
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  // Optimal string alignment: insertions, deletions, substitutions and a swap of two neighbours
+  // (nmae -> name) each cost one.
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
     for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
+      d[i][j] = std::min(
+          {d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
   }
-  return row[b.size()];
+  return d[a.size()][b.size()];
 }
 
 std::string DidYouMean(const std::string& key, const std::vector<std::string>& known) {
   std::string best;
-  // Two edits (a transposition) or a third of the key, whichever is more: farther is no typo.
-  size_t best_d = std::max<size_t>(2, key.size() / 3) + 1;
+  // One edit for keys of up to 4 letters (Pids is not Binds), else two edits or a third of the
+  // key, whichever is more: farther is no typo.
+  size_t best_d = (key.size() <= 4 ? 1 : std::max<size_t>(2, key.size() / 3)) + 1;
   for (const std::string& candidate : known) {
     if (candidate == key) continue;
     const size_t d = EditDistance(key, candidate);
     if (d < best_d) {
       best_d = d;
       best = candidate;
+    }
+  }
+  if (best.empty() && key.size() >= 3) {  // a known name that starts with it: Pids -> PidsLimit
+    auto lower = [](std::string v) {
+      std::ranges::transform(v, v.begin(), [](unsigned char c) { return std::tolower(c); });
+      return v;
+    };
+    for (const std::string& candidate : known) {
+      if (lower(candidate).starts_with(lower(key))) return candidate;
     }
   }
   return best;
@@ -169,7 +181,14 @@ std::expected<void, ConfigError> OnlyKeys(const std::string& file, const YAML::N
   for (const auto& kv : map) {
     const std::string key = kv.first.Scalar();
     if (std::ranges::find(allowed, key) == allowed.end()) {
-      const std::string field = path.empty() ? key : path + "." + key;
+      // Bytes outside printable ASCII are shown escaped: "Privileged\xe2\x80\x8b" is not
+      // Privileged, and the message must not make it look so.
+      std::string shown;
+      for (unsigned char c : key) {
+        shown += (c >= 0x20 && c < 0x7f) ? std::string(1, static_cast<char>(c))
+                                         : fmt::format("\\x{:02x}", c);
+      }
+      const std::string field = path.empty() ? shown : path + "." + shown;
       if (const std::string near = DidYouMean(key, allowed); !near.empty()) {
         return std::unexpected(
             At(file, kv.first, field, fmt::format("unknown field; did you mean {}?", near)));

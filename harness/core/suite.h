@@ -1,8 +1,10 @@
 // A suite: an ordered list of probes with parameter overrides and a requirement level.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sandprobe::core {
@@ -15,6 +17,10 @@ struct SuiteEntry {
   std::string probe;  // probe id
   Level level = Level::kRequired;
   nlohmann::json params = nlohmann::json::object();  // overrides; strings may hold {placeholders}
+  // Where the entry's id and each parameter key stand in the suite file (1-based line, column;
+  // 0 when built in code), for errors that need the probe tree (config::CheckSuiteEntries).
+  std::pair<int, int> id_at = {0, 0};
+  std::map<std::string, std::pair<int, int>> param_at = {};
 };
 
 struct Suite {

@@ -83,8 +83,10 @@ std::expected<void, config::ConfigError> CheckCommandSection(const std::string& 
   }
   bool stdin_mode = false;
   if (section["stdin"].IsDefined()) {
-    const std::string s = section["stdin"].Scalar();
-    if (s != "true" && s != "false") {
+    const YAML::Node n = section["stdin"];
+    const std::string s = n.IsScalar() ? n.Scalar() : "";
+    // A YAML boolean only: a quoted "true" is a string the driver would choke on.
+    if ((s != "true" && s != "false") || n.Tag() == "!") {
       return std::unexpected(At(file, section["stdin"], "command.stdin", "expected true or false"));
     }
     stdin_mode = s == "true";

@@ -14,6 +14,12 @@
 namespace sandprobe::drivers {
 namespace {
 
+// An empty value (often a commented-out child) reads as null, which the daemon takes as "unset":
+// no limit, the default. Leaving a field unset is said by omitting it.
+constexpr char kEmptyMessage[] =
+    "empty or null: the daemon reads it as unset (no limit, the default); give a value, or remove "
+    "the line to leave it unset";
+
 using config::ConfigError;
 using config::internal::At;
 using Json = nlohmann::json;
@@ -82,7 +88,9 @@ std::optional<uint64_t> DockerRunSize(const std::string& s) {
 Result CheckScalar(const std::string& file, const YAML::Node& node, const YAML::Node& at,
                    const EngineField& f, const std::string& field) {
   const Json value = config::YamlToJson(node);
-  if (value.is_null() && f.nullable) return {};
+  if (value.is_null() && f.nullable) {
+    return std::unexpected(config::internal::At(file, at, field, kEmptyMessage));
+  }
   bool ok = false;
   switch (f.type) {
     case JsonType::kString:
@@ -184,7 +192,12 @@ Result CheckValue(const std::string& file, const YAML::Node& node, const YAML::N
     default:
       if (!node.IsMap() && !node.IsSequence()) return CheckScalar(file, node, at, f, field);
   }
-  if ((node.IsNull() || !node.IsDefined()) && f.nullable) return {};
+  if (node.IsNull() && f.nullable) {
+    // An empty value, often a commented-out child, reads as null: "unset" to the daemon (no
+    // limit, the default), a hardening the file seems to set and does not. (yaml-cpp does not
+    // tell an empty value from an explicit null, and omitting the field says "unset" plainly.)
+    return std::unexpected(config::internal::At(file, at, field, kEmptyMessage));
+  }
   const Json value = node.IsScalar() || node.IsNull() ? config::YamlToJson(node) : Json();
   std::string hint;
   if (f.type == JsonType::kArray && node.IsScalar() && value.is_string()) {

@@ -130,7 +130,7 @@ TEST(DockerSectionTest, WellFormedSectionsLoad) {
            "docker:\n  image: sandprobe-probe:local\n  user: \"65534:65534\"\n"
            "  cmd: [timeout, -k, \"2\", \"10\", python3, -u, -c, \"{script}\"]\n"
            "  endpoint: tcp://127.0.0.1:2375\n",
-           "docker:\n  image: i\n  hostConfig:\n    Init: ~\n    PidsLimit: null\n"
+           "docker:\n  image: i\n  hostConfig:\n    Init: true\n    PidsLimit: 64\n"
            "    Ulimits: [{Name: nofile, Soft: 64, Hard: 64}]\n"
            "    LogConfig: {Type: local, Config: {max-size: 1m}}\n"
            "    RestartPolicy: {Name: \"no\", MaximumRetryCount: 0}\n"

@@ -112,7 +112,18 @@ const std::vector<Field>* FieldsOf(std::string_view type) {
 
 void Walk(const YAML::Node& node, std::string_view type, const std::string& path,
           std::vector<TemplateFinding>& out) {
-  if (!node.IsDefined() || node.IsNull() || type.empty()) return;
+  if (!node.IsDefined() || type.empty()) return;
+  if (node.IsNull() && !path.empty()) {
+    // The template is merged over the driver's hardened defaults as a JSON merge patch, where
+    // null deletes: an empty `securityContext:` would silently drop allowPrivilegeEscalation
+    // false and the dropped capabilities.
+    out.push_back({node, path,
+                   "empty: in the merge over the driver's defaults null deletes them; give a "
+                   "value or remove the line",
+                   true});
+    return;
+  }
+  if (node.IsNull()) return;
   auto join = [&](const std::string& key) { return path.empty() ? key : path + "." + key; };
   if (type == "map") {
     if (!node.IsMap()) out.push_back({node, path, "expected a mapping", true});

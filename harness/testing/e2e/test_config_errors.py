@@ -28,6 +28,11 @@ CASES = [
     ("limits-value", "manifest", "name: m\ndriver: local\nlimits: {memory: lots}\n",
      "limits.memory", None),
     ("weakens-type", "manifest", "name: m\ndriver: local\nweakens: 3\n", "weakens", None),
+    ("limits-huge", "manifest", "name: m\ndriver: local\nlimits: {timeout: 999999999999h}\n",
+     "limits.timeout", None),
+    ("other-drivers-section", "manifest",
+     'name: m\ndriver: local\ncommand: {argv: [bwrap, --unshare-all, python3, -c, "{script}"]}\n',
+     "command", "driver: command"),
     # local and command
     ("local-key", "manifest", "name: m\ndriver: local\nlocal: {argvv: [python3]}\n",
      "local.argvv", "argv"),
@@ -37,6 +42,9 @@ CASES = [
     ("command-no-script", "manifest",
      "name: m\ndriver: command\ncontrol: local\ncommand: {argv: [bwrap, python3]}\n",
      "command.argv", None),
+    ("command-stdin-string", "manifest",
+     'name: m\ndriver: command\ncontrol: local\ncommand: {argv: [python3], stdin: "true"}\n',
+     "command.stdin", None),
     # docker (the two manifests, and more)
     ("docker-envv", "manifest", DOCKER + '  envv: ["A=1"]\n  hostconfig: {NetworkMode: none}\n',
      "docker.envv", None),
@@ -54,6 +62,10 @@ CASES = [
     ("docker-nested", "manifest", DOCKER + "  hostConfig: {LogConfig: {Typ: none}}\n",
      "docker.hostConfig.LogConfig.Typ", "Type"),
     ("docker-user", "manifest", DOCKER + "  user: 65534\n", "docker.user", None),
+    ("docker-empty-limit", "manifest", DOCKER + "  hostConfig: {PidsLimit: }\n",
+     "docker.hostConfig.PidsLimit", None),
+    ("docker-short-typo", "manifest", DOCKER + "  hostConfig: {Pids: 64}\n",
+     "docker.hostConfig.Pids", "PidsLimit"),
     ("docker-no-image", "manifest", "name: d\ndriver: docker\ncontrol: local\ndocker: {}\n",
      "docker.image", None),
     # kubernetes
@@ -71,6 +83,10 @@ CASES = [
      KUBE + "  jobTemplate:\n    spec:\n      template:\n        spec:\n"
      "          securityContex: {}\n", "kubernetes.jobTemplate.spec.template.spec.securityContex",
      "securityContext"),
+    ("kube-empty-security", "manifest",
+     KUBE + "  jobTemplate:\n    spec:\n      template:\n        spec:\n"
+     "          containers:\n            - name: probe\n              securityContext:\n",
+     "kubernetes.jobTemplate.spec.template.spec.containers[0].securityContext", None),
     # http
     ("http-key", "manifest", HTTP + "  presett: code-json\n", "http.presett", "preset"),
     ("http-response", "manifest", HTTP + "  preset: code-json\n  response: {stdot: /out}\n",
@@ -88,6 +104,9 @@ CASES = [
     ("suite-top", "suite", "name: s\ndescrption: x\nprobes: [net.dns]\n", "descrption",
      "description"),
     ("suite-probes-type", "suite", "name: s\ndescription: x\nprobes: net.dns\n", "probes", None),
+    ("suite-probe-id", "suite", SUITE + "  - net.dnss\n", "probes[0].id", "net.dns"),
+    ("suite-param-name", "suite", SUITE + "  - id: net.dns\n    params: {sever: x}\n",
+     "probes[0].params.sever", "server"),
 ]
 
 ERROR = re.compile(r"^error  (?P<file>[^:]+):(?P<line>\d+):(?P<col>\d+): (?P<field>\S+): (?P<msg>.*)$")
