@@ -77,6 +77,7 @@ import ctypes
 import http.client
 import json
 import os
+import queue
 import re
 import secrets
 import shutil
@@ -108,7 +109,8 @@ STATE = {"served": 0, "lock": threading.Lock(), "stop": threading.Event(), "acti
          "scratch": None,  # pool, shared: the private temp directory of the scratch dirs
          "pool": [],  # pool: the N scratch directories
          "exec_cid": None,  # exec: the one container
-         "shared_lock": threading.Lock(), "holder": None}  # shared: the in-flight sandbox
+         "shared_lock": threading.Lock(), "holder": None,  # shared: the in-flight sandbox
+         "keeper": None}  # shared: the queue of the thread that starts holders (see on_keeper)
 
 
 # ----------------------------------------------------------------------------- hardened set
@@ -573,6 +575,38 @@ def _holder_target(bwrap_pid, deadline):
     return None, None
 
 
+def _keeper_loop(jobs):
+    while True:
+        fn, box, done = jobs.get()
+        try:
+            box["result"] = fn()
+        except BaseException as exc:  # handed back to the caller, raised there
+            box["error"] = exc
+        finally:
+            done.set()
+
+
+def on_keeper(fn):
+    """Runs fn() on one thread that lives as long as the fixture and returns (or raises) what it
+    did. The holder's bwrap must be forked there: --die-with-parent is PR_SET_PDEATHSIG, whose
+    "parent" is the THREAD that forked the child, not the process. Forked on the request thread
+    of the evaluation that found no holder, the holder (and every evaluation that joined it)
+    was SIGKILLed as soon as that one answered and its thread ended, while the others were still
+    in flight. On the keeper it dies with the fixture only (a SIGKILLed fixture leaves nothing)."""
+    with STATE["lock"]:
+        if STATE["keeper"] is None:
+            STATE["keeper"] = queue.Queue()
+            threading.Thread(target=_keeper_loop, args=(STATE["keeper"],), name="keeper",
+                             daemon=True).start()
+        jobs = STATE["keeper"]
+    box, done = {}, threading.Event()
+    jobs.put((fn, box, done))
+    done.wait()
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
 def start_holder():
     """A fresh bwrap running `sleep 3600` with its own mount, PID, network, IPC, UTS and cgroup
     namespaces and a fresh scratch /tmp. No user namespace on purpose: evaluations join with
@@ -585,10 +619,19 @@ def start_holder():
             "--bind", scratch, "/tmp", "--chdir", "/tmp",
             "--clearenv", "--setenv", "PATH", SANDBOX_PATH, "--setenv", "HOME", "/tmp",
             "--", "sleep", "3600"]
-    with STATE["lock"]:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-        STATE["active"].add(proc.pid)
+
+    def fork():  # on the keeper thread: see on_keeper
+        with STATE["lock"]:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+            STATE["active"].add(proc.pid)
+        return proc
+
+    try:
+        proc = on_keeper(fork)
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
     holder = {"proc": proc, "scratch": scratch, "inflight": 0}
     holder["init"], holder["target"] = _holder_target(proc.pid, time.monotonic() + 10)
     if holder["target"] is None:

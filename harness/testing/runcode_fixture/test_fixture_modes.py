@@ -329,6 +329,25 @@ print(json.dumps({'me': me, 'other': other, 'seen': seen, 'uid': os.getuid()}))
         self.assertEqual(len(private), 1, private)
         self.assertEqual(os.listdir(os.path.join(self.fx.tmp, private[0])), [])  # no scratch
 
+    def test_a_joiner_outlives_the_caller_that_started_the_holder(self):
+        # The first caller starts the holder and answers at once; the second, which joined it,
+        # is still running when the first's request thread ends (bwrap --die-with-parent is
+        # tied to the thread that forked it: the holder must not die with that thread).
+        first = in_thread(lambda: self.fx.post(
+            "import os, time\nopen('/tmp/first', 'w').write('1')\nend = time.time() + 10\n"
+            "while not os.path.exists('/tmp/second') and time.time() < end:\n"
+            "    time.sleep(0.05)\nprint(os.path.exists('/tmp/second'))"))
+        self.assertTrue(wait_for(self.fx.leftovers, 5), "the first evaluation never started")
+        second = self.fx.post(
+            "import os, time\nend = time.time() + 10\n"
+            "while not os.path.exists('/tmp/first') and time.time() < end:\n"
+            "    time.sleep(0.05)\nopen('/tmp/second', 'w').write('1')\n"
+            "time.sleep(3)\nprint(os.path.exists('/tmp/first'))")
+        first["thread"].join(30)
+        self.assertEqual(first.get("result"), {"stdout": "True\n", "stderr": "", "exit_code": 0},
+                         first)
+        self.assertEqual(second, {"stdout": "True\n", "stderr": "", "exit_code": 0})
+
     def test_capabilities_dropped_and_sigterm_mid_evaluation_leaves_nothing(self):
         r = self.fx.post("print([l.split()[1] for l in open('/proc/self/status')\n"
                          "       if l.startswith(('CapEff', 'CapBnd', 'NoNewPrivs'))])")
