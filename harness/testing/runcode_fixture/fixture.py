@@ -209,6 +209,23 @@ def engine(method, path, body=None, timeout=30, limit=4 << 20):
         return resp.status, data
 
 
+def read_frames(resp, cap, out, err):
+    """Demultiplexes an Engine API attach/logs stream (8-byte frame headers: stream 1 stdout,
+    2 stderr, then a big-endian size) into out and err, each cut at cap bytes; reading stops at
+    the first cut. -> whether anything was cut."""
+    while True:
+        header = resp.read(8)
+        if len(header) < 8:
+            return False
+        size = struct.unpack(">I", header[4:])[0]
+        payload = resp.read(size)
+        buf = err if header[0] == 2 else out
+        room = cap - len(buf)
+        buf += payload[:max(room, 0)]
+        if len(payload) > room:
+            return True
+
+
 def read_logs(cid, cap):
     """stdout, stderr (each cut at cap bytes) and whether anything was cut, from the multiplexed
     log stream; reading stops at the cap."""
@@ -217,18 +234,7 @@ def read_logs(cid, cap):
     try:
         conn.request("GET", API + "/containers/%s/logs?stdout=1&stderr=1" % cid)
         resp = conn.getresponse()
-        while True:
-            header = resp.read(8)
-            if len(header) < 8:
-                break
-            size = struct.unpack(">I", header[4:])[0]
-            payload = resp.read(size)
-            buf = err if header[0] == 2 else out
-            room = cap - len(buf)
-            buf += payload[:max(room, 0)]
-            if len(payload) > room:
-                cut = True
-                break
+        cut = read_frames(resp, cap, out, err)
     finally:
         conn.close()
     return out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), cut
@@ -508,18 +514,7 @@ def read_exec_stream(exec_id, cap, timeout):
         resp = conn.getresponse()
         if resp.status != 200:
             raise OSError("exec start failed: HTTP %d %r" % (resp.status, resp.read(200)))
-        while True:
-            header = resp.read(8)
-            if len(header) < 8:
-                break
-            size = struct.unpack(">I", header[4:])[0]
-            payload = resp.read(size)
-            buf = err if header[0] == 2 else out
-            room = cap - len(buf)
-            buf += payload[:max(room, 0)]
-            if len(payload) > room:
-                cut = True
-                break
+        cut = read_frames(resp, cap, out, err)
     except socket.timeout:
         ended = False
     finally:

@@ -242,7 +242,8 @@ def main():
         facts.update(concurrent_with=PARTNER, window=[round(began, 3), round(time.time(), 3)])
     if CALL >= LAST:
         remove_own(planted)  # nobody comes after the last call to look for these
-        pairs = gather(earlier) + [p for p in pairs if p not in gather(earlier)]
+        gathered = gather(earlier)
+        pairs = gathered + [p for p in pairs if p not in gathered]
     facts["pairs"] = pairs
     pair_results = [e for e in PREVIOUS[-2:] if isinstance(e, dict) and e.get("concurrent_with")]
     if CALL >= LAST and CONCURRENT and not pairs and len(pair_results) < 2:
