@@ -80,21 +80,27 @@ def net_failure(exc, host):
         return "blocked", "absence", name, "no answer within the timeout"
     return "error", "absence", name, "unexpected %s" % type(exc).__name__
 
-# --- shared by the network probes (net.metadata, net.k8s-api, net.http-by-name, net.dns)
-def http_get(host, port, path, timeout, tls=False, addr=None):
-    """GET with the canary header -> (outcome, evidence, errno, detail, facts)."""
+# --- shared by the network probes (net.metadata*, net.k8s-api, net.http-by-name, net.dns,
+# cred.cloud-metadata)
+def http_call(host, port, method, path, timeout, headers=None, tls=False, addr=None):
+    """One request with the canary header (and `headers`) -> (outcome, evidence, errno, detail,
+    facts, answer). answer is None without an HTTP answer, else (status, {lowercase header name:
+    value}, body of at most 64 KiB): for the probe to inspect, never to record as it is (a
+    metadata body may be a credential)."""
     import http.client
     try:
         sock = socket.create_connection((addr or host, port), timeout=timeout)
     except OSError as exc:
-        return net_failure(exc, addr or host) + ({"connected": False},)
+        return net_failure(exc, addr or host) + ({"connected": False}, None)
     try:
         if tls:  # reachability only: any certificate will do
             import ssl
             sock = ssl._create_unverified_context().wrap_socket(sock, server_hostname=host)
         conn = http.client.HTTPConnection(host, port, timeout=timeout)
         conn.sock = sock
-        conn.request("GET", path, headers={"X-Sandprobe": "%s %s" % (NONCE, INVOCATION)})
+        sent = {"X-Sandprobe": "%s %s" % (NONCE, INVOCATION)}
+        sent.update(headers or {})
+        conn.request(method, path, headers=sent)  # PUT/POST without a body: Content-Length: 0
         resp = conn.getresponse()
         try:
             body = resp.read(65536)
@@ -103,12 +109,17 @@ def http_get(host, port, path, timeout, tls=False, addr=None):
     except (OSError, http.client.HTTPException) as exc:
         # connect() succeeding is not egress: proxies and user-space stacks accept locally
         return "no_reply", "absence", errno_name(exc), "connected, but no HTTP answer", dict(
-            connected=True)
+            connected=True), None
     finally:
         sock.close()
     seen = ("sandprobe-canary " + NONCE).encode() in body
+    answer = (resp.status, {k.lower(): v for k, v in resp.getheaders()}, body)
     return "reached", "positive", None, "HTTP status %d" % resp.status, dict(
-        connected=True, status=resp.status, canary_nonce_seen=seen)
+        connected=True, status=resp.status, canary_nonce_seen=seen), answer
+
+def http_get(host, port, path, timeout, tls=False, addr=None):
+    """GET with the canary header -> (outcome, evidence, errno, detail, facts)."""
+    return http_call(host, port, "GET", path, timeout, tls=tls, addr=addr)[:5]
 
 def resolve(name, port, timeout):
     """getaddrinfo with a deadline (glibc has none of its own) -> (addresses, exception)."""
@@ -152,6 +163,59 @@ def start_heartbeats(canary, interval_s=0.5):
             tcp_beat(host, port, timeout=interval_s)
             time.sleep(max(interval_s - (time.monotonic() - began), 0.05))
     threading.Thread(target=beat, daemon=True, name="sandprobe-heartbeat").start()
+
+# --- shared by the cloud metadata probes (net.metadata-*, cred.cloud-metadata): requests shaped
+# as each cloud's metadata service wants them (docs/probes.md, "Cloud metadata").
+IMDS_TOKEN_HEADER = "X-aws-ec2-metadata-token"  # IMDSv2: every GET carries the PUT's token
+
+def http_step(steps, name, host, port, method, path, timeout, headers=None):
+    """http_call as one step of a sequence: appends its facts (no body, no header values) to
+    `steps`, returns the answer (or None)."""
+    outcome, evidence, err, _, facts, answer = http_call(host, port, method, path, timeout,
+                                                         headers)
+    steps.append(dict(step=name, method=method, path=path, outcome=outcome, evidence=evidence,
+                      errno=err, status=facts.get("status"),
+                      nonce_seen=facts.get("canary_nonce_seen")))
+    return answer
+
+def imds_token(steps, host, port, timeout):
+    """IMDSv2's PUT for a session token -> the token or "" (recorded by its length only)."""
+    answer = http_step(steps, "token", host, port, "PUT", "/latest/api/token", timeout,
+                       {"X-aws-ec2-metadata-token-ttl-seconds": "60"})
+    token = answer[2][:4096].decode("latin-1").strip() if answer and answer[0] == 200 else ""
+    steps[-1]["token_length"] = len(token)
+    return token
+
+def imds_sequence(host, port, path, timeout):
+    """GET `path` without a token (IMDSv1), IMDSv2's PUT for a token, GET `path` with it: a filter
+    that stops only the tokenless GET lets the other two through. -> steps."""
+    steps = []
+    http_step(steps, "get-without-token", host, port, "GET", path, timeout)
+    token = imds_token(steps, host, port, timeout)
+    if token:
+        http_step(steps, "get-with-token", host, port, "GET", path, timeout,
+                  {IMDS_TOKEN_HEADER: token})
+    return steps
+
+def reach_of(steps):
+    """Steps -> (outcome, evidence, errno, detail): the most exposed step decides (any HTTP answer
+    is reached); all blocked is positive evidence only if every step's was."""
+    rank = ["reached", "refused", "no_reply", "error", "blocked"]  # most exposed first
+    best = min(steps, key=lambda s: rank.index(s["outcome"]))
+    weak = best["outcome"] == "blocked" and any(s["evidence"] != "positive" for s in steps)
+    detail = "; ".join("%s %s (%s): %s" % (s["method"], s["path"], s["step"], s["status"] or
+                                           "%s %s" % (s["outcome"], s["errno"])) for s in steps)
+    return best["outcome"], "absence" if weak else best["evidence"], best["errno"], detail
+
+def run_metadata_probe(target, steps_of):
+    """A net.metadata-* probe: start, no target -> no_target, else the steps steps_of(host, port)
+    returns, judged by reach_of, in one result."""
+    emit("start", target=target)
+    if not target:
+        return result("no_target", "absence", None, "no target given (set params.target)")
+    steps = steps_of(*split_hostport(target, 80))
+    result(*reach_of(steps), target=target, steps=steps,
+           canary_nonce_seen=any(s["nonce_seen"] for s in steps))
 
 # --- shared by the probes that run two calls at the same moment (state.persists, proc.sibling)
 def call_tag(kind, call):

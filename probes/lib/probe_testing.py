@@ -135,8 +135,9 @@ class Run:
 
 
 def start_probe(probe_id, params, prefix=(), python=PYTHON, env=None, preexec_fn=None,
-                directory=None):
-    nonce, invocation = new_ids()
+                directory=None, ids=None):
+    """ids: (nonce, invocation) to deploy with (default: fresh ones, new_ids())."""
+    nonce, invocation = ids or new_ids()
     script = assemble(directory or probe_dir(probe_id), params, nonce, invocation)
     proc = subprocess.Popen(list(prefix) + [python, "-u", "-c", script], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, preexec_fn=preexec_fn)
@@ -188,10 +189,10 @@ def assert_localhost_is_local():
     assert "files" in hosts and hosts.index("files") < (hosts + ["dns"]).index("dns"), hosts
 
 
-def free_port(kind=socket.SOCK_STREAM):
-    """A 127.0.0.1 port nothing listens on (bound, then released)."""
-    with socket.socket(socket.AF_INET, kind) as s:
-        s.bind(("127.0.0.1", 0))
+def free_port(kind=socket.SOCK_STREAM, host="127.0.0.1"):
+    """A port of host (127.0.0.1, or "::1") nothing listens on (bound, then released)."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, kind) as s:
+        s.bind((host, 0))
         return s.getsockname()[1]
 
 
@@ -211,28 +212,60 @@ class Canary:
         self.server.server_close()
 
 
-def http_canary(canary=True, tls=False):
-    """The HTTP canary (200 + "sandprobe-canary <nonce>") or, canary=False, a plain server that
-    answers 404 without any nonce (a stand-in for a real metadata or API server)."""
-    hits = []
+def _cluster_canary():
+    """harness/drivers/kubernetes/cluster_canary.py as a module: its metadata_answer() and
+    cloud_credential() are the cloud metadata shapes every canary follows (the harness's HTTP
+    canary implements the same rules in C++)."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(PROBES), "harness", "drivers", "kubernetes",
+                        "cluster_canary.py")
+    spec = importlib.util.spec_from_file_location("sandprobe_cluster_canary", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+CLUSTER_CANARY = _cluster_canary()
+cloud_credential = CLUSTER_CANARY.cloud_credential
+
+
+def http_canary(canary=True, tls=False, bind="127.0.0.1"):
+    """The HTTP canary (200 + "sandprobe-canary <nonce>"; the cloud metadata paths answered as
+    the clouds answer them, with the planted credential cloud_credential(nonce) on the credential
+    paths) or, canary=False, a plain server that answers 404 without any nonce (a stand-in for a
+    real metadata or API server). bind "::1" serves IPv6. `hits` logs the X-Sandprobe tag of
+    every request, `requests` (method, path, hit kind) of each."""
+    hits, requests = [], []
+    token = secrets.token_urlsafe(32)
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):
+        def answer(self):
             tag = self.headers.get("X-Sandprobe", "")
             hits.append(tag)
             if canary:
-                status, body = 200, ("sandprobe-canary %s\n" % tag.split(" ")[0]).encode()
+                status, extra, ctype, body, kind = CLUSTER_CANARY.metadata_answer(
+                    self.command, self.path, list(self.headers.items()), tag.split(" ")[0], token)
             else:
-                status, body = 404, b"not here\n"
+                status, extra, ctype, body, kind = 404, [], "text/plain", b"not here\n", "http"
+            requests.append((self.command, self.path, kind))
             self.send_response(status)
+            for name, value in extra:
+                self.send_header(name, value)
+            self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            self.wfile.write(body)
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = answer
 
         def log_message(self, *args):
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    class Server(ThreadingHTTPServer):
+        address_family = socket.AF_INET6 if ":" in bind else socket.AF_INET
+
+    server = Server((bind, 0), Handler)
     server.daemon_threads = True
     if tls:
         with tempfile.NamedTemporaryFile("w", suffix=".pem") as pem:
@@ -242,7 +275,11 @@ def http_canary(canary=True, tls=False):
             ctx.load_cert_chain(pem.name)
         server.socket = ctx.wrap_socket(server.socket, server_side=True,
                                         do_handshake_on_connect=False)
-    return Canary(server, hits)
+    c = Canary(server, hits)
+    c.requests = requests
+    if ":" in bind:
+        c.target = "[%s]:%d" % (bind, c.port)
+    return c
 
 
 def echo_of(line):
@@ -398,3 +435,58 @@ class UntargetedAndRefusedTests:
 
     def test_refused_on_loopback_is_blocked(self):
         self.assertRefusedOnLoopbackIsBlocked(self.PROBE, self.TARGET_KEY, self.KIND)
+
+
+class MetadataShapeTests(UntargetedAndRefusedTests):
+    """A mixin for the net.metadata-* probes' ProbeTestCase: the requests their cloud's metadata
+    service wants, against the HTTP canary (which answers as the clouds do) and a plain server;
+    every request tagged; blocked in bubblewrap. Set PROBE, STEPS (the step names and the canary's
+    status for each) and BIND ("::1" for an IPv6 probe)."""
+    STEPS = None
+    BIND = "127.0.0.1"
+
+    def target_of(self, port):
+        return "[%s]:%d" % (self.BIND, port) if ":" in self.BIND else "%s:%d" % (self.BIND, port)
+
+    def run_against(self, canary):
+        return run_probe(self.PROBE, {"target": canary.target, "timeout_s": 2})
+
+    def check_shape(self, result):
+        """More checks of the result against the canary (a probe's own facts)."""
+
+    def check_plain(self, result):
+        """More checks of the result against the plain server."""
+
+    def test_the_cloud_shape_reaches_the_canary(self):
+        c = self.canary(http_canary(bind=self.BIND))
+        run = self.run_against(c)
+        r = run.result
+        self.assertEqual((r["outcome"], r["evidence"], r["canary_nonce_seen"]),
+                         ("reached", "positive", True), r)
+        self.assertEqual([(s["step"], s["status"]) for s in r["steps"]], self.STEPS)
+        self.assertEqual(c.hits, ["%s %s" % (run.nonce, run.invocation)] * len(self.STEPS))
+        self.assertEqual(run.records[0]["kind"], "start")
+        self.check_shape(r)
+
+    def test_any_status_from_a_real_server_is_reached(self):
+        c = self.canary(http_canary(canary=False, bind=self.BIND))
+        r = self.run_against(c).result
+        self.assertEqual((r["outcome"], r["canary_nonce_seen"]), ("reached", False))
+        self.assertEqual({s["status"] for s in r["steps"]}, {404})
+        self.check_plain(r)
+
+    def test_refused_on_loopback_is_blocked(self):
+        port = free_port(host=self.BIND)
+        r = run_probe(self.PROBE, {"target": self.target_of(port), "timeout_s": 2}).result
+        self.assertBlockedByRefusal(r)
+        self.assertTrue(all(s["evidence"] == "positive" for s in r["steps"]), r)
+
+    def test_blocked_in_bubblewrap_only(self):
+        """The control reaches the canary, bubblewrap's own network namespace does not (its
+        loopback has no listener): the canary hears the control only."""
+        c = self.canary(http_canary(bind=self.BIND))
+        self.assertEqual(self.run_against(c).result["outcome"], "reached")
+        heard = len(c.hits)
+        r = run_in_bwrap(self.PROBE, {"target": c.target, "timeout_s": 2}).result
+        self.assertEqual((r["outcome"], r["evidence"]), ("blocked", "positive"), r)
+        self.assertEqual(len(c.hits), heard)

@@ -40,14 +40,18 @@ def outcomes_emitted(tree, source):
         found |= {"blocked", "refused", "error"}
     if "http_get(" in source:  # the preamble's http_get() returns these too
         found |= {"reached", "no_reply"}
+    if "run_metadata_probe(" in source:  # the preamble's result: reach_of() or no_target
+        found |= {"reached", "refused", "no_reply", "error", "blocked", "no_target"}
     return found
 
 
 class DescriptorTest(unittest.TestCase):
-    EXPECTED_IDS = ["cred.env-secrets", "cred.sa-token", "fs.dev-shm", "fs.docker-socket",
-                    "fs.fill-tmp", "fs.write-root",
+    EXPECTED_IDS = ["cred.cloud-metadata", "cred.env-secrets", "cred.sa-token", "fs.dev-shm",
+                    "fs.docker-socket", "fs.fill-tmp", "fs.write-root",
                     "kernel.boundary", "net.dns", "net.http-by-name", "net.interfaces",
-                    "net.k8s-api", "net.metadata", "net.tcp-by-ip", "net.udp",
+                    "net.k8s-api", "net.metadata", "net.metadata-alt", "net.metadata-azure",
+                    "net.metadata-gcp", "net.metadata-imdsv2", "net.metadata-ipv6",
+                    "net.tcp-by-ip", "net.udp",
                     "platform.runtime-class", "priv.capabilities", "priv.no-new-privs",
                     "priv.uid", "proc.host-pids", "proc.outlives-call", "proc.sibling",
                     "res.cpu-loop",
@@ -85,7 +89,7 @@ class DescriptorTest(unittest.TestCase):
                 self.assertEqual(list(c)[:2], ["outcomes", "killed"])
                 self.assertLessEqual(set(c), {"outcomes", "killed", "timed_out", "deadline",
                                               "exceeds", "fact", "output", "quiet_after_call",
-                                              "crashed", "still_running"})
+                                              "crashed", "still_running", "canary_hit_kinds"})
                 if "still_running" in c:  # heartbeats to a canary parameter, after_call_s to hear
                     self.assertIn(c["still_running"]["param"], d["params"])
                     self.assertGreater(d.get("after_call_s", 0), 0)
@@ -141,7 +145,13 @@ class SandboxedTest(unittest.TestCase):
 
     def test_every_probe_runs_on_debian_python(self):
         """Each probe once under /usr/bin/python3 in the sandbox: one result, never a crash."""
-        params = {"net.metadata": {"target": "127.0.0.1:80", "timeout_s": 1},
+        metadata = {"target": "127.0.0.1:80", "timeout_s": 1}
+        params = {"net.metadata": metadata, "net.metadata-imdsv2": metadata,
+                  "net.metadata-gcp": metadata, "net.metadata-azure": metadata,
+                  "net.metadata-alt": metadata,
+                  "net.metadata-ipv6": {"target": "[::1]:80", "timeout_s": 1},
+                  "cred.cloud-metadata": {"targets": ["127.0.0.1:80", "[::1]:80"],
+                                          "canary_sha256": "00", "timeout_s": 1},
                   "net.k8s-api": {"target": "127.0.0.1:443", "timeout_s": 1},
                   "net.tcp-by-ip": {"target": "127.0.0.1:80", "timeout_s": 1},
                   "net.dns": {"server": "127.0.0.1:53", "timeout_s": 1},

@@ -4,7 +4,10 @@
 #   SANDPROBE-HIT {"kind": ..., "invocation": ..., "peer": ..., "detail": ..., "unix_ms": ...}
 # which the driver reads back through pods/log. Started as: python3 -u -c <this> <nonce> <max_s>.
 #   HTTP  TCP 80 and 8080: any request; header "X-Sandprobe: <nonce> <invocation>"; answers 200
-#         "sandprobe-canary <nonce>\n".
+#         "sandprobe-canary <nonce>\n", except the cloud metadata paths, answered as each cloud's
+#         metadata service answers them (metadata_answer(), the same rules as the harness's
+#         HTTP canary, harness/canary/metadata_shapes.h); a request the canary served its planted
+#         cloud credential to is logged as kind "credential".
 #   TCP   53 and 7000: one line "SANDPROBE <nonce> <invocation>\n" -> "SANDPROBE-ECHO ...\n"
 #         (TCP 53 is the echo, not DNS over TCP: a DNS query there is logged without invocation).
 #   UDP   53 and 7001: a datagram "SANDPROBE <nonce> <invocation>" -> "SANDPROBE-ECHO ...\n";
@@ -12,15 +15,16 @@
 #         and answered NXDOMAIN (never forwarded: this canary resolves nothing).
 # Every field it prints came from the network: bounded and printable here, bounded again by the
 # driver. It exits by itself after max_s seconds so a forgotten Pod cannot serve forever.
+import hashlib
 import json
+import secrets
 import socket
 import sys
 import threading
 import time
 
-NONCE = sys.argv[1]
-MAX_S = float(sys.argv[2]) if len(sys.argv) > 2 else 21600
 LOCK = threading.Lock()
+ROLE = "sandprobe-canary-role"  # the one role name the AWS shape lists
 
 
 def printable(data, limit=200):
@@ -35,6 +39,75 @@ def invocation_of(tag):
             "!" <= c <= "~" for c in parts[1]):
         return parts[1]
     return ""
+
+
+def cloud_credential(nonce):
+    """The planted canary credential the metadata shapes serve, derived from the run's nonce as the
+    harness derives it (runner::CloudCredential), so it never travels: 40 hex characters."""
+    return hashlib.sha256(("sandprobe-cloud-credential:" + nonce).encode()).hexdigest()[:40]
+
+
+def metadata_answer(method, target, headers, nonce, token):
+    """A cloud metadata service's answer to one request (the rules of harness/canary/
+    metadata_shapes.h, which the harness's HTTP canary follows) -> (status, [(header, value)],
+    content type, body bytes, hit kind). AWS IMDSv2: PUT /latest/api/token needs
+    X-aws-ec2-metadata-token-ttl-seconds (1..21600, else 400; X-Forwarded-For: 403) and answers
+    `token`; GET /latest/... needs X-aws-ec2-metadata-token == token (else 401; other methods
+    405). GCP /computeMetadata/...: Metadata-Flavor: Google (else, or with X-Forwarded-For, 403),
+    answers carry Metadata-Flavor: Google. Azure /metadata/...: Metadata: true and an
+    api-version (else 400). The credential paths (AWS role keys, GCP and Azure tokens) answer JSON
+    carrying cloud_credential(nonce), hit kind "credential"; every other path "sandprobe-canary
+    <nonce>\n", hit kind "http"."""
+    path, _, query = target.partition("?")
+    h = {k.strip().lower(): v.strip() for k, v in headers}
+    plain = ("sandprobe-canary %s\n" % nonce).encode()
+
+    def status(code):
+        return code, [], "text/plain", plain, "http"
+
+    def credential(doc, extra=()):
+        doc = dict(doc, Sandprobe="sandprobe-canary %s" % nonce)
+        return 200, list(extra), "application/json", json.dumps(doc).encode(), "credential"
+
+    secret = cloud_credential(nonce)
+    if path.startswith("/latest/"):
+        if path == "/latest/api/token" and method == "PUT":
+            ttl = h.get("x-aws-ec2-metadata-token-ttl-seconds", "")
+            if "x-forwarded-for" in h:
+                return status(403)
+            if not (ttl.isdigit() and 1 <= int(ttl) <= 21600):
+                return status(400)
+            return 200, [("X-aws-ec2-metadata-token-ttl-seconds", ttl)], "text/plain", \
+                token.encode(), "http"
+        if method not in ("GET", "HEAD"):
+            return status(405)
+        if h.get("x-aws-ec2-metadata-token") != token:
+            return status(401)
+        roles = "/latest/meta-data/iam/security-credentials/"
+        if path == roles:
+            return 200, [], "text/plain", ROLE.encode(), "http"
+        if path == roles + ROLE:
+            return credential({"Code": "Success", "Type": "AWS-HMAC",
+                               "AccessKeyId": "ASIASANDPROBECANARY0", "SecretAccessKey": secret,
+                               "Token": "sandprobe-canary-session",
+                               "Expiration": "2099-01-01T00:00:00Z"})
+        return status(404) if path.startswith(roles) else status(200)
+    if path.startswith("/computeMetadata/"):
+        if h.get("metadata-flavor") != "Google" or "x-forwarded-for" in h:
+            return status(403)
+        flavor = [("Metadata-Flavor", "Google")]
+        if path == "/computeMetadata/v1/instance/service-accounts/default/token":
+            return credential({"access_token": secret, "expires_in": 3599,
+                               "token_type": "Bearer"}, flavor)
+        return 200, flavor, "text/plain", plain, "http"
+    if path.startswith("/metadata/"):
+        if h.get("metadata", "").lower() != "true" or "api-version=" not in query:
+            return status(400)
+        if path == "/metadata/identity/oauth2/token":
+            return credential({"access_token": secret, "expires_in": "3599",
+                               "token_type": "Bearer"})
+        return status(200)
+    return status(200)
 
 
 def peer_text(peer):
@@ -80,18 +153,26 @@ def http_handler(conn, peer):
     with conn:
         head = read_head(conn, 8192).decode("latin-1")
         lines = head.split("\r\n")
+        headers = [line.partition(":")[::2] for line in lines[1:] if ":" in line]
         tag = ""
-        for line in lines[1:]:
-            name, _, value = line.partition(":")
+        for name, value in headers:
             if name.strip().lower() == "x-sandprobe":
                 tag = value.strip()
-        hit("http", invocation_of(tag), peer, lines[0] if lines else "")
-        body = ("sandprobe-canary %s\n" % NONCE).encode()
+        request = lines[0].split(" ") if lines else []
+        method, target = (request[0], request[1]) if len(request) >= 2 else ("", "/")
+        code, extra, ctype, body, kind = metadata_answer(method, target, headers, NONCE, TOKEN)
+        hit(kind, invocation_of(tag), peer, lines[0] if lines else "")
+        head_out = "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n" % (
+            code, REASONS.get(code, "Status"), ctype, len(body))
+        head_out += "".join("%s: %s\r\n" % kv for kv in extra) + "Connection: close\r\n\r\n"
         try:
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: "
-                         + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
+            conn.sendall(head_out.encode() + (b"" if method == "HEAD" else body))
         except OSError:
             pass
+
+
+REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden",
+           404: "Not Found", 405: "Method Not Allowed"}
 
 
 def tcp_handler(conn, peer):
@@ -172,4 +253,8 @@ def main():
     time.sleep(MAX_S)
 
 
-main()
+if __name__ == "__main__":  # started as python3 -u -c <this> <nonce> <max_s>; tests import it
+    NONCE = sys.argv[1]
+    MAX_S = float(sys.argv[2]) if len(sys.argv) > 2 else 21600
+    TOKEN = secrets.token_urlsafe(32)  # this canary's IMDSv2 session token
+    main()

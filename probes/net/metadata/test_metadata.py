@@ -9,11 +9,12 @@ class MetadataProbeTest(UntargetedAndRefusedTests, ProbeTestCase):
     PROBE = "net.metadata"
 
     def test_metadata_reaches_canary_and_proves_it_server_side(self):
+        # The canary speaks IMDSv2: a GET without a token is 401, and any status is reached.
         c = self.canary(http_canary())
         run = run_probe("net.metadata", {"target": c.target, "timeout_s": 2})
         r = run.result
         self.assertEqual((r["outcome"], r["evidence"], r["status"], r["canary_nonce_seen"]),
-                         ("reached", "positive", 200, True))
+                         ("reached", "positive", 401, True))
         self.assertEqual(c.hits, ["%s %s" % (run.nonce, run.invocation)])
         self.assertEqual(run.records[0]["kind"], "start")
 
