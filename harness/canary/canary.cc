@@ -1,5 +1,6 @@
 #include "canary/canary.h"
 
+#include <arpa/inet.h>
 #include <fmt/format.h>
 
 #include "canary/dns_canary.h"
@@ -32,10 +33,33 @@ std::expected<std::unique_ptr<CanarySet>, std::string> CanarySet::Start(
   std::unique_ptr<CanarySet> set(new CanarySet(nonce, options.max_hits));
   const auto address_with = [&](uint16_t port) { return fmt::format("{}:{}", bind_address, port); };
 
-  auto http = HttpCanary::Start(bind_address, options.http_port, nonce, *set->log_);
+  auto http = HttpCanary::Start(bind_address, options.http_port, nonce, options.cloud_credential,
+                                *set->log_);
   if (!http) return std::unexpected("http canary: " + http.error());
   set->http_ = std::move(*http);
   set->http_address_ = address_with(set->http_->port());
+
+  if (!options.http6_bind.empty()) {
+    in6_addr v6{};
+    if (::inet_pton(AF_INET6, options.http6_bind.c_str(), &v6) != 1) {
+      return std::unexpected(
+          fmt::format("canary: not an IPv6 address: '{}'", Printable(options.http6_bind)));
+    }
+    if (IN6_IS_ADDR_UNSPECIFIED(&v6)) {
+      return std::unexpected(
+          "canary: refusing wildcard ::; bind ::1 or an address of an interface the test made");
+    }
+    auto http6 =
+        HttpCanary::Start(options.http6_bind, 0, nonce, options.cloud_credential, *set->log_);
+    if (http6) {
+      set->http6_ = std::move(*http6);
+      set->http6_address_ = fmt::format("[{}]:{}", options.http6_bind, set->http6_->port());
+    } else if (options.http6_optional) {
+      set->http6_error_ = http6.error();
+    } else {
+      return std::unexpected("http canary (IPv6): " + http6.error());
+    }
+  }
 
   auto tcp = TcpCanary::Start(*address, options.tcp_port, nonce, *set->log_);
   if (!tcp) return std::unexpected("tcp canary: " + tcp.error());
@@ -71,6 +95,7 @@ void CanarySet::Stop() {
   if (udp_) udp_->Stop();
   if (dns_) dns_->Stop();
   if (http_) http_->Stop();
+  if (http6_) http6_->Stop();
 }
 
 }  // namespace sandprobe::canary

@@ -4,8 +4,12 @@
 // "Canaries and hermetic targets").
 //
 // Wire protocols (what probes speak):
-//   HTTP  any method, any path; header "X-Sandprobe: <nonce> <invocation>". Always answers 200,
-//         text/plain, body "sandprobe-canary <nonce>\n" (a real metadata server answers too).
+//   HTTP  any method, any path; header "X-Sandprobe: <nonce> <invocation>". Answers 200,
+//         text/plain, body "sandprobe-canary <nonce>\n" (a real metadata server answers too),
+//         except the cloud metadata paths, answered as AWS IMDSv2, GCP and Azure answer them
+//         (metadata_shapes.h: 401 without the IMDSv2 token, 403 without Metadata-Flavor, 400
+//         without Metadata: true; the credential paths serve the planted cloud credential and
+//         are logged as kind "credential"). Optionally a second HTTP listener on an IPv6 address.
 //   TCP   one line "SANDPROBE <nonce> <invocation>\n" (at most 512 bytes, 2 s to send it);
 //         answers "SANDPROBE-ECHO <nonce> <invocation>\n" and closes. Anything else: closed
 //         without an answer.
@@ -18,8 +22,9 @@
 // run's nonce and a well-formed invocation (1..128 printable ASCII bytes, no spaces; DNS: the
 // first label, nonce label compared case-insensitively), otherwise invocation "".
 //
-// Traffic rule: bind only a loopback address (127.0.0.0/8) or the gateway address of a network
-// the test itself created (e.g. a Docker --internal network). The wildcard 0.0.0.0 is refused.
+// Traffic rule: bind only a loopback address (127.0.0.0/8, ::1) or an address of a network or
+// interface the test itself created (a Docker --internal network's gateway, a dummy interface).
+// The wildcards 0.0.0.0 and :: are refused.
 //
 // Thread-safety: all CanarySet methods may be called from any thread concurrently. Each
 // listener runs on its own thread(s); Stop() (or the destructor) stops and joins them.
@@ -39,7 +44,8 @@ namespace sandprobe::canary {
 // One request a canary received. All strings came from the network: bounded and printable
 // (bytes outside 0x20..0x7e replaced by '?'), but still untrusted for every output format.
 struct Hit {
-  std::string kind;        // "http" | "tcp" | "udp" | "dns"
+  std::string kind;        // "http" | "credential" (HTTP, the answer carried the cloud
+                           // credential) | "tcp" | "udp" | "dns"
   std::string invocation;  // the probe invocation id the request carried ("" if none/foreign nonce)
   std::string peer;        // "ip:port" of the client
   std::string detail;      // ≤200 bytes: "GET /latest/meta-data/", the TCP line or UDP payload,
@@ -54,6 +60,13 @@ struct CanaryOptions {
   uint16_t dns_port = 0;
   uint16_t udp_port = 0;
   size_t max_hits = 10'000;
+  // What the cloud metadata credential paths serve (the harness's planted canary credential).
+  std::string cloud_credential = "";
+  // An IPv6 address for a second HTTP listener ("" = none), on an ephemeral port. With
+  // http6_optional, a failure to bind it (a host without IPv6) leaves http6_address() empty and
+  // the reason in http6_error() instead of failing Start().
+  std::string http6_bind = "";
+  bool http6_optional = false;
 };
 
 class HitLog;
@@ -66,9 +79,9 @@ class UdpCanary;
 class CanarySet {
  public:
   // bind_address: an IPv4 address (127.0.0.1, or the gateway of a Docker --internal network the
-  // test made, `--canary-bind`). nonce: 1..63 bytes of [A-Za-z0-9_-] (it must fit in one DNS label).
-  // Errors: a message naming the failing listener and why (errno text), e.g.
-  // "dns canary: bind 127.0.0.1:53: Permission denied", or the rejected argument.
+  // test made, `--canary-bind`). nonce: 1..63 bytes of [A-Za-z0-9_-] (it must fit in one DNS
+  // label). Errors: a message naming the failing listener and why (errno text), e.g. "dns canary:
+  // bind 127.0.0.1:53: Permission denied", or the rejected argument.
   static std::expected<std::unique_ptr<CanarySet>, std::string> Start(
       const std::string& bind_address, const std::string& nonce, const CanaryOptions& options = {});
 
@@ -81,6 +94,10 @@ class CanarySet {
   std::string tcp_address() const { return tcp_address_; }
   std::string dns_address() const { return dns_address_; }
   std::string udp_address() const { return udp_address_; }
+  // "[<http6_bind>]:PORT", or "" when there is no IPv6 listener (then http6_error() says why, ""
+  // when none was asked for).
+  std::string http6_address() const { return http6_address_; }
+  const std::string& http6_error() const { return http6_error_; }
   const std::string& nonce() const { return nonce_; }
 
   std::vector<Hit> HitsFor(std::string_view invocation) const;  // hits carrying that invocation
@@ -94,9 +111,10 @@ class CanarySet {
   CanarySet(std::string nonce, size_t max_hits);
 
   std::string nonce_;
-  std::string http_address_, tcp_address_, dns_address_, udp_address_;
+  std::string http_address_, tcp_address_, dns_address_, udp_address_, http6_address_;
+  std::string http6_error_;
   std::unique_ptr<HitLog> log_;  // declared first among owners: outlives the listeners
-  std::unique_ptr<HttpCanary> http_;
+  std::unique_ptr<HttpCanary> http_, http6_;
   std::unique_ptr<TcpCanary> tcp_;
   std::unique_ptr<DnsCanary> dns_;
   std::unique_ptr<UdpCanary> udp_;

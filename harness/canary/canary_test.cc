@@ -43,18 +43,19 @@ TEST_F(CanarySetTest, AddressesAreLoopbackWithKernelPorts) {
 }
 
 TEST_F(CanarySetTest, HttpHitWithHeader) {
-  auto result = Get("/latest/meta-data/", {{"X-Sandprobe", "n0nce inv-1"}});
+  auto result = Get("/version", {{"X-Sandprobe", "n0nce inv-1"}});
   ASSERT_TRUE(result) << httplib::to_string(result.error());
   EXPECT_EQ(result->status, 200);
   EXPECT_EQ(result->body, "sandprobe-canary n0nce\n");
   EXPECT_EQ(result->get_header_value("Content-Type"), "text/plain");
-  ExpectOneHit("inv-1", "http", "GET /latest/meta-data/");
+  ExpectOneHit("inv-1", "http", "GET /version");
 }
 
 TEST_F(CanarySetTest, HttpWithoutHeaderStillAnswersAndLogsNoInvocation) {
-  auto result = Get("/computeMetadata/v1/" + std::string(500, 'p'));
+  // An IMDSv1 GET of a long path: IMDSv2's refusal (401) is still an answer, and logged.
+  auto result = Get("/latest/meta-data/" + std::string(500, 'p'));
   ASSERT_TRUE(result);
-  EXPECT_EQ(result->status, 200);
+  EXPECT_EQ(result->status, 401);
   EXPECT_EQ(result->body, "sandprobe-canary n0nce\n");
   const auto all = set_->AllHits();
   ASSERT_EQ(all.size(), 1u);
@@ -149,6 +150,92 @@ TEST(CanarySetStartTest, RejectsBadArguments) {
     ASSERT_FALSE(set.has_value()) << address;
     EXPECT_TRUE(set.error().starts_with("canary: ")) << set.error();
   }
+  for (const std::string& v6 : std::vector<std::string>{"::", "127.0.0.1", "[::1]", "fe80::x"}) {
+    auto set = CanarySet::Start("127.0.0.1", "n0nce", {.http6_bind = v6, .http6_optional = true});
+    ASSERT_FALSE(set.has_value()) << v6;  // a malformed address is an error even when optional
+    EXPECT_TRUE(set.error().starts_with("canary: ")) << set.error();
+  }
+}
+
+// The IPv6 listener on ::1: the same canary (hits in the one log, peers in brackets, the cloud
+// shapes), its own address; an address this host does not have fails, or is only noted when
+// optional (a host without IPv6 still runs every other row).
+TEST(CanarySetStartTest, Ipv6ListenerOnLoopback) {
+  auto set = CanarySet::Start("127.0.0.1", "n0nce", {.http6_bind = "::1"});
+  ASSERT_TRUE(set.has_value()) << set.error();
+  const std::string address = (*set)->http6_address();
+  ASSERT_TRUE(address.starts_with("[::1]:")) << address;
+  httplib::Client client("::1", PortOf(address));
+  client.set_connection_timeout(2);
+  client.set_read_timeout(2);
+  auto result = client.Get("/latest/meta-data/", {{"X-Sandprobe", "n0nce inv-6"}});
+  ASSERT_TRUE(result) << httplib::to_string(result.error());
+  EXPECT_EQ(result->status, 401);  // IMDSv2 without a token
+  const auto hits = (*set)->HitsFor("inv-6");
+  ASSERT_EQ(hits.size(), 1u);
+  EXPECT_TRUE(hits[0].peer.starts_with("[::1]:")) << hits[0].peer;
+  EXPECT_EQ((*set)->http6_error(), "");
+}
+
+TEST(CanarySetStartTest, Ipv6ListenerThatCannotBind) {
+  // fd00:ec2::254 is not an address of this host unless a test made it: EADDRNOTAVAIL.
+  auto soft =
+      CanarySet::Start("127.0.0.1", "n0nce", {.http6_bind = "2001:db8::7", .http6_optional = true});
+  ASSERT_TRUE(soft.has_value()) << soft.error();
+  EXPECT_EQ((*soft)->http6_address(), "");
+  EXPECT_TRUE((*soft)->http6_error().starts_with("bind [2001:db8::7]:0: "))
+      << (*soft)->http6_error();
+  auto hard = CanarySet::Start("127.0.0.1", "n0nce", {.http6_bind = "2001:db8::7"});
+  ASSERT_FALSE(hard.has_value());
+  EXPECT_TRUE(hard.error().starts_with("http canary (IPv6): bind [2001:db8::7]:0: "))
+      << hard.error();
+}
+
+// The whole IMDSv2 flow and the credential paths over HTTP: the credential served is the one
+// given, logged as kind "credential"; refusals are answers with the canary's body.
+TEST(CanarySetStartTest, CloudShapesOverHttp) {
+  auto set = CanarySet::Start("127.0.0.1", "n0nce", {.cloud_credential = "c0ffee-credential"});
+  ASSERT_TRUE(set.has_value()) << set.error();
+  httplib::Client client("127.0.0.1", PortOf((*set)->http_address()));
+  client.set_connection_timeout(2);
+  client.set_read_timeout(2);
+  const httplib::Headers tag = {{"X-Sandprobe", "n0nce inv-c"}};
+  auto with = [&](httplib::Headers more) {
+    more.insert(tag.begin(), tag.end());
+    return more;
+  };
+  auto put = client.Put("/latest/api/token", with({{"X-aws-ec2-metadata-token-ttl-seconds", "60"}}),
+                        "", "text/plain");
+  ASSERT_TRUE(put);
+  ASSERT_EQ(put->status, 200);
+  const std::string token = put->body;
+  EXPECT_GT(token.size(), 20u);
+  EXPECT_EQ(client.Get("/latest/meta-data/", tag)->status, 401);
+  const auto roles = "/latest/meta-data/iam/security-credentials/";
+  auto list = client.Get(roles, with({{"X-aws-ec2-metadata-token", token}}));
+  ASSERT_TRUE(list);
+  EXPECT_EQ(list->body, "sandprobe-canary-role");
+  auto keys = client.Get(std::string(roles) + "sandprobe-canary-role",
+                         with({{"X-aws-ec2-metadata-token", token}}));
+  ASSERT_TRUE(keys);
+  EXPECT_NE(keys->body.find("\"SecretAccessKey\": \"c0ffee-credential\""), std::string::npos)
+      << keys->body;
+  auto azure = client.Get("/metadata/identity/oauth2/token?api-version=2018-02-01&resource=x",
+                          with({{"Metadata", "true"}}));
+  ASSERT_TRUE(azure);
+  EXPECT_EQ(azure->status, 200);
+  EXPECT_EQ(client.Get("/metadata/identity/oauth2/token?resource=x", with({{"Metadata", "true"}}))
+                ->status,
+            400);  // no api-version: the query must reach the shapes as sent
+  std::vector<std::string> kinds;
+  for (const Hit& h : (*set)->HitsFor("inv-c")) kinds.push_back(h.kind + " " + h.detail);
+  EXPECT_EQ(kinds,
+            (std::vector<std::string>{"http PUT /latest/api/token", "http GET /latest/meta-data/",
+                                      "http GET /latest/meta-data/iam/security-credentials/",
+                                      "credential GET /latest/meta-data/iam/security-credentials/"
+                                      "sandprobe-canary-role",
+                                      "credential GET /metadata/identity/oauth2/token",
+                                      "http GET /metadata/identity/oauth2/token"}));
 }
 
 TEST(CanarySetStartTest, ErrorNamesTheListenerThatFailed) {

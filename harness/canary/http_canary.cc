@@ -1,12 +1,15 @@
 #include "canary/http_canary.h"
 
+#include <arpa/inet.h>
 #include <fmt/format.h>
 #include <sys/socket.h>
 
 #include <chrono>
+#include <random>
 #include <utility>
 
 #include "canary/hit_log.h"
+#include "canary/metadata_shapes.h"
 #include "canary/net_util.h"
 
 namespace sandprobe::canary {
@@ -17,6 +20,11 @@ constexpr auto kStartupTimeout = std::chrono::seconds(5);
 // httplib reports a failed bind only as -1/false. Repeat the bind on a plain socket to learn
 // the errno text for the error message.
 std::string DescribeBindFailure(const std::string& host, uint16_t port) {
+  if (host.find(':') != std::string::npos) {
+    auto fd = BindSocket6(SOCK_STREAM, host, port);
+    if (!fd) return fd.error();
+    return fmt::format("httplib could not bind [{}]:{}", host, port);
+  }
   auto address = ParseIpv4(host);
   if (!address) return address.error();
   auto fd = BindSocket(SOCK_STREAM, *address, port);
@@ -24,13 +32,28 @@ std::string DescribeBindFailure(const std::string& host, uint16_t port) {
   return fmt::format("httplib could not bind {}:{}", host, port);
 }
 
+// 32 hex characters from the kernel's random source: this canary's IMDSv2 session token.
+std::string SessionToken() {
+  std::random_device random;
+  std::string token;
+  for (int i = 0; i < 4; ++i) token += fmt::format("{:08x}", random());
+  return token;
+}
+
 }  // namespace
+
+HttpCanary::HttpCanary(std::string nonce, std::string credential, HitLog& log)
+    : nonce_(std::move(nonce)),
+      credential_(std::move(credential)),
+      token_("AQAEAsandprobe" + SessionToken()),
+      log_(log) {}
 
 std::expected<std::unique_ptr<HttpCanary>, std::string> HttpCanary::Start(const std::string& host,
                                                                           uint16_t port,
                                                                           std::string nonce,
+                                                                          std::string credential,
                                                                           HitLog& log) {
-  std::unique_ptr<HttpCanary> canary(new HttpCanary(std::move(nonce), log));
+  std::unique_ptr<HttpCanary> canary(new HttpCanary(std::move(nonce), std::move(credential), log));
   httplib::Server& server = canary->server_;
   server.set_read_timeout(2, 0);
   server.set_write_timeout(2, 0);
@@ -85,16 +108,26 @@ void HttpCanary::Stop() {
 }
 
 void HttpCanary::OnRequest(const httplib::Request& request, httplib::Response& response) {
+  // The target as sent (path and query), not httplib's decoded path: the shapes read the query.
+  std::string target = request.target.empty() ? request.path : request.target;
+  std::vector<std::pair<std::string, std::string>> headers(request.headers.begin(),
+                                                           request.headers.end());
+  MetadataAnswer answer =
+      AnswerMetadata(request.method, target, headers, nonce_, token_, credential_);
+
   Hit hit;
-  hit.kind = "http";
+  hit.kind = answer.kind;
   hit.invocation = InvocationFromTag(request.get_header_value("X-Sandprobe"), nonce_);
-  hit.peer = fmt::format("{}:{}", request.remote_addr, request.remote_port);
+  const bool v6 = request.remote_addr.find(':') != std::string::npos;
+  hit.peer = v6 ? fmt::format("[{}]:{}", request.remote_addr, request.remote_port)
+                : fmt::format("{}:{}", request.remote_addr, request.remote_port);
   hit.detail = Printable(request.method + " " + request.path);
   hit.unix_ms = NowUnixMs();
   log_.Record(std::move(hit));
 
-  response.status = 200;
-  response.set_content(fmt::format("sandprobe-canary {}\n", nonce_), "text/plain");
+  response.status = answer.status;
+  for (auto& [name, value] : answer.headers) response.set_header(name, value);
+  response.set_content(std::move(answer.body), answer.content_type);
 }
 
 }  // namespace sandprobe::canary

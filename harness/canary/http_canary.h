@@ -1,5 +1,6 @@
-// The HTTP canary: an httplib::Server that answers every request with 200 and the run's nonce,
-// and logs a Hit. Internal to harness/canary; use CanarySet.
+// The HTTP canary: an httplib::Server that answers every request with the run's nonce (200), the
+// cloud metadata paths as the clouds answer them (metadata_shapes.h), and logs a Hit for each.
+// Internal to harness/canary; use CanarySet.
 #pragma once
 
 #include <httplib.h>
@@ -17,11 +18,14 @@ class HitLog;
 
 class HttpCanary {
  public:
-  // Binds host:port (0: kernel-chosen), starts the server thread and waits until it accepts.
-  // Error: "bind 127.0.0.1:80: Permission denied" style text, or a start-up timeout.
+  // Binds host:port (an IPv4 or IPv6 address; port 0: kernel-chosen), starts the server thread
+  // and waits until it accepts. `credential` is what the metadata credential paths serve; the
+  // IMDSv2 session token is drawn here. Error: "bind 127.0.0.1:80: Permission denied" style
+  // text, or a start-up timeout.
   static std::expected<std::unique_ptr<HttpCanary>, std::string> Start(const std::string& host,
                                                                        uint16_t port,
                                                                        std::string nonce,
+                                                                       std::string credential,
                                                                        HitLog& log);
   ~HttpCanary() { Stop(); }
 
@@ -31,10 +35,10 @@ class HttpCanary {
   void Stop();
 
  private:
-  HttpCanary(std::string nonce, HitLog& log) : nonce_(std::move(nonce)), log_(log) {}
+  HttpCanary(std::string nonce, std::string credential, HitLog& log);
   void OnRequest(const httplib::Request& request, httplib::Response& response);
 
-  const std::string nonce_;
+  const std::string nonce_, credential_, token_;
   HitLog& log_;
   httplib::Server server_;
   std::thread thread_;

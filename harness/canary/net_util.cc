@@ -79,6 +79,25 @@ std::expected<UniqueFd, std::string> BindSocket(int type, in_addr address, uint1
   return fd;
 }
 
+std::expected<UniqueFd, std::string> BindSocket6(int type, const std::string& address,
+                                                 uint16_t port) {
+  sockaddr_in6 sa{};
+  sa.sin6_family = AF_INET6;
+  sa.sin6_port = htons(port);
+  const std::string where = fmt::format("[{}]:{}", address, port);
+  if (::inet_pton(AF_INET6, address.c_str(), &sa.sin6_addr) != 1) {
+    return std::unexpected(fmt::format("not an IPv6 address: '{}'", address));
+  }
+  UniqueFd fd(::socket(AF_INET6, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return std::unexpected(fmt::format("socket {}: {}", where, ErrnoText(errno)));
+  int yes = 1;
+  ::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &yes, sizeof(yes));
+  if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&sa), sizeof(sa)) != 0) {
+    return std::unexpected(fmt::format("bind {}: {}", where, ErrnoText(errno)));
+  }
+  return fd;
+}
+
 uint16_t LocalPort(int fd) {
   sockaddr_in sa{};
   socklen_t len = sizeof(sa);

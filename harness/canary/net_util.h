@@ -1,5 +1,6 @@
 // Small POSIX socket helpers shared by the canary listeners: an owning file descriptor, an
-// eventfd used to wake poll() loops on Stop(), IPv4 parsing and binding with errno text.
+// eventfd used to wake poll() loops on Stop(), IPv4 parsing and binding (IPv6 too) with
+// errno text.
 // Internal to harness/canary; not part of the public canary interface.
 #pragma once
 
@@ -55,6 +56,11 @@ std::string FormatAddress(const sockaddr_in& address);
 // address:port (port 0: the kernel picks one). Stream sockets get SO_REUSEADDR and listen().
 // Error: "bind 127.0.0.1:53: Permission denied" (the failing call, the address, errno text).
 std::expected<UniqueFd, std::string> BindSocket(int type, in_addr address, uint16_t port);
+
+// The same for an IPv6 address in text ("::1"), IPV6_V6ONLY; errors name "[::1]:port". Only
+// used to learn why httplib could not bind (HttpCanary).
+std::expected<UniqueFd, std::string> BindSocket6(int type, const std::string& address,
+                                                 uint16_t port);
 
 // The local port a bound socket got (0 if getsockname fails).
 uint16_t LocalPort(int fd);

@@ -20,6 +20,7 @@ struct RunArgs {
   double grace_s = 5;
   double default_timeout_s = 10;
   std::string canary_bind = "127.0.0.1";
+  std::string canary_bind6;
   std::string canary_dir;
   bool no_color = false;
   std::string nodes;    // kubernetes: "all" or a label selector: one arm per node

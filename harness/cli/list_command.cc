@@ -85,7 +85,11 @@ int DoList(const ListArgs& a, bool explain) {
                            core::ToString(p.classify.crashed));
   std::cout << fmt::format("  {:<20} {}\n", "(harness deadline)",
                            core::ToString(p.classify.deadline));
-  std::cout << fmt::format("  {:<20} {}\n", "(canary hit)", core::ToString(p.classify.canary_hit));
+  std::cout << fmt::format(
+      "  {:<20} {}{}\n", "(canary hit)", core::ToString(p.classify.canary_hit),
+      p.classify.canary_hit_kinds.empty()
+          ? ""
+          : fmt::format(" (hits of kind {} only)", fmt::join(p.classify.canary_hit_kinds, ", ")));
   if (p.classify.exceeds) {
     std::cout << fmt::format("  {:<20} exposed when any record's {} is over param {}\n",
                              "(over the claim)", p.classify.exceeds->field,

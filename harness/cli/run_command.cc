@@ -111,6 +111,9 @@ void AddRun(CLI::App& app, RunArgs& a) {
   run->add_option("--canary-bind", a.canary_bind,
                   "address the canaries listen on (loopback, or a network the test created)")
       ->capture_default_str();
+  run->add_option("--canary-bind6", a.canary_bind6,
+                  "IPv6 address of the IPv6 HTTP canary (default ::1 when the host has it; "
+                  "'none' for no IPv6 canary)");
   run->add_option("--canary-dir", a.canary_dir,
                   "where the canary token file is planted (default: ~/.cache/sandprobe)");
   run->add_flag("--no-color", a.no_color, "no ANSI colours (NO_COLOR is honoured too)");
@@ -198,6 +201,7 @@ int DoRun(const RunArgs& a) {
   opt.jobs = a.jobs;
   opt.timing = runner::Timing{a.default_timeout_s, a.grace_s};
   opt.canary_bind = a.canary_bind;
+  opt.canary_bind6 = a.canary_bind6;
   // Absolute: the token path travels into the probe, which may start in another directory.
   opt.canary_dir = fs::absolute(a.canary_dir.empty() ? DefaultCanaryDir() : a.canary_dir);
   opt.reaper_path = ResolveReaper();

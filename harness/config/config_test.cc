@@ -153,6 +153,30 @@ TEST(ProbeTest, NeedsAndDeploy) {
   }
 }
 
+// classify.canary_hit_kinds: the kinds the canaries log, a non-empty list (cred.cloud-metadata).
+TEST(ProbeTest, CanaryHitKinds) {
+  auto plain = LoadProbe(WriteProbe("kinds-none", ""));
+  ASSERT_TRUE(plain) << plain.error().ToString();
+  EXPECT_TRUE(plain->classify.canary_hit_kinds.empty());
+  auto kinds = LoadProbe(WriteProbe("kinds", "  canary_hit_kinds: [credential, dns]\n"));
+  ASSERT_TRUE(kinds) << kinds.error().ToString();
+  EXPECT_EQ(kinds->classify.canary_hit_kinds, (std::vector<std::string>{"credential", "dns"}));
+  const struct {
+    const char* extra;
+    int column;
+  } bad[] = {{"  canary_hit_kinds: [http, banner]\n", 28},
+             {"  canary_hit_kinds: credential\n", 21},
+             {"  canary_hit_kinds: []\n", 21}};
+  for (const auto& b : bad) {
+    SCOPED_TRACE(b.extra);
+    auto p = LoadProbe(WriteProbe("kinds-bad", b.extra));
+    ASSERT_FALSE(p);
+    EXPECT_EQ(p.error().line, 7) << p.error().ToString();
+    EXPECT_EQ(p.error().column, b.column) << p.error().ToString();
+    EXPECT_EQ(p.error().field, "classify.canary_hit_kinds") << p.error().ToString();
+  }
+}
+
 // The repository's own probes, suites and manifests must load.
 TEST(RepoFilesTest, ShippedFilesLoad) {
   const std::filesystem::path root = SANDPROBE_SOURCE_ROOT;

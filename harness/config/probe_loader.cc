@@ -68,8 +68,8 @@ std::expected<void, ConfigError> LoadClassify(const std::string& file, const YAM
     return std::unexpected(At(file, node, "classify", "required mapping is missing"));
   if (auto r = internal::OnlyKeys(
           file, node, "classify",
-          {"outcomes", "killed", "timed_out", "deadline", "crashed", "canary_hit", "exceeds",
-           "fact", "output", "quiet_after_call", "still_running"});
+          {"outcomes", "killed", "timed_out", "deadline", "crashed", "canary_hit",
+           "canary_hit_kinds", "exceeds", "fact", "output", "quiet_after_call", "still_running"});
       !r) {
     return r;
   }
@@ -92,6 +92,22 @@ std::expected<void, ConfigError> LoadClassify(const std::string& file, const YAM
     auto e = ExposureAt(file, node[key], std::string("classify.") + key);
     if (!e) return std::unexpected(e.error());
     *out = *e;
+  }
+  if (const YAML::Node kinds = node["canary_hit_kinds"]; kinds.IsDefined()) {
+    // The kinds canary.h's listeners log (Hit::kind).
+    static constexpr std::string_view kKinds[] = {"http", "credential", "tcp", "udp", "dns"};
+    if (!kinds.IsSequence() || kinds.size() == 0) {
+      return std::unexpected(At(file, kinds, "classify.canary_hit_kinds",
+                                "expected a non-empty list of hit kinds (http, credential, tcp, "
+                                "udp, dns)"));
+    }
+    for (const YAML::Node& k : kinds) {
+      if (!k.IsScalar() || std::ranges::find(kKinds, k.Scalar()) == std::end(kKinds)) {
+        return std::unexpected(At(file, k, "classify.canary_hit_kinds",
+                                  "unknown hit kind; expected http, credential, tcp, udp or dns"));
+      }
+      p.classify.canary_hit_kinds.push_back(k.Scalar());
+    }
   }
   if (const YAML::Node ex = node["exceeds"]; ex.IsDefined()) {
     if (!ex.IsMap() || !ex["field"].IsScalar() || !ex["param"].IsScalar()) {

@@ -211,12 +211,22 @@ Classification ClassifyEnding(const ProbeDescriptor& probe, const Observation& o
   }
   if (auto running = StillRunning(rules, obs)) return *running;
   // A still-running probe's hits are its heartbeats: liveness during the call, not reach.
-  if (!obs.canary_hits.empty() && !rules.still_running) {
-    const CanaryHit& hit = obs.canary_hits.front();
+  const auto counts = [&](const CanaryHit& h) {
+    return rules.canary_hit_kinds.empty() ||
+           std::ranges::find(rules.canary_hit_kinds, h.kind) != rules.canary_hit_kinds.end();
+  };
+  const auto hit = std::ranges::find_if(obs.canary_hits, counts);
+  if (hit != obs.canary_hits.end() && !rules.still_running) {
+    const size_t n = std::ranges::count_if(obs.canary_hits, counts);
+    if (!rules.canary_hit_kinds.empty()) {
+      return {rules.canary_hit, Evidence::kPositive, Upper(hit->kind) + " SERVED",
+              fmt::format("the canary served this invocation a {} ({}) from {} ({} such hit(s))",
+                          hit->kind, Bounded(hit->detail, 300), hit->peer, n)};
+    }
     return {rules.canary_hit, Evidence::kPositive,
             rules.canary_hit == Exposure::kExposed ? "REACHED" : "canary hit",
-            fmt::format("{} canary logged this invocation from {} ({} hit(s))", hit.kind, hit.peer,
-                        obs.canary_hits.size())};
+            fmt::format("{} canary logged this invocation from {} ({} hit(s))", hit->kind,
+                        hit->peer, n)};
   }
   std::optional<Classification> from_result;
   if (obs.result) from_result = FromResult(rules, *obs.result);

@@ -14,7 +14,8 @@ namespace sandprobe::core {
 //      call ended (driver fact call_ended_unix_ms + kHeartbeatGraceS), or the reaper found
 //      survivors                                      -> exposed "STILL RUNNING" (positive)
 //  2. a canary logged this invocation                 -> rules.canary_hit (positive); not for
-//      still_running probes, whose hits are heartbeats
+//      still_running probes, whose hits are heartbeats; with rules.canary_hit_kinds only hits of
+//      those kinds count ("CREDENTIAL SERVED")
 //  3. records went past the claim (rules.exceeds)     -> exposed (positive)
 //  4. a result record with a declared exposed outcome -> exposed
 //  4b. rules.output: all the output written came back -> exposed; the probe started, ended by

@@ -68,6 +68,36 @@ TEST(ClassifyTest, CanaryHitBeatsSelfReport) {
   EXPECT_EQ(c.evidence, Evidence::kPositive);
 }
 
+// cred.cloud-metadata: only the canary's "credential" hits decide the row; its other requests
+// to the canary (the IMDSv2 token PUT, a refused path) stay evidence and leave the row to the
+// result (a metadata service that answered without credentials is contained).
+TEST(ClassifyTest, CanaryHitKindsCountOnlyTheirKind) {
+  ProbeDescriptor p;
+  p.id = "cred.cloud-metadata";
+  p.classify.outcomes = {{"credentials", Exposure::kExposed},
+                         {"no_credentials", Exposure::kContained}};
+  p.classify.canary_hit_kinds = {"credential"};
+  Observation o = Exited(
+      0,
+      nlohmann::json{{"kind", "result"}, {"outcome", "no_credentials"}, {"evidence", "positive"}});
+  o.canary_hits.push_back({"http", "127.0.0.1:5555", "PUT /latest/api/token"});
+  auto c = Classify(p, o);
+  EXPECT_EQ(c.exposure, Exposure::kContained);
+  EXPECT_EQ(c.label, "no credentials");
+  o.canary_hits.push_back({"credential", "[::1]:5556", "GET /computeMetadata/v1/x/token"});
+  o.canary_hits.push_back({"credential", "[::1]:5557", "GET /metadata/identity/oauth2/token"});
+  c = Classify(p, o);  // the server-side proof beats the probe's own word
+  EXPECT_EQ(c.exposure, Exposure::kExposed);
+  EXPECT_EQ(c.evidence, Evidence::kPositive);
+  EXPECT_EQ(c.label, "CREDENTIAL SERVED");
+  EXPECT_EQ(c.reason,
+            "the canary served this invocation a credential (GET /computeMetadata/v1/x/token) "
+            "from [::1]:5556 (2 such hit(s))");
+  p.classify.canary_hit_kinds.clear();  // every kind counts: the token PUT alone is reach
+  o.canary_hits.resize(1);
+  EXPECT_EQ(Classify(p, o).label, "REACHED");
+}
+
 TEST(ClassifyTest, MissingResultIsNeverContained) {
   for (int code : {0, 1, 2}) {
     auto c = Classify(NetProbe(), Exited(code));

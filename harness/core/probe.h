@@ -87,6 +87,11 @@ struct ClassifyRules {
   // contained.
   Exposure crashed = Exposure::kUnknown;
   Exposure canary_hit = Exposure::kExposed;  // the canary logged this invocation
+  // Only hits of these kinds decide the row (probe.yaml `canary_hit_kinds`; empty = every kind):
+  // cred.cloud-metadata counts the HTTP canary's "credential" hits (it served the planted cloud
+  // credential), not its other requests to the canary, which the network rows count. Other hits
+  // stay in the evidence.
+  std::vector<std::string> canary_hit_kinds;
   std::optional<ExceedsRule> exceeds;
   std::optional<FactRule> fact;
   std::optional<OutputRule> output;

@@ -37,6 +37,7 @@ struct RunOptions {
   Timing timing;            // default timeout and grace, seconds
   double kill_grace_s = 2;  // SIGTERM -> SIGKILL, seconds
   std::string canary_bind = "127.0.0.1";
+  std::string canary_bind6;          // "" = ::1 if the host has it; "none"; or an IPv6 address
   std::filesystem::path canary_dir;  // where the canary token file is planted
   std::string reaper_path;
   DriverFactory make_driver;  // required

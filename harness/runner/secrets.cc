@@ -23,6 +23,10 @@ std::string RandomHex(size_t n_bytes) {
   return hex;
 }
 
+std::string CloudCredential(std::string_view nonce) {
+  return Sha256Hex("sandprobe-cloud-credential:" + std::string(nonce)).substr(0, 40);
+}
+
 std::string Sha256Hex(std::string_view data) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int len = 0;

@@ -49,4 +49,10 @@ std::string RandomHex(size_t n_bytes);
 // Lowercase hex sha256 of `data` (OpenSSL EVP).
 std::string Sha256Hex(std::string_view data);
 
+// The canary cloud credential the run's canaries serve on the metadata credential paths: 40 hex
+// characters derived from the run's nonce, as the in-cluster canary derives it
+// (cluster_canary.py cloud_credential()), so it never travels to a cluster. Redacted from every
+// report like the planted secrets (Session::SecretValues).
+std::string CloudCredential(std::string_view nonce);
+
 }  // namespace sandprobe::runner

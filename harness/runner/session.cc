@@ -18,16 +18,23 @@ std::pair<std::string, std::string> SplitHostPort(const std::string& hostport) {
 }  // namespace
 
 std::expected<std::unique_ptr<Session>, RunError> Session::Open(
-    const std::filesystem::path& canary_dir, const std::string& canary_bind) {
+    const std::filesystem::path& canary_dir, const std::string& canary_bind,
+    const std::string& canary_bind6) {
   std::string run_id =
       fmt::format("sp-{:%Y%m%dT%H%M%SZ}-{}", fmt::gmtime(std::time(nullptr)), RandomHex(3));
   std::string nonce = RandomHex(8);
   auto secrets = PlantedSecrets::Plant(canary_dir, run_id);
   if (!secrets) return std::unexpected(RunError{secrets.error(), "pass --canary-dir DIR"});
-  auto canaries = canary::CanarySet::Start(canary_bind, nonce);
+  canary::CanaryOptions options;
+  options.cloud_credential = CloudCredential(nonce);
+  options.http6_bind = canary_bind6.empty() ? "::1" : canary_bind6 == "none" ? "" : canary_bind6;
+  options.http6_optional = canary_bind6.empty();
+  auto canaries = canary::CanarySet::Start(canary_bind, nonce, options);
   if (!canaries) {
-    return std::unexpected(RunError{"cannot start canaries: " + canaries.error(),
-                                    "pass --canary-bind with a loopback address"});
+    return std::unexpected(
+        RunError{"cannot start canaries: " + canaries.error(),
+                 "pass --canary-bind with a loopback address (--canary-bind6: an IPv6 one, or "
+                 "none)"});
   }
   return std::unique_ptr<Session>(new Session(std::move(run_id), std::move(nonce), canary_bind,
                                               std::move(*secrets), std::move(*canaries)));
@@ -50,6 +57,8 @@ Session::Session(std::string run_id, std::string nonce, std::string bind, Plante
   subs_["canary.tcp_port"] = SplitHostPort(canaries_->tcp_address()).second;
   subs_["canary.dns_port"] = SplitHostPort(canaries_->dns_address()).second;
   subs_["canary.udp_port"] = SplitHostPort(canaries_->udp_address()).second;
+  subs_["canary.http6"] = canaries_->http6_address();  // "" without an IPv6 canary
+  subs_["canary.cloud_sha256"] = Sha256Hex(CloudCredential(nonce_));
   struct utsname host {};
   uname(&host);
   subs_["host.kernel_release"] = host.release;  // kernel.boundary compares against it
@@ -58,6 +67,12 @@ Session::Session(std::string run_id, std::string nonce, std::string bind, Plante
 Session::~Session() { Close(); }
 
 std::string Session::nonce_hash() const { return Sha256Hex(nonce_).substr(0, 12); }
+
+std::vector<std::string> Session::SecretValues() const {
+  std::vector<std::string> values = secrets_.Values();
+  values.push_back(CloudCredential(nonce_));
+  return values;
+}
 
 std::vector<core::CanaryHit> Session::HitsFor(const std::string& invocation) const {
   std::vector<core::CanaryHit> out;
@@ -68,8 +83,16 @@ std::vector<core::CanaryHit> Session::HitsFor(const std::string& invocation) con
 }
 
 std::string Session::CanaryNote() const {
-  return fmt::format("canaries listen on {} (http {}, tcp {}, dns {})", bind_,
-                     subs_.at("canary.http"), subs_.at("canary.tcp"), subs_.at("canary.dns"));
+  std::string v6 = subs_.at("canary.http6");
+  if (v6.empty()) {
+    v6 = canaries_->http6_error().empty() ? "no IPv6 canary"
+                                          : "no IPv6 canary (" + canaries_->http6_error() +
+                                                "): rows aimed at {canary.http6} have no target";
+  } else {
+    v6 = "http6 " + v6;
+  }
+  return fmt::format("canaries listen on {} (http {}, tcp {}, dns {}; {})", bind_,
+                     subs_.at("canary.http"), subs_.at("canary.tcp"), subs_.at("canary.dns"), v6);
 }
 
 void Session::Close() {

@@ -23,10 +23,14 @@ class Session {
  public:
   // Draws the run id ("sp-<UTC yyyymmddThhmmssZ>-<6 hex>") and a 16-hex nonce, plants the canary
   // secrets under `canary_dir`/<run id> and starts the canaries on `canary_bind` (an IPv4
-  // address). Errors: RunError naming what failed, with a hint (--canary-dir, --canary-bind);
-  // nothing is left behind.
+  // address) and the IPv6 HTTP canary on `canary_bind6`: "" for ::1 when the host has it (else
+  // the run goes on without, and the note says why), "none" for no IPv6 canary, or an address
+  // that must bind. The HTTP canaries serve CloudCredential(nonce) on the metadata credential
+  // paths. Errors: RunError naming what failed, with a hint (--canary-dir, --canary-bind,
+  // --canary-bind6); nothing is left behind.
   static std::expected<std::unique_ptr<Session>, RunError> Open(
-      const std::filesystem::path& canary_dir, const std::string& canary_bind);
+      const std::filesystem::path& canary_dir, const std::string& canary_bind,
+      const std::string& canary_bind6 = "");
   ~Session();  // Close()
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -40,8 +44,8 @@ class Session {
   // The planted environment, {name, value} (drivers::Invocation::extra_env); the first entry is
   // the canary variable a probe's `canary_name` parameter names.
   std::vector<std::pair<std::string, std::string>> Env() const { return secrets_.Env(); }
-  // The planted values, for core::RedactSecrets.
-  std::vector<std::string> SecretValues() const { return secrets_.Values(); }
+  // The planted values and the canary cloud credential, for core::RedactSecrets.
+  std::vector<std::string> SecretValues() const;
   // Canary hits carrying `invocation` (readable after Close()).
   std::vector<core::CanaryHit> HitsFor(const std::string& invocation) const;
   size_t dropped_hits() const { return canaries_->dropped_hits(); }

@@ -75,7 +75,7 @@ def metadata_answer(method, target, headers, nonce, token):
             ttl = h.get("x-aws-ec2-metadata-token-ttl-seconds", "")
             if "x-forwarded-for" in h:
                 return status(403)
-            if not (ttl.isdigit() and 1 <= int(ttl) <= 21600):
+            if not (ttl.isascii() and ttl.isdigit() and len(ttl) <= 5 and 1 <= int(ttl) <= 21600):
                 return status(400)
             return 200, [("X-aws-ec2-metadata-token-ttl-seconds", ttl)], "text/plain", \
                 token.encode(), "http"

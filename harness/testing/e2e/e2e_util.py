@@ -35,7 +35,14 @@ BOUNDED_MANIFEST = os.path.join(MANIFESTS, "bubblewrap-bounded.yaml")
 DEFAULT_PARAMS = {
     "cred.sa-token": {"canary_path": "{canary.token_file}"},
     "cred.env-secrets": {"canary_name": "{canary.env_name}", "canary_sha256": "{canary.env_sha256}"},
+    "cred.cloud-metadata": {"targets": ["{canary.http}", "{canary.http6}"],
+                            "canary_sha256": "{canary.cloud_sha256}"},
     "net.metadata": {"target": "{canary.http}"},
+    "net.metadata-imdsv2": {"target": "{canary.http}"},
+    "net.metadata-gcp": {"target": "{canary.http}"},
+    "net.metadata-azure": {"target": "{canary.http}"},
+    "net.metadata-ipv6": {"target": "{canary.http6}"},
+    "net.metadata-alt": {"target": "{canary.http}"},
     "net.dns": {"server": "{canary.dns}"},
     "net.http-by-name": {"url": "http://localhost:{canary.http_port}/"},
     "net.tcp-by-ip": {"target": "{canary.tcp}"},
@@ -53,9 +60,12 @@ DEFAULT_PARAMS = {
     "platform.runtime-class": None,
 }
 ALL_PROBES = sorted(DEFAULT_PARAMS)
-CRED_ROWS = ["cred.sa-token", "cred.env-secrets"]
+CRED_ROWS = ["cred.sa-token", "cred.env-secrets", "cred.cloud-metadata"]
+# The cloud metadata rows beside net.metadata (issue 12); the IPv6 one is aimed at [::1].
+METADATA_ROWS = ["net.metadata-imdsv2", "net.metadata-gcp", "net.metadata-azure",
+                 "net.metadata-ipv6", "net.metadata-alt"]
 NET_ROWS = ["net.metadata", "net.dns", "net.http-by-name", "net.tcp-by-ip", "net.k8s-api",
-            "net.udp", "net.interfaces"]
+            "net.udp", "net.interfaces"] + METADATA_ROWS
 FS_ROWS = ["fs.fill-tmp", "fs.write-root"]
 # Everything but the two resource rows (the loop costs a whole harness deadline per arm).
 FAST_ROWS = CRED_ROWS + NET_ROWS + FS_ROWS + ["platform.runtime-class"]

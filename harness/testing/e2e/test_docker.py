@@ -69,7 +69,9 @@ class HardenedAndGvisor(u.RunCase):
     def test_open_control_is_exposed_on_the_network_rows(self):
         obs = u.observations(self.report, "docker-open")
         for probe in ("net.metadata", "net.dns", "net.http-by-name", "net.tcp-by-ip",
-                      "net.k8s-api", "net.interfaces", "res.memory-balloon", "res.cpu-loop"):
+                      "net.k8s-api", "net.interfaces", "res.memory-balloon", "res.cpu-loop",
+                      "net.metadata-imdsv2", "net.metadata-gcp", "net.metadata-azure",
+                      "net.metadata-alt", "cred.cloud-metadata"):
             self.assertEqual(obs[probe]["exposure"], "exposed", probe)
         for probe in ("net.dns", "net.tcp-by-ip", "net.http-by-name"):
             self.assertTrue(obs[probe]["evidence"]["canary_hits"], probe)

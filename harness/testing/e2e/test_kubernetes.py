@@ -56,6 +56,9 @@ IMAGE = "sandprobe-probe:local"  # built offline by ci/images/probe-image; never
 # Traffic rows of the egress suite (judged on policy arms), and the one no pod here can route.
 TRAFFIC_ROWS = ["net.dns", "net.http-by-name", "net.tcp-by-ip", "net.udp", "net.k8s-api"]
 METADATA = "net.metadata"
+# The cloud metadata shapes aimed at the in-cluster canary (issue 12), and the credential row.
+CLOUD_ROWS = ["net.metadata-imdsv2", "net.metadata-gcp", "net.metadata-azure"]
+CLOUD_CRED = "cred.cloud-metadata"
 BANNER = "NetworkPolicy is accepted but not enforced on this cluster"
 LATE = "NetworkPolicy is enforced late for new pods"
 FAST = ["--default-timeout", "6", "--grace", "3"]
@@ -312,6 +315,21 @@ class K3sNotEnforced(FakeRun):
             for probe in TRAFFIC_ROWS:
                 self.assertEqual(self.verdict(cand, probe)["verdict"], "FAIL", (cand, probe))
 
+    def test_cloud_metadata_shapes_and_credentials_leak_through_the_unenforced_policy(self):
+        for arm in self.ARMS:
+            for probe in CLOUD_ROWS:
+                o = self.cell(arm, probe)
+                self.assertEqual((o["exposure"], o["label"]), ("exposed", "REACHED"),
+                                 (arm, probe, o["reason"]))
+            cred = self.cell(arm, CLOUD_CRED)
+            self.assertEqual((cred["exposure"], cred["label"]), ("exposed", "CREDENTIAL SERVED"),
+                             (arm, cred["reason"]))
+            result = cred["evidence"]["result"]  # the in-cluster canary's credential, by hash
+            self.assertEqual((result["outcome"], result["canary_match"]), ("credentials", True))
+        for cand in self.ARMS[1:]:
+            for probe in CLOUD_ROWS + [CLOUD_CRED]:
+                self.assertEqual(self.verdict(cand, probe)["verdict"], "FAIL", (cand, probe))
+
     def test_interfaces_reported_not_judged_and_metadata_unroutable(self):
         for cand in self.ARMS[1:]:
             v = self.verdict(cand, "net.interfaces")
@@ -329,7 +347,10 @@ class K3sNotEnforced(FakeRun):
         self.assertIn("k8s-deny-egress (policy", banners[0])
         self.assertIn("k8s-deny-egress-aged (policy", banners[0])
         self.assertNotIn("net.interfaces", banners[0])
-        self.assertNotIn(METADATA, banners[0])
+        self.assertNotRegex(banners[0], re.escape(METADATA) + r"(?!-)")  # unroutable: no leak
+        for probe in CLOUD_ROWS:  # the canary's metadata shapes leaked like any traffic row
+            self.assertIn(probe, banners[0])
+        self.assertNotIn(CLOUD_CRED, banners[0])  # a credential row, not a network row
         self.assertIn(BANNER, self.res.stdout)
 
     def test_ruled_out_note_and_cni_hint(self):
@@ -444,6 +465,13 @@ class Enforced(FakeRun):
         self.assertEqual(self.verdict("k8s-deny-egress", "platform.runtime-class")["verdict"],
                          "PASS")
         self.assertEqual(self.verdict("k8s-deny-egress", METADATA)["verdict"], "INCONCLUSIVE")
+        for probe in CLOUD_ROWS + [CLOUD_CRED]:  # validated by the open pod beside it
+            self.assertEqual(self.cell("k8s-open", probe)["exposure"], "exposed", probe)
+            cand = self.cell("k8s-deny-egress", probe)
+            self.assertEqual(cand["exposure"], "contained", (probe, cand["reason"]))
+            v = self.verdict("k8s-deny-egress", probe)
+            self.assertEqual((v["verdict"], v["validated_by"]), ("PASS", "k8s-open"),
+                             (probe, v["reason"]))
         # Cluster DNS dropped: the API row still tried the API server's address itself.
         api = self.cell("k8s-deny-egress", "net.k8s-api")["evidence"]["result"]
         self.assertIn("KUBERNETES_SERVICE_HOST", api["target_source"], api)
@@ -888,7 +916,7 @@ class Render(unittest.TestCase):
         self.assertEqual(res.returncode, 0, res.describe())
         docs = parse_yaml_documents(res.stdout)
         kinds = [d["kind"] for d in docs]
-        self.assertEqual(kinds, ["NetworkPolicy", "Service", "Pod"] + ["Job"] * 7 + ["Pod"], kinds)
+        self.assertEqual(kinds, ["NetworkPolicy", "Service", "Pod"] + ["Job"] * 11 + ["Pod"], kinds)
         pol, svc, canary = docs[0], docs[1], docs[2]
         self.assertEqual(pol["apiVersion"], "networking.k8s.io/v1")
         self.assertEqual(pol["spec"]["policyTypes"], ["Egress"])
@@ -905,7 +933,7 @@ class Render(unittest.TestCase):
         self.assertEqual(sorted((p["port"], p["protocol"]) for p in svc["spec"]["ports"]),
                          [(53, "TCP"), (53, "UDP"), (80, "TCP"), (7000, "TCP"), (7001, "UDP")])
         probes = []
-        for job in docs[3:10]:
+        for job in docs[3:14]:
             self.assertEqual(job["apiVersion"], "batch/v1")
             self.assertEqual(job["metadata"]["namespace"], NS)
             spec = job["spec"]
@@ -933,8 +961,9 @@ class Render(unittest.TestCase):
             self.assertEqual(job["metadata"]["annotations"]["sandprobe.io/probe"], probes[-1])
             self.assertEqual(c["volumeMounts"], [{"mountPath": "/tmp", "name": "tmp"}])
             self.assertEqual(pod["volumes"], [{"emptyDir": {"sizeLimit": "32Mi"}, "name": "tmp"}])
-        self.assertEqual(probes, TRAFFIC_ROWS[:4] + ["net.k8s-api", METADATA, "net.interfaces"])
-        adm = docs[10]
+        self.assertEqual(probes, TRAFFIC_ROWS[:4] + ["net.k8s-api", METADATA] + CLOUD_ROWS +
+                         [CLOUD_CRED, "net.interfaces"])
+        adm = docs[14]
         self.assertEqual(adm["metadata"]["annotations"]["sandprobe.io/probe"],
                          "platform.runtime-class")
         self.assertNotIn("runtimeClassName", adm["spec"])

@@ -13,7 +13,7 @@ import e2e_util as u
 BASELINE = {p: "PASS" for p in u.CRED_ROWS + u.NET_ROWS + u.FS_ROWS}
 BASELINE["platform.runtime-class"] = "SKIP"
 SHARE_NET_FAILS = ["net.metadata", "net.dns", "net.http-by-name", "net.tcp-by-ip", "net.k8s-api",
-                   "net.udp", "net.interfaces"]
+                   "net.udp", "net.interfaces", "cred.cloud-metadata"] + u.METADATA_ROWS
 
 
 def weakened_run(test_cls, name, argv, canary_parent=None):
@@ -81,11 +81,17 @@ class ShareNet(WeakenedCase):
         rows = [p for p in SHARE_NET_FAILS if p != "net.http-by-name"]
         self.assert_verdicts(rows)
         cand = u.observations(self.report, self.name)
-        for probe in ["net.metadata", "net.dns", "net.tcp-by-ip", "net.k8s-api"]:
+        for probe in ["net.metadata", "net.dns", "net.tcp-by-ip", "net.k8s-api"] + u.METADATA_ROWS:
             with self.subTest(probe=probe):
                 self.assertTrue(cand[probe]["evidence"]["canary_hits"],
                                 "%s: no server-side canary proof" % probe)
         self.assertNotEqual(cand["net.interfaces"]["evidence"]["result"]["names"], ["lo"])
+        # The host's network reaches the canaries' credential paths: the canary says it served
+        # its credential (hit kind "credential"), over IPv4 and IPv6.
+        cred = cand["cred.cloud-metadata"]
+        self.assertEqual(cred["label"], "CREDENTIAL SERVED", cred["reason"])
+        peers = {h["peer"][0] for h in cred["evidence"]["canary_hits"] if h["kind"] == "credential"}
+        self.assertEqual(peers, {"1", "["})
 
     def test_http_by_name_fails(self):
         # The sandbox shares the host network: an HTTP request by name is one resolver away.

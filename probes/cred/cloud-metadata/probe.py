@@ -26,8 +26,8 @@ def finding(shape, what, path, body, field):
             value, used = doc[field].encode(), field
     except ValueError:
         pass
-    match = None
-    if CANARY_SHA256:
+    match = None  # a role list holds names, not the credential: nothing to compare
+    if CANARY_SHA256 and field:
         match = hashlib.sha256(value).hexdigest() == CANARY_SHA256.lower()
     return dict(shape=shape, what=what, path=path, field=used, length=len(value),
                 sha256_prefix=sha256_prefix(value), canary_match=match)
