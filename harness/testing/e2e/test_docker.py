@@ -76,6 +76,19 @@ class HardenedAndGvisor(u.RunCase):
         for probe in ("net.dns", "net.tcp-by-ip", "net.http-by-name"):
             self.assertTrue(obs[probe]["evidence"]["canary_hits"], probe)
 
+    def test_cloud_metadata_rows(self):
+        # The lab network has no IPv6: [::1] in docker-open is the container's own loopback, so
+        # only the local control reaches the IPv6 canary and validates that row.
+        open_obs = u.observations(self.report, "docker-open")
+        self.assertEqual(open_obs["net.metadata-ipv6"]["exposure"], "contained")
+        self.assertEqual(open_obs["cred.cloud-metadata"]["label"], "CREDENTIAL SERVED")
+        for cand in ("docker-hardened", "docker-gvisor", "docker-cli-hardened"):
+            v = u.verdicts(self.report, cand)["net.metadata-ipv6"]
+            self.assertEqual((v["verdict"], v["validated_by"]), ("PASS", "local"), (cand, v))
+            cred = u.observations(self.report, cand)["cred.cloud-metadata"]
+            self.assertEqual((cred["label"], cred["evidence"]["canary_hits"]), ("unreachable", []),
+                             (cand, cred["reason"]))
+
     def test_engine_api_and_cli_paths_give_the_same_matrix(self):
         api = u.verdicts(self.report, "docker-hardened")
         cli = u.verdicts(self.report, "docker-cli-hardened")

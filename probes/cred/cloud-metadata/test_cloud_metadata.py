@@ -3,10 +3,13 @@ is reported by length and sha256 prefix only (the planted credential never in th
 metadata service without credentials, a refusal on loopback and bubblewrap are contained; no
 target, no traffic."""
 import hashlib
+import os
+import pwd
+import resource
 import unittest
 
-from probe_testing import (ProbeTestCase, cloud_credential, free_port, http_canary, new_ids,
-                           run_in_bwrap, run_probe)
+from probe_testing import (DEBIAN_PYTHON, ProbeTestCase, cloud_credential, free_port,
+                           http_canary, new_ids, run_in_bwrap, run_probe)
 
 PROBE = "cred.cloud-metadata"
 
@@ -63,6 +66,22 @@ class CloudMetadataProbeTest(ProbeTestCase):
     def test_no_target_sends_nothing(self):
         r = run_probe(PROBE, {"targets": ["", ""]}).result
         self.assertEqual((r["outcome"], r["evidence"]), ("no_target", "absence"))
+
+    def test_a_thread_limit_asks_inline(self):
+        # RLIMIT_NPROC 1 for a non-root uid (bubblewrap-bounded's prlimit --nproc, counted over
+        # the whole uid): no thread starts, every shape is asked one after the other.
+        self.assertEqual(os.geteuid(), 0, "needs root to become nobody (CI runs as root)")
+        c = self.canary(http_canary())
+        nobody = pwd.getpwnam("nobody")
+
+        def drop():
+            os.setgid(nobody.pw_gid)
+            os.setuid(nobody.pw_uid)
+            resource.setrlimit(resource.RLIMIT_NPROC, (1, 1))
+        r = run_probe(PROBE, {"targets": [c.target], "timeout_s": 2, "canary_sha256": ""},
+                      preexec_fn=drop, python=DEBIAN_PYTHON).result
+        self.assertEqual((r["outcome"], r["asked_inline"]), ("credentials", 4), r)
+        self.assertEqual(len(r["findings"]), 4)
 
     def test_bubblewrap_cannot_reach_the_canary(self):
         c = self.canary(http_canary())
