@@ -1,9 +1,16 @@
 // Test only: a fake sandbox driver for runner tests. Nothing is deployed and no process starts:
 // each Execute looks up what the test scripted for the invocation's probe and plays it (a result
-// record, a sleep to the deadline or to cancel, a planted secret printed back, a harness error).
+// record, a sleep to the deadline or to cancel, a planted secret printed back, the canary cloud
+// credential fetched from the run's HTTP canary and printed back, a harness error).
 // Every call, its decoded parameters and every Cleanup are recorded in a FakeBook the test shares
 // with all the fakes a DriverFactory made.
 #pragma once
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -26,10 +33,12 @@ namespace sandprobe::runner::fakes {
 // What a fake does when it executes one call of a probe.
 struct FakeAct {
   enum Kind {
-    kResult,        // runs for run_s seconds, then exits 0 with a result record
-    kToDeadline,    // runs until the invocation's deadline (kDeadline) or cancel (kInterrupted)
-    kPrintSecret,   // prints the planted env value (Invocation::extra_env) everywhere it can
-    kHarnessError,  // the driver failed
+    kResult,           // runs for run_s seconds, then exits 0 with a result record
+    kToDeadline,       // runs until the invocation's deadline (kDeadline) or cancel (kInterrupted)
+    kPrintSecret,      // prints the planted env value (Invocation::extra_env) everywhere it can
+    kFetchCredential,  // GETs GCP's token path from the HTTP canary named by the parameter
+                       // "target" (tagged with the run's nonce) and prints the answer back
+    kHarnessError,     // the driver failed
   };
   Kind kind = kResult;
   // The result record for kResult / kPrintSecret. "call" and "previous" are copied in from the
@@ -84,6 +93,15 @@ class FakeBook {
     std::lock_guard lock(mu_);
     return cleaned_;
   }
+  // What kFetchCredential calls got back from the canary, unredacted.
+  void Fetched(std::string answer) {
+    std::lock_guard lock(mu_);
+    fetched_.push_back(std::move(answer));
+  }
+  std::vector<std::string> fetched() const {
+    std::lock_guard lock(mu_);
+    return fetched_;
+  }
 
  private:
   std::vector<FakeCall> ProbeCallsLocked() const {
@@ -98,8 +116,35 @@ class FakeBook {
   std::condition_variable changed_;
   std::vector<FakeCall> calls_;
   int in_flight_ = 0, max_in_flight_ = 0;
-  std::vector<std::string> cleaned_;
+  std::vector<std::string> cleaned_, fetched_;
 };
+
+// GET `path` with the extra header lines `headers` ("Name: value\r\n"...) from an IPv4
+// "a.b.c.d:PORT" over a plain socket (2 s timeouts): the whole answer, or "" on any failure.
+inline std::string RawHttpGet(const std::string& hostport, const std::string& path,
+                              const std::string& headers) {
+  const size_t colon = hostport.rfind(':');
+  if (colon == std::string::npos) return "";
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(std::stoi(hostport.substr(colon + 1))));
+  if (inet_pton(AF_INET, hostport.substr(0, colon).c_str(), &addr.sin_addr) != 1) return "";
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  timeval tv{.tv_sec = 2, .tv_usec = 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string answer;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    const std::string request =
+        "GET " + path + " HTTP/1.1\r\nHost: canary\r\nConnection: close\r\n" + headers + "\r\n";
+    if (send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+        static_cast<ssize_t>(request.size())) {
+      char buf[4096];
+      for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) answer.append(buf, n);
+    }
+  }
+  close(fd);
+  return answer;
+}
 
 // The parameters inside a deployed script: line 2 is `_SANDPROBE = "<base64 JSON>"` holding
 // {probe, nonce, invocation, params} (core::BuildScript). Null when absent or malformed.
@@ -141,8 +186,12 @@ struct FakeArm {
 
 class FakeDriver : public drivers::Driver {
  public:
-  FakeDriver(std::string arm, FakeArm script, std::shared_ptr<FakeBook> book)
-      : arm_(std::move(arm)), script_(std::move(script)), book_(std::move(book)) {}
+  FakeDriver(std::string arm, FakeArm script, std::shared_ptr<FakeBook> book,
+             std::string nonce = "")
+      : arm_(std::move(arm)),
+        script_(std::move(script)),
+        book_(std::move(book)),
+        nonce_(std::move(nonce)) {}
 
   std::string_view kind() const override { return "fake"; }
   std::expected<void, drivers::SetupError> Prepare() override {
@@ -215,6 +264,7 @@ class FakeDriver : public drivers::Driver {
         }
         break;
       case FakeAct::kPrintSecret:
+      case FakeAct::kFetchCredential:
         break;
     }
     nlohmann::json result = act.result;
@@ -222,6 +272,14 @@ class FakeDriver : public drivers::Driver {
     if (params.is_object() && params.contains("call")) {
       result["call"] = params["call"];
       result["previous"] = params["previous"];
+    }
+    if (act.kind == FakeAct::kFetchCredential) {
+      const std::string answer = RawHttpGet(
+          params.value("target", ""), "/computeMetadata/v1/instance/service-accounts/default/token",
+          "Metadata-Flavor: Google\r\nX-Sandprobe: " + nonce_ + " " + inv.invocation + "\r\n");
+      book_->Fetched(answer);
+      result["detail"] = answer;
+      obs.stdout_head = answer;
     }
     if (act.kind == FakeAct::kPrintSecret && !inv.extra_env.empty()) {
       const std::string& secret = inv.extra_env.front().second;
@@ -238,6 +296,7 @@ class FakeDriver : public drivers::Driver {
   std::string arm_;
   FakeArm script_;
   std::shared_ptr<FakeBook> book_;
+  std::string nonce_;  // the run's (DriverContext::nonce)
 };
 
 // A DriverFactory making a FakeDriver per manifest from `arms` (keyed by manifest name; arms
@@ -245,13 +304,14 @@ class FakeDriver : public drivers::Driver {
 inline DriverFactory FakeFactory(std::shared_ptr<FakeBook> book,
                                  std::map<std::string, FakeArm> arms, std::string refuse = "") {
   return [book, arms = std::move(arms), refuse](const core::Manifest& m,
-                                                const drivers::DriverContext&)
+                                                const drivers::DriverContext& context)
              -> std::expected<std::unique_ptr<drivers::Driver>, drivers::SetupError> {
     if (m.name == refuse) {
       return std::unexpected(drivers::SetupError{"no fake for " + m.name, "fake factory hint"});
     }
     const auto it = arms.find(m.name);
-    return std::make_unique<FakeDriver>(m.name, it == arms.end() ? FakeArm{} : it->second, book);
+    return std::make_unique<FakeDriver>(m.name, it == arms.end() ? FakeArm{} : it->second, book,
+                                        context.nonce);
   };
 }
 

@@ -15,6 +15,7 @@
 #include "core/redact.h"
 #include "runner/fake_driver.h"
 #include "runner/run.h"
+#include "runner/secrets.h"
 
 namespace sandprobe::runner {
 namespace {
@@ -379,6 +380,42 @@ TEST_F(RunnerTest, PlantedSecretPrintedBackIsRedacted) {
   EXPECT_NE(leak.stdout_head.find(core::kRedacted), std::string::npos);
   EXPECT_FALSE(CellOf(*m, "cred.leak", "local")
                    .observation.driver_facts.contains("canary_secrets_redacted"));
+}
+
+// The run's HTTP canary serves the canary cloud credential (derived from the nonce) on the
+// metadata credential paths, logs that request as kind "credential", {canary.cloud_sha256} is its
+// hash, and a sandbox that prints it back has it redacted from everything the cell carries.
+TEST_F(RunnerTest, CanaryCloudCredentialIsServedHashedAndRedacted) {
+  core::ProbeDescriptor p = Probe("cred.cloud");
+  p.params["target"].default_value = "{canary.http}";
+  p.params["sha"].default_value = "{canary.cloud_sha256}";
+  p.classify.canary_hit_kinds = {"credential"};
+  auto m = RunIt(
+      Options({p}, {{"cand", FakeArm{.acts = {{"cred.cloud", {FakeAct::kFetchCredential}}}}}}));
+  ASSERT_TRUE(m) << m.error().message;
+  const std::vector<std::string> fetched = book_->fetched();
+  ASSERT_EQ(fetched.size(), 1u);
+  const std::smatch token = [&] {
+    std::smatch match;
+    std::regex_search(fetched[0], match, std::regex(R"re("access_token": "([0-9a-f]{40})")re"));
+    return match;
+  }();
+  ASSERT_FALSE(token.empty()) << fetched[0];
+  const std::string secret = token[1];
+  for (const FakeCall& call : book_->ProbeCalls()) EXPECT_EQ(call.params["sha"], Sha256Hex(secret));
+  for (const core::Cell& c : m->cells) {
+    const core::Observation& o = c.observation;
+    for (const std::string& text :
+         {o.stdout_head, o.result.value_or(nullptr).dump(), nlohmann::json(o.records).dump()}) {
+      EXPECT_EQ(text.find(secret), std::string::npos) << o.arm << ": " << text;
+    }
+  }
+  const core::Cell& cand = CellOf(*m, "cred.cloud", "cand");
+  EXPECT_GE(cand.observation.driver_facts.value("canary_secrets_redacted", 0), 2);
+  ASSERT_EQ(cand.observation.canary_hits.size(), 1u);
+  EXPECT_EQ(cand.observation.canary_hits[0].kind, "credential");
+  EXPECT_EQ(cand.classification.label, "CREDENTIAL SERVED");
+  EXPECT_EQ(VerdictOf(*m, "cred.cloud", "cand").kind, core::VerdictKind::kFail);
 }
 
 TEST_F(RunnerTest, FactoryErrorIsRunErrorAndCleansUp) {
