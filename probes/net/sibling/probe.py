@@ -148,8 +148,8 @@ def one_of_the_pair():
         time.sleep(max(0.0, min(1.0 - (time.monotonic() - round_began), until - time.monotonic())))
     listener.join(max(until - time.monotonic(), 0) + 1)
     result("looked", "absence" if reached is None else "positive", box.get("listen_errno"),
-           "call %d %s call %d" % (CALL, "reached %s" % reached if reached else "did not reach",
-                                   PARTNER),
+           "call %d %s call %d%s" % (CALL, "reached" if reached else "did not reach", PARTNER,
+                                     " at %s" % reached if reached else ""),
            call=CALL, concurrent_with=PARTNER, listening=box["listening"], reached=reached,
            heard_from=box.get("heard_from"), subnets=subnets, candidates=len(addrs),
            window=[round(began, 3), round(time.time(), 3)])
