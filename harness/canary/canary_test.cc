@@ -6,9 +6,8 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
-#include <nlohmann/json.hpp>
-
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <utility>
@@ -38,8 +37,7 @@ class CanarySetTest : public testing::CanarySetTest {
 
 TEST_F(CanarySetTest, AddressesAreLoopbackWithKernelPorts) {
   for (const std::string& address :
-       {set_->http_address(), set_->tcp_address(), set_->dns_address(),
-        set_->docker_address()}) {
+       {set_->http_address(), set_->tcp_address(), set_->dns_address(), set_->docker_address()}) {
     EXPECT_TRUE(address.starts_with("127.0.0.1:")) << address;
     EXPECT_GT(PortOf(address), 0) << address;
   }

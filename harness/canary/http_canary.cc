@@ -26,11 +26,8 @@ std::string DescribeBindFailure(const std::string& host, uint16_t port) {
 
 }  // namespace
 
-std::expected<std::unique_ptr<HttpCanary>, std::string> HttpCanary::Start(const std::string& host,
-                                                                          uint16_t port,
-                                                                          std::string nonce,
-                                                                          HitLog& log,
-                                                                          Flavor flavor) {
+std::expected<std::unique_ptr<HttpCanary>, std::string> HttpCanary::Start(
+    const std::string& host, uint16_t port, std::string nonce, HitLog& log, Flavor flavor) {
   std::unique_ptr<HttpCanary> canary(new HttpCanary(std::move(nonce), log, flavor));
   httplib::Server& server = canary->server_;
   server.set_read_timeout(2, 0);
@@ -120,9 +117,9 @@ void HttpCanary::AnswerAsDockerApi(const httplib::Request& request,
   } else if (read && path == "/version") {
     response.status = 200;
     response.set_content(fmt::format(R"({{"ApiVersion":"{}","MinAPIVersion":"1.12",)"
-                                      R"("Version":"sandprobe-canary","Os":"linux",)"
-                                      R"("Arch":"amd64","SandprobeNonce":"{}"}})",
-                                      kApiVersion, nonce_),
+                                     R"("Version":"sandprobe-canary","Os":"linux",)"
+                                     R"("Arch":"amd64","SandprobeNonce":"{}"}})",
+                                     kApiVersion, nonce_),
                          "application/json");
   } else {
     response.status = 404;

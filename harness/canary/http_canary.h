@@ -27,11 +27,9 @@ class HttpCanary {
 
   // Binds host:port (0: kernel-chosen), starts the server thread and waits until it accepts.
   // Error: "bind 127.0.0.1:80: Permission denied" style text, or a start-up timeout.
-  static std::expected<std::unique_ptr<HttpCanary>, std::string> Start(const std::string& host,
-                                                                       uint16_t port,
-                                                                       std::string nonce,
-                                                                       HitLog& log,
-                                                                       Flavor flavor = Flavor::kPlain);
+  static std::expected<std::unique_ptr<HttpCanary>, std::string> Start(
+      const std::string& host, uint16_t port, std::string nonce, HitLog& log,
+      Flavor flavor = Flavor::kPlain);
   ~HttpCanary() { Stop(); }
 
   uint16_t port() const { return port_; }
