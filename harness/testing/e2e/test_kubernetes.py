@@ -660,7 +660,7 @@ class Workloads(FakeRun):
         self.assertEqual(self.verdict("k8s-weak", "fs.write-root")["verdict"], "FAIL")
         self.assertEqual(self.verdict("k8s-weak", "cred.sa-token")["verdict"], "FAIL")
         token = self.cell("k8s-weak", "cred.sa-token")
-        sha = self.fake.state()["serviceAccountToken"]["sha256"]
+        sha = self.fake.state()["serviceAccountTokens"][NS + "/default"]["sha256"]
         self.assertIn(sha[:12], json.dumps(token["evidence"]["result"]))  # hash prefix only
         # Held, but the same-driver control is read-only and non-root too: it cannot show that
         # the probe detects a writable root here, so the hardened cell is contained, not a PASS.
