@@ -161,9 +161,9 @@ def review(api, ns):
                       "certificate does not verify against %s: the token was not sent (%s)" % (
                           FACTS["ca_path"], str(exc.verify_message)[:120]), **FACTS)
     except (OSError, ssl.SSLError) as exc:
-        outcome, _, err, detail = net_failure(exc, api.host)
-        return result("unreachable", "absence", err, "the API server did not answer (%s): see "
-                      "net.k8s-api's row" % detail, **FACTS)
+        return result("unreachable", "absence", errno_name(exc), "no answer from the API server "
+                      "at %s: whether it is reachable is net.k8s-api's row" % FACTS["target"],
+                      **FACTS)
     FACTS["rules_review_status"] = code
     if code == 401:
         return result("rejected", "positive", None, "the API server does not accept the token "
