@@ -208,14 +208,22 @@ def review(api, ns):
         checks.append({"check": text, "allowed": ok,
                        "reason": str(st.get("reason", ""))[:200]})
         if ok:
-            allowed.append(text.replace("--all-namespaces", "in all namespaces").strip())
+            allowed.append(" ".join(text.split()[:2]) + (" in all namespaces"
+                                                          if attrs["all_namespaces"] else ""))
     FACTS["checks"] = checks
     FACTS["allowed_checks"] = allowed
     FACTS["beyond_defaults"] = beyond[:200]
     if beyond or allowed:
-        named = ["%s in %s" % (b, ns) for b in beyond]
-        if allowed:
-            named.append("allowed in %s: %s" % (ns, ", ".join(allowed)))
+        # The dangerous checks first (the detail is cut short in a verdict's reason), then the
+        # rules: "token can get secrets, list secrets in sandprobe; rules beyond the defaults:
+        # get,list secrets".
+        here = [a for a in allowed if not a.endswith(" in all namespaces")]
+        named = ["%s in %s" % (", ".join(here), ns)] if here else []
+        named += [a for a in allowed if a not in here]
+        if not named:
+            named = ["%s in %s" % (b, ns) for b in beyond]
+        elif beyond:
+            named.append("rules beyond the defaults: " + "; ".join(beyond))
         return result("beyond_defaults", "positive", None, "token can " + "; ".join(named),
                       **FACTS)
     all_checked = answered == len(CHECKS)

@@ -88,7 +88,8 @@ class SaTokenPowerTest(unittest.TestCase):
         self.assertEqual((r["outcome"], r["evidence"]), ("beyond_defaults", "positive"), r)
         self.assertEqual(r["beyond_defaults"], ["get,list secrets"])
         self.assertEqual(r["allowed_checks"], ["get secrets", "list secrets"])
-        self.assertIn("token can get,list secrets in sandprobe", r["detail"])
+        self.assertEqual(r["detail"], "token can get secrets, list secrets in sandprobe; rules "
+                         "beyond the defaults: get,list secrets")
         reasons = {c["check"]: c["reason"] for c in r["checks"]}
         self.assertEqual(reasons["list secrets"], 'RBAC: allowed by RoleBinding "reader-reads-'
                          'secrets/sandprobe" of Role "secret-reader" to ServiceAccount '
@@ -102,6 +103,9 @@ class SaTokenPowerTest(unittest.TestCase):
                                                "list secrets in all namespaces"])
         self.assertIn("create pods/attach,pods/exec,pods/portforward,pods/proxy,"
                       "serviceaccounts/token", r["beyond_defaults"])
+        self.assertTrue(r["detail"].startswith(
+            "token can create pods, get secrets, list secrets, create pods/exec in sandprobe; "
+            "list secrets in all namespaces; rules beyond the defaults: get,list,watch "), r)
 
     def test_no_token_is_positive_containment(self):
         r = self.probe(os.path.join(self.tmp.name, "absent", "token"))
