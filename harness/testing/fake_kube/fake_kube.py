@@ -20,6 +20,12 @@ Two kubelets (--kubelet):
 
 Real behaviours it models:
   - bearer-token or client-certificate auth over TLS (CA made with the `openssl` CLI), 401 Status;
+    the kubeconfig's credentials are an administrator (system:masters), each service account's
+    token (mounted in its pods; POST /fake/token) is that account;
+  - RBAC (kube_rbac.py): Role, RoleBinding, ClusterRole, ClusterRoleBinding created, read and
+    deleted through rbac.authorization.k8s.io/v1, the bootstrap roles and bindings of a new
+    cluster; every API request authorized (403 Status in the authorizer's words);
+    authorization.k8s.io/v1 SelfSubjectRulesReview / SelfSubjectAccessReview answered from them;
   - object metadata (uid, one global resourceVersion, creationTimestamp, labels), XList responses,
     Status errors 400/401/403/404/405/409/410/422/429 (+ Retry-After);
   - labelSelector (=, ==, !=, exists, !exists, in, notin; comma = AND), fieldSelector
@@ -52,7 +58,7 @@ network namespace with a down loopback; NetworkPolicy egress rules are all-or-no
 deny all, any = allow all); pod processes run the host's binaries (the image is ignored).
 The docker kubelet's model and limits: kube_docker.py and kube_netpol.py docstrings.
 NOT modelled: pagination (limit/continue are ignored, everything comes in one page), PATCH/PUT,
-RBAC (only the scripted `forbid` fault), ResourceQuota objects (quota is the `quota-jobs` /
+RBAC escalation checks and aggregated roles, ServiceAccount objects, ResourceQuota objects (quota is the `quota-jobs` /
 `quota-pods` faults), most defaulting, server-side apply, Endpoints/EndpointSlice objects
 (endpoints are computed internally), any resource not listed above, HTTP/2.
 
@@ -73,7 +79,8 @@ A PROBE matches a label or annotation value of the Job or its pod template (e.g.
 sandprobe.io/probe: net.dns), or a substring of the container command/args.
 Control endpoints (no auth, never faulted): GET /fake/state (every stored object, pod network
 decisions, settings; docker mode adds "docker": {network, nodes}, "dns_queries" and
-"serviceAccountToken": {sha256, length, path} - never the token), GET /fake/processes (pids of
+"serviceAccountTokens": {"ns/name": {sha256, length, path}} - never a token), POST /fake/token
+({"namespace", "serviceAccount"} -> {"token"}: a test's TokenRequest), GET /fake/processes (pids of
 running pod processes), GET /fake/containers (this instance's docker containers; [] in process
 mode), GET /fake/requests (method, path, status of each API request), POST /fake/script (JSON:
 "network-policy" (enforce | ignore | enforce-on=n1,n2 | enforce-after=S, the last docker mode
@@ -1059,7 +1066,10 @@ def main(argv=None):
             kubelet.cluster = cluster
             cluster.docker = kubelet
             kubelet.start_dns()
-            servers.append(FakeServer(cluster, ctx, token, (kubelet.gateway, 6443)))
+            pods_api = FakeServer(cluster, ctx, token, (kubelet.gateway, 6443))
+            # One request log for both listeners: /fake/requests shows what pods asked too.
+            pods_api.request_log, pods_api.counter_lock = server.request_log, server.counter_lock
+            servers.append(pods_api)
     except BaseException as e:
         if kubelet is not None:
             kubelet.shutdown()
