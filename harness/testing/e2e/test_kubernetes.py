@@ -888,7 +888,8 @@ class Render(unittest.TestCase):
         self.assertEqual(res.returncode, 0, res.describe())
         docs = parse_yaml_documents(res.stdout)
         kinds = [d["kind"] for d in docs]
-        self.assertEqual(kinds, ["NetworkPolicy", "Service", "Pod"] + ["Job"] * 7 + ["Pod"], kinds)
+        self.assertEqual(kinds, ["NetworkPolicy", "Service", "Pod"] + ["Job"] * 7 + ["Pod", "Job"],
+                         kinds)
         pol, svc, canary = docs[0], docs[1], docs[2]
         self.assertEqual(pol["apiVersion"], "networking.k8s.io/v1")
         self.assertEqual(pol["spec"]["policyTypes"], ["Egress"])
@@ -939,6 +940,10 @@ class Render(unittest.TestCase):
                          "platform.runtime-class")
         self.assertNotIn("runtimeClassName", adm["spec"])
         self.assertIs(adm["spec"]["automountServiceAccountToken"], False)
+        power = docs[11]  # what a mounted token may do: the hardened Job mounts none
+        self.assertEqual(power["metadata"]["annotations"]["sandprobe.io/probe"],
+                         "cred.sa-token-power")
+        self.assertIs(power["spec"]["template"]["spec"]["automountServiceAccountToken"], False)
 
 
 # --- ci/kubernetes ---------------------------------------------------------------------------
