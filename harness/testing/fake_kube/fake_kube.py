@@ -58,9 +58,10 @@ network namespace with a down loopback; NetworkPolicy egress rules are all-or-no
 deny all, any = allow all); pod processes run the host's binaries (the image is ignored).
 The docker kubelet's model and limits: kube_docker.py and kube_netpol.py docstrings.
 NOT modelled: pagination (limit/continue are ignored, everything comes in one page), PATCH/PUT,
-RBAC escalation checks and aggregated roles, ServiceAccount objects, ResourceQuota objects (quota is the `quota-jobs` /
-`quota-pods` faults), most defaulting, server-side apply, Endpoints/EndpointSlice objects
-(endpoints are computed internally), any resource not listed above, HTTP/2.
+RBAC escalation checks and aggregated roles, ServiceAccount objects, ResourceQuota objects
+(quota is the `quota-jobs` / `quota-pods` faults), most defaulting, server-side apply,
+Endpoints/EndpointSlice objects (endpoints are computed internally), any resource not listed
+above, HTTP/2.
 
 Faults (--fault, repeatable; POST /fake/script {"faults": [...]} replaces them at runtime):
   watch-break-after=N      every watch stream is cut (socket closed mid-stream) after N events
