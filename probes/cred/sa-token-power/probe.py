@@ -2,6 +2,7 @@
 # sees, with the token, through the authorization.k8s.io/v1 reviews every authenticated subject
 # may create (SelfSubjectRulesReview, SelfSubjectAccessReview). The token itself never leaves
 # this process except in the Authorization header to a server that ca.crt verifies.
+import http.client
 import ssl
 
 PATHS = list(PARAMS.get("paths", ["/var/run/secrets/kubernetes.io/serviceaccount/token"]))
@@ -80,8 +81,8 @@ class Api:
         self.host, self.port, self.addr, self.ctx, self.token = host, port, addr, ctx, token
 
     def post(self, path, body):
-        """-> (HTTP status, parsed JSON or None). Raises OSError / ssl errors."""
-        import http.client
+        """-> (HTTP status, parsed JSON or None). Raises OSError (ssl errors included) or
+        http.client.HTTPException."""
         sock = socket.create_connection((self.addr, self.port), timeout=TIMEOUT_S)
         try:
             sock = self.ctx.wrap_socket(sock, server_hostname=self.host)
@@ -102,7 +103,7 @@ class Api:
 
 
 def find_token():
-    """-> (token text or None, facts of each path)."""
+    """-> (token text or None, its path or None, facts of each path tried)."""
     facts = []
     for path in PATHS:
         data, err = read_bounded(path)
@@ -116,7 +117,7 @@ def find_token():
 
 
 def connect(token, token_path):
-    """-> (Api, facts) or a finished result (None, None)."""
+    """-> (Api, the address it connects to), or (None, None) after a final result."""
     target, source = TARGET, "param"
     if not target and os.environ.get("KUBERNETES_SERVICE_HOST"):
         env_host = os.environ["KUBERNETES_SERVICE_HOST"]
@@ -160,7 +161,7 @@ def review(api, ns):
         return result("unverified", "absence", "SSLCertVerificationError", "the API server's "
                       "certificate does not verify against %s: the token was not sent (%s)" % (
                           FACTS["ca_path"], str(exc.verify_message)[:120]), **FACTS)
-    except (OSError, ssl.SSLError) as exc:
+    except (OSError, http.client.HTTPException) as exc:
         return result("unreachable", "absence", errno_name(exc), "no answer from the API server "
                       "at %s: whether it is reachable is net.k8s-api's row" % FACTS["target"],
                       **FACTS)
@@ -196,7 +197,7 @@ def review(api, ns):
             code, body = api.post(REVIEWS + "selfsubjectaccessreviews", {
                 "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
                 "spec": {"resourceAttributes": ra}})
-        except (OSError, ssl.SSLError) as exc:
+        except (OSError, http.client.HTTPException) as exc:
             checks.append({"check": text, "error": errno_name(exc)})
             continue
         st = (body or {}).get("status") if isinstance(body, dict) else None
