@@ -140,6 +140,7 @@ class TokenPower(FakeRun):
     def test_the_reviews_reached_the_api_server_from_the_pods(self):
         reviews = [r for r in self.fake.requests()
                    if r["path"].startswith("/apis/authorization.k8s.io/v1/selfsubject")]
+        self.assertEqual({r["listener"] for r in reviews}, {"pod network"})
         # default, secrets, edit: one rules review and six access reviews each.
         self.assertEqual(len(reviews), 3 * 7, reviews)
         self.assertEqual({r["status"] for r in reviews}, {201})

@@ -83,7 +83,8 @@ decisions, settings; docker mode adds "docker": {network, nodes}, "dns_queries" 
 "serviceAccountTokens": {"ns/name": {sha256, length, path}} - never a token), POST /fake/token
 ({"namespace", "serviceAccount"} -> {"token"}: a test's TokenRequest), GET /fake/processes (pids of
 running pod processes), GET /fake/containers (this instance's docker containers; [] in process
-mode), GET /fake/requests (method, path, status of each API request), POST /fake/script (JSON:
+mode), GET /fake/requests (method, path, status, listener ("loopback" or, for what pods asked,
+"pod network") of each API request), POST /fake/script (JSON:
 "network-policy" (enforce | ignore | enforce-on=n1,n2 | enforce-after=S, the last docker mode
 only), "policy-delay", "admission", "faults", "add-faults", "compact": true drops the watch
 history).
@@ -327,6 +328,7 @@ class FakeServer(ThreadingHTTPServer):
         self.hang = threading.Event()  # set at shutdown: hung handlers return
         self.api_requests = 0
         self.request_log = []
+        self.listener = "loopback"  # "pod network": the gateway:6443 listener pods reach
         self.counter_lock = threading.Lock()
         self.watch_count = 0
 
@@ -501,7 +503,7 @@ class Handler(BaseHTTPRequestHandler):
         with self.server.counter_lock:
             log = self.server.request_log
             log.append({"method": method, "path": self.path, "status": self.status_sent,
-                        "time": time.time()})
+                        "time": time.time(), "listener": self.server.listener})
             if len(log) > 20000:
                 del log[:1000]
 
@@ -755,7 +757,7 @@ class Handler(BaseHTTPRequestHandler):
             svc = cluster.create_service(ns, body, dry_run)
             return self.send_json(201, svc, headers)
         if resource in ("roles", "rolebindings", "clusterroles", "clusterrolebindings"):
-            kube_rbac.validate(resource, body, ns)
+            kube_rbac.validate(resource, body)
             obj = copy.deepcopy(body)
             if ns is not None:
                 obj.setdefault("metadata", {})["namespace"] = ns
@@ -1070,6 +1072,7 @@ def main(argv=None):
             pods_api = FakeServer(cluster, ctx, token, (kubelet.gateway, 6443))
             # One request log for both listeners: /fake/requests shows what pods asked too.
             pods_api.request_log, pods_api.counter_lock = server.request_log, server.counter_lock
+            pods_api.listener = "pod network"
             servers.append(pods_api)
     except BaseException as e:
         if kubelet is not None:

@@ -141,7 +141,7 @@ def bootstrap_objects():
 
 
 # ---------------------------------------------------------------------------- validation
-def validate(resource, body, ns):
+def validate(resource, body):
     """422 Invalid for a Role/ClusterRole without verbs, a binding without a usable roleRef or
     with a subject of an unknown kind (the API server's own checks, in short)."""
     kind = {"roles": "Role", "clusterroles": "ClusterRole", "rolebindings": "RoleBinding",
