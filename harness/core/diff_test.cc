@@ -15,10 +15,17 @@ struct RowSpec {
   bool accepted = false;
 };
 
-Matrix Run(std::vector<std::string> arms, std::vector<RowSpec> rows) {
+ArmInfo Arm(std::string name, ArmRole role) {
+  ArmInfo a;
+  a.name = std::move(name);
+  a.role = role;
+  return a;
+}
+
+Matrix MakeRun(std::vector<std::string> arms, std::vector<RowSpec> rows) {
   Matrix m;
-  m.arms.push_back({"local", ArmRole::kControl});
-  for (const std::string& a : arms) m.arms.push_back({a, ArmRole::kCandidate});
+  m.arms.push_back(Arm("local", ArmRole::kControl));
+  for (const std::string& a : arms) m.arms.push_back(Arm(a, ArmRole::kCandidate));
   for (const RowSpec& r : rows) {
     if (m.rows.empty() || m.rows.back().probe != r.probe) m.rows.push_back({r.probe, r.probe + "!"});
     VerdictCell v{r.probe, r.arm, Verdict{r.kind, "because", "", r.evidence}};
@@ -36,32 +43,32 @@ TEST(DiffTest, Table) {
     std::vector<std::string> added, removed;
   };
   const std::vector<Case> cases = {
-      {Run({"bw"}, {{"net.dns", "bw", V::kPass}}), Run({"bw"}, {{"net.dns", "bw", V::kPass}}), {},
+      {MakeRun({"bw"}, {{"net.dns", "bw", V::kPass}}), MakeRun({"bw"}, {{"net.dns", "bw", V::kPass}}), {},
        {}, {}, {}},
-      {Run({"bw"}, {{"net.dns", "bw", V::kPass}, {"fs.ro", "bw", V::kPass}}),
-       Run({"bw"}, {{"net.dns", "bw", V::kFail}, {"fs.ro", "bw", V::kPass}}),
+      {MakeRun({"bw"}, {{"net.dns", "bw", V::kPass}, {"fs.ro", "bw", V::kPass}}),
+       MakeRun({"bw"}, {{"net.dns", "bw", V::kFail}, {"fs.ro", "bw", V::kPass}}),
        {"net.dns bw PASS->FAIL"}, {"net.dns"}, {}, {}},
       // Every way to regress; a FAIL -> PASS and a SKIP -> FAIL are changes, not regressions.
-      {Run({"bw"}, {{"a", "bw", V::kPass}, {"b", "bw", V::kPass}, {"c", "bw", V::kFail},
+      {MakeRun({"bw"}, {{"a", "bw", V::kPass}, {"b", "bw", V::kPass}, {"c", "bw", V::kFail},
                     {"d", "bw", V::kSkip}}),
-       Run({"bw"}, {{"a", "bw", V::kInconclusive}, {"b", "bw", V::kError}, {"c", "bw", V::kPass},
+       MakeRun({"bw"}, {{"a", "bw", V::kInconclusive}, {"b", "bw", V::kError}, {"c", "bw", V::kPass},
                     {"d", "bw", V::kFail}}),
        {"a bw PASS->INCONCLUSIVE", "b bw PASS->ERROR", "c bw FAIL->PASS", "d bw SKIP->FAIL"},
        {"a", "b"}, {}, {}},
       // Same verdict, weaker evidence: a change, not a regression.
-      {Run({"bw"}, {{"net.dns", "bw", V::kPass, E::kPositive}}),
-       Run({"bw"}, {{"net.dns", "bw", V::kPass, E::kAbsence}}), {"net.dns bw PASS->PASS"}, {}, {},
+      {MakeRun({"bw"}, {{"net.dns", "bw", V::kPass, E::kPositive}}),
+       MakeRun({"bw"}, {{"net.dns", "bw", V::kPass, E::kAbsence}}), {"net.dns bw PASS->PASS"}, {}, {},
        {}},
       // An accepted FAIL is shown as ACCEPTED and does not regress; its expiry would.
-      {Run({"bw"}, {{"net.dns", "bw", V::kPass}}),
-       Run({"bw"}, {{"net.dns", "bw", V::kFail, E::kPositive, true}}),
+      {MakeRun({"bw"}, {{"net.dns", "bw", V::kPass}}),
+       MakeRun({"bw"}, {{"net.dns", "bw", V::kFail, E::kPositive, true}}),
        {"net.dns bw PASS->ACCEPTED"}, {}, {}, {}},
       // Arms added and removed; their rows are changes, never regressions.
-      {Run({"bw"}, {{"net.dns", "bw", V::kPass}}), Run({"gv"}, {{"net.dns", "gv", V::kFail}}),
+      {MakeRun({"bw"}, {{"net.dns", "bw", V::kPass}}), MakeRun({"gv"}, {{"net.dns", "gv", V::kFail}}),
        {"net.dns gv ->FAIL", "net.dns bw PASS->"}, {}, {"gv (candidate)"}, {"bw (candidate)"}},
       // A probe added to the suite.
-      {Run({"bw"}, {{"net.dns", "bw", V::kPass}}),
-       Run({"bw"}, {{"net.dns", "bw", V::kPass}, {"net.http", "bw", V::kFail}}),
+      {MakeRun({"bw"}, {{"net.dns", "bw", V::kPass}}),
+       MakeRun({"bw"}, {{"net.dns", "bw", V::kPass}, {"net.http", "bw", V::kFail}}),
        {"net.http bw ->FAIL"}, {}, {}, {}},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -80,8 +87,8 @@ TEST(DiffTest, Table) {
 }
 
 TEST(DiffTest, CarriesLabelsEvidenceAndReason) {
-  const MatrixDiff d = DiffMatrices(Run({"bw"}, {{"net.dns", "bw", V::kPass, E::kPositive}}),
-                                    Run({"bw"}, {{"net.dns", "bw", V::kFail, E::kPositive}}));
+  const MatrixDiff d = DiffMatrices(MakeRun({"bw"}, {{"net.dns", "bw", V::kPass, E::kPositive}}),
+                                    MakeRun({"bw"}, {{"net.dns", "bw", V::kFail, E::kPositive}}));
   ASSERT_EQ(d.changes.size(), 1u);
   EXPECT_EQ(d.changes[0].label, "net.dns!");
   EXPECT_EQ(d.changes[0].old_evidence, "positive");

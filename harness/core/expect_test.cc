@@ -5,11 +5,18 @@
 namespace sandprobe::core {
 namespace {
 
-Matrix Run() {
+ArmInfo Arm(std::string name, ArmRole role) {
+  ArmInfo a;
+  a.name = std::move(name);
+  a.role = role;
+  return a;
+}
+
+Matrix MakeRun() {
   Matrix m;
   for (const char* p : {"net.dns", "net.http", "fs.write"}) m.rows.push_back({p, p});
-  m.arms.push_back({"a", ArmRole::kCandidate});
-  m.arms.push_back({"b", ArmRole::kCandidate});
+  m.arms.push_back(Arm("a", ArmRole::kCandidate));
+  m.arms.push_back(Arm("b", ArmRole::kCandidate));
   auto add = [&](const char* p, const char* arm, VerdictKind k) {
     m.verdicts.push_back({p, arm, Verdict{k, "r", "", Evidence::kPositive}});
   };
@@ -60,7 +67,7 @@ TEST(ExpectTest, AcceptanceAndExpiryTable) {
        {{"net.dns", "a", false, false}}, 1, 1},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
-    Matrix m = Run();
+    Matrix m = MakeRun();
     const Expectation list[] = {cases[i].e};
     const auto warnings = ApplyExpectations(m, list, cases[i].today);
     EXPECT_EQ(warnings.size(), cases[i].warnings) << "case " << i;
@@ -80,14 +87,14 @@ TEST(ExpectTest, AcceptanceAndExpiryTable) {
 }
 
 TEST(ExpectTest, EveryFailAcceptedOpensTheGate) {
-  Matrix m = Run();
+  Matrix m = MakeRun();
   m.verdicts[4].verdict.kind = VerdictKind::kPass;  // fs.write in a
   const Expectation list[] = {{"net.dns", "", "dns leaks here, ticket 12", "2027-01-01", "f:1:1"},
                               {"net.http", "a", "proxy", "2027-01-01", "f:5:1"}};
   EXPECT_TRUE(ApplyExpectations(m, list, "2026-11-30").empty());
   EXPECT_EQ(RunExitCode(m), 0);
   // The same file a year later: both expired, the gate fails again.
-  Matrix later = Run();
+  Matrix later = MakeRun();
   later.verdicts[4].verdict.kind = VerdictKind::kPass;
   ApplyExpectations(later, list, "2027-01-02");
   EXPECT_EQ(RunExitCode(later), 1);
@@ -95,7 +102,7 @@ TEST(ExpectTest, EveryFailAcceptedOpensTheGate) {
 }
 
 TEST(ExpectTest, WarningNamesWhatItMatched) {
-  Matrix m = Run();
+  Matrix m = MakeRun();
   const Expectation list[] = {{"net.http", "b", "r", "2027-01-01", "x.yaml:3:5"}};
   const auto w = ApplyExpectations(m, list, "2026-11-30");
   ASSERT_EQ(w.size(), 1u);
