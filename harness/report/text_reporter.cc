@@ -101,8 +101,10 @@ void TextReporter::Begin(const core::Matrix& m) {
     for (const core::Row& row : m.rows) {
       if (const core::Cell* cell = ShownCell(m, row.probe, *arm)) {
         any_cell = true;
+        // A flaky cell's "~" gets a column of its own, so the label itself is not cut for it.
         label_cols =
-            std::max(label_cols, DisplayWidth(TerminalText(cell->classification.label, kMaxCell)));
+            std::max(label_cols, DisplayWidth(TerminalText(cell->classification.label, kMaxCell)) +
+                                     (FlakyText(*cell).empty() ? 0 : 1));
       }
       if (const core::VerdictCell* v = candidate ? m.FindVerdict(row.probe, arm->name) : nullptr) {
         verdict_cols = std::max(verdict_cols, ShownVerdictText(v).size());
