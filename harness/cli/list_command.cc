@@ -168,15 +168,16 @@ int DoValidate(const ValidateArgs& a) {
       } else {
         note = fmt::format(", {} known FAIL(s)", list->size());
         for (const core::Expectation& e : *list) {
-          if (probes && std::ranges::find(*probes, e.probe, &core::ProbeDescriptor::id) ==
-                            probes->end()) {
+          if (probes &&
+              std::ranges::find(*probes, e.probe, &core::ProbeDescriptor::id) == probes->end()) {
             error = fmt::format("{}: probe: unknown probe id '{}'", e.source, e.probe);
             break;
           }
           if (e.expires < today) {
-            warnings.push_back(fmt::format("{}: {} expired {} (UTC today is {}): the row fails the "
-                                           "gate again",
-                                           e.source, e.probe, e.expires, today));
+            warnings.push_back(
+                fmt::format("{}: {} expired {} (UTC today is {}): the row fails the "
+                            "gate again",
+                            e.source, e.probe, e.expires, today));
           }
         }
       }

@@ -28,9 +28,10 @@ int Fail(const std::string& message, const std::string& hint = "") {
 }
 
 // The file name `sandprobe run --out` gives each format.
-constexpr std::pair<std::string_view, std::string_view> kFiles[] = {
-    {"text", "matrix.txt"}, {"markdown", "matrix.md"}, {"json", "report.json"},
-    {"junit", "junit.xml"}};
+constexpr std::pair<std::string_view, std::string_view> kFiles[] = {{"text", "matrix.txt"},
+                                                                    {"markdown", "matrix.md"},
+                                                                    {"json", "report.json"},
+                                                                    {"junit", "junit.xml"}};
 
 }  // namespace
 
@@ -93,7 +94,8 @@ void AddDiff(CLI::App& app, DiffArgs& a) {
       "diff",
       "Compare two runs (report.json): changed verdicts and evidence, arms added or removed; exit "
       "1 on a regression (PASS -> FAIL/INCONCLUSIVE/ERROR)");
-  diff->add_option("old", a.old_report, "report.json of the earlier run (the baseline)")->required();
+  diff->add_option("old", a.old_report, "report.json of the earlier run (the baseline)")
+      ->required();
   diff->add_option("new", a.new_report, "report.json of the later run")->required();
   diff->add_option("--format", a.format, "text or markdown")
       ->check(CLI::IsMember({"text", "markdown"}))

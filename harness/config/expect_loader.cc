@@ -15,7 +15,8 @@ Loaded<std::vector<core::Expectation>> ParseExpectations(const std::string& text
   auto root = internal::ReadYaml(text, source);
   if (!root) return std::unexpected(root.error());
   const YAML::Node& y = *root;
-  if (!y.IsMap()) return std::unexpected(At(source, y, "", "expected a mapping with expectations:"));
+  if (!y.IsMap())
+    return std::unexpected(At(source, y, "", "expected a mapping with expectations:"));
   if (auto r = internal::OnlyKeys(source, y, "", {"description", "expectations"}); !r) {
     return std::unexpected(r.error());
   }
@@ -56,10 +57,10 @@ Loaded<std::vector<core::Expectation>> ParseExpectations(const std::string& text
     }
     for (const core::Expectation& earlier : out) {
       if (earlier.probe == x.probe && earlier.candidate == x.candidate) {
-        return std::unexpected(At(source, e, path,
-                                  fmt::format("{}{} is already accepted at {}", x.probe,
-                                              x.candidate.empty() ? "" : " in " + x.candidate,
-                                              earlier.source)));
+        return std::unexpected(
+            At(source, e, path,
+               fmt::format("{}{} is already accepted at {}", x.probe,
+                           x.candidate.empty() ? "" : " in " + x.candidate, earlier.source)));
       }
     }
     out.push_back(std::move(x));

@@ -60,7 +60,8 @@ std::vector<std::string> Strings(const Json& j, std::string_view key, const std:
   std::vector<std::string> out;
   const Json& a = Array(j, key, path);
   for (size_t i = 0; i < a.size(); ++i) {
-    if (!a[i].is_string()) throw BadField{fmt::format("{}/{}/{}", path, key, i), "expected a string"};
+    if (!a[i].is_string())
+      throw BadField{fmt::format("{}/{}/{}", path, key, i), "expected a string"};
     out.push_back(a[i].get<std::string>());
   }
   return out;
@@ -160,10 +161,9 @@ core::Cell ReadCell(const Json& j, const std::string& path) {
     const Json& trials = Array(j, "trials", path);
     for (size_t i = 0; i < trials.size(); ++i) {
       const std::string tp = fmt::format("{}/trials/{}", path, i);
-      c.trials.push_back({Str(trials[i], "invocation", tp),
-                          Enum(trials[i], "exposure", tp, kExposures),
-                          Enum(trials[i], "evidence_kind", tp, kEvidence),
-                          Str(trials[i], "label", tp)});
+      c.trials.push_back(
+          {Str(trials[i], "invocation", tp), Enum(trials[i], "exposure", tp, kExposures),
+           Enum(trials[i], "evidence_kind", tp, kEvidence), Str(trials[i], "label", tp)});
     }
   }
   return c;
@@ -206,12 +206,13 @@ core::Matrix Read(const Json& j) {
   m.banners = Strings(j, "banners", "");
   m.notes = Strings(j, "notes", "");
   const Json& arms = Array(j, "arms", "");
-  for (size_t i = 0; i < arms.size(); ++i) m.arms.push_back(ReadArm(arms[i], fmt::format("/arms/{}", i)));
+  for (size_t i = 0; i < arms.size(); ++i)
+    m.arms.push_back(ReadArm(arms[i], fmt::format("/arms/{}", i)));
   const Json& rows = Array(j, "rows", "");
   for (size_t i = 0; i < rows.size(); ++i) {
     const std::string p = fmt::format("/rows/{}", i);
-    m.rows.push_back({Str(rows[i], "probe", p), Str(rows[i], "label", p),
-                      Enum(rows[i], "level", p, kLevels)});
+    m.rows.push_back(
+        {Str(rows[i], "probe", p), Str(rows[i], "label", p), Enum(rows[i], "level", p, kLevels)});
   }
   const Json& cells = Array(j, "observations", "");
   for (size_t i = 0; i < cells.size(); ++i) {
@@ -231,8 +232,8 @@ std::expected<core::Matrix, std::string> ParseReportJson(std::string_view text,
   try {
     return Read(Json::parse(text));
   } catch (const BadField& e) {
-    return std::unexpected(fmt::format("{}: {}: {}", source, e.path.empty() ? "/" : e.path,
-                                       e.message));
+    return std::unexpected(
+        fmt::format("{}: {}: {}", source, e.path.empty() ? "/" : e.path, e.message));
   } catch (const Json::exception& e) {
     return std::unexpected(fmt::format("{}: not valid report JSON: {}", source, e.what()));
   }
@@ -243,8 +244,8 @@ std::expected<core::Matrix, std::string> LoadReportJson(const std::filesystem::p
   const auto size = std::filesystem::file_size(file, ec);
   if (ec) return std::unexpected(fmt::format("{}: {}", file.string(), ec.message()));
   if (size > (512u << 20)) {
-    return std::unexpected(fmt::format("{}: {} bytes, over the 512 MiB a report may have",
-                                       file.string(), size));
+    return std::unexpected(
+        fmt::format("{}: {} bytes, over the 512 MiB a report may have", file.string(), size));
   }
   std::ifstream in(file, std::ios::binary);
   std::stringstream text;

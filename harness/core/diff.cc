@@ -30,9 +30,9 @@ RowChange Compare(const Matrix& old_run, const Matrix& new_run, const VerdictCel
     c.new_evidence = ToString(n->verdict.evidence);
     c.new_reason = n->verdict.reason;
   }
-  c.regression = c.old_verdict == "PASS" &&
-                 (c.new_verdict == "FAIL" || c.new_verdict == "INCONCLUSIVE" ||
-                  c.new_verdict == "ERROR");
+  c.regression =
+      c.old_verdict == "PASS" &&
+      (c.new_verdict == "FAIL" || c.new_verdict == "INCONCLUSIVE" || c.new_verdict == "ERROR");
   return c;
 }
 
@@ -44,9 +44,7 @@ std::string ShownVerdict(const VerdictCell* v) {
   return std::string(ToString(v->verdict.kind));
 }
 
-bool MatrixDiff::Regressed() const {
-  return std::ranges::any_of(changes, &RowChange::regression);
-}
+bool MatrixDiff::Regressed() const { return std::ranges::any_of(changes, &RowChange::regression); }
 
 MatrixDiff DiffMatrices(const Matrix& old_run, const Matrix& new_run) {
   MatrixDiff d;

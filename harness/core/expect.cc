@@ -57,13 +57,13 @@ std::vector<std::string> ApplyExpectations(Matrix& m, std::span<const Expectatio
     std::string seen;
     for (const VerdictCell& v : m.verdicts) {
       if (!Matches(e, v)) continue;
-      seen += fmt::format("{}{} {}", seen.empty() ? "" : ", ", v.candidate,
-                          ToString(v.verdict.kind));
+      seen +=
+          fmt::format("{}{} {}", seen.empty() ? "" : ", ", v.candidate, ToString(v.verdict.kind));
     }
-    warnings.push_back(fmt::format(
-        "{}: expectation for {}{} matched no FAIL ({}); remove it if the row is fixed", e.source,
-        e.probe, e.candidate.empty() ? "" : " in " + e.candidate,
-        seen.empty() ? "no such row in this run" : seen));
+    warnings.push_back(
+        fmt::format("{}: expectation for {}{} matched no FAIL ({}); remove it if the row is fixed",
+                    e.source, e.probe, e.candidate.empty() ? "" : " in " + e.candidate,
+                    seen.empty() ? "no such row in this run" : seen));
   }
   return warnings;
 }

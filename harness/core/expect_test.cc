@@ -30,7 +30,8 @@ Matrix MakeRun() {
 }
 
 TEST(ExpectTest, ValidDate) {
-  for (const char* ok : {"2026-11-30", "2024-02-29", "2000-01-01"}) EXPECT_TRUE(ValidDate(ok)) << ok;
+  for (const char* ok : {"2026-11-30", "2024-02-29", "2000-01-01"})
+    EXPECT_TRUE(ValidDate(ok)) << ok;
   for (const char* bad : {"2026-02-30", "2025-02-29", "2026-13-01", "2026-1-01", "26-01-01",
                           "2026/01/01", "2026-01-01x", "", "tomorrow", "2026-00-10"}) {
     EXPECT_FALSE(ValidDate(bad)) << bad;
@@ -48,23 +49,42 @@ TEST(ExpectTest, AcceptanceAndExpiryTable) {
   };
   const std::vector<Case> cases = {
       // Both candidates: every FAIL of the probe accepted; the other FAIL still fails the gate.
-      {{"net.dns", "", "known", "2026-12-31", "f:1:1"}, "2026-11-30",
-       {{"net.dns", "a", true, false}, {"net.dns", "b", true, false}, {"net.http", "a", false, false}},
-       1, 0},
+      {{"net.dns", "", "known", "2026-12-31", "f:1:1"},
+       "2026-11-30",
+       {{"net.dns", "a", true, false},
+        {"net.dns", "b", true, false},
+        {"net.http", "a", false, false}},
+       1,
+       0},
       // The expiry day itself still holds.
-      {{"net.http", "a", "known", "2026-11-30", "f:1:1"}, "2026-11-30",
-       {{"net.http", "a", true, false}, {"net.http", "b", false, false}}, 1, 0},
+      {{"net.http", "a", "known", "2026-11-30", "f:1:1"},
+       "2026-11-30",
+       {{"net.http", "a", true, false}, {"net.http", "b", false, false}},
+       1,
+       0},
       // A day after: expired, a FAIL again.
-      {{"net.http", "a", "known", "2026-11-29", "f:1:1"}, "2026-11-30",
-       {{"net.http", "a", true, true}}, 1, 0},
+      {{"net.http", "a", "known", "2026-11-29", "f:1:1"},
+       "2026-11-30",
+       {{"net.http", "a", true, true}},
+       1,
+       0},
       // A PASS or INCONCLUSIVE row is never accepted: the expectation matched no FAIL.
-      {{"net.http", "b", "known", "2027-01-01", "f:1:1"}, "2026-11-30",
-       {{"net.http", "b", false, false}}, 1, 1},
-      {{"fs.write", "a", "known", "2027-01-01", "f:1:1"}, "2026-11-30",
-       {{"fs.write", "a", false, false}}, 1, 1},
+      {{"net.http", "b", "known", "2027-01-01", "f:1:1"},
+       "2026-11-30",
+       {{"net.http", "b", false, false}},
+       1,
+       1},
+      {{"fs.write", "a", "known", "2027-01-01", "f:1:1"},
+       "2026-11-30",
+       {{"fs.write", "a", false, false}},
+       1,
+       1},
       {{"net.nothing", "", "known", "2027-01-01", "f:1:1"}, "2026-11-30", {}, 1, 1},
-      {{"net.dns", "c", "known", "2027-01-01", "f:1:1"}, "2026-11-30",
-       {{"net.dns", "a", false, false}}, 1, 1},
+      {{"net.dns", "c", "known", "2027-01-01", "f:1:1"},
+       "2026-11-30",
+       {{"net.dns", "a", false, false}},
+       1,
+       1},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     Matrix m = MakeRun();

@@ -59,9 +59,9 @@ struct Cell {
 // FAIL; an unexpired acceptance keeps it from failing the gate, an expired one does not.
 struct Acceptance {
   std::string reason;
-  std::string expires;  // YYYY-MM-DD, the last day the acceptance holds (UTC)
+  std::string expires;   // YYYY-MM-DD, the last day the acceptance holds (UTC)
   bool expired = false;  // judged against the run's date (UTC)
-  std::string source;  // "file:line:col" of the expectation
+  std::string source;    // "file:line:col" of the expectation
 };
 
 struct VerdictCell {
@@ -100,9 +100,9 @@ struct Matrix {
   const ArmInfo* FindArm(std::string_view name) const;
 };
 
-// Exit code of `sandprobe run` (docs/design.md): 0 every required verdict PASS or SKIP; 1 a required
-// FAIL; 2 no FAIL but a required INCONCLUSIVE or ERROR (or the run was interrupted). An accepted
-// FAIL (VerdictCell::Accepted) counts as neither; an expired acceptance is a FAIL again.
+// Exit code of `sandprobe run` (docs/design.md): 0 every required verdict PASS or SKIP; 1 a
+// required FAIL; 2 no FAIL but a required INCONCLUSIVE or ERROR (or the run was interrupted). An
+// accepted FAIL (VerdictCell::Accepted) counts as neither; an expired acceptance is a FAIL again.
 int RunExitCode(const Matrix& m);
 
 }  // namespace sandprobe::core

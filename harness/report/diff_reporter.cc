@@ -26,7 +26,8 @@ std::string RenderDiffText(const core::MatrixDiff& d, std::string_view old_name,
                            std::string_view new_name) {
   std::string out = fmt::format("sandprobe diff {} -> {}\n", TerminalText(old_name, 200),
                                 TerminalText(new_name, 200));
-  for (const std::string& a : d.arms_added) out += "  arm added:   " + TerminalText(a, kNameCols) + "\n";
+  for (const std::string& a : d.arms_added)
+    out += "  arm added:   " + TerminalText(a, kNameCols) + "\n";
   for (const std::string& a : d.arms_removed) {
     out += "  arm removed: " + TerminalText(a, kNameCols) + "\n";
   }

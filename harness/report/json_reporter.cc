@@ -78,14 +78,14 @@ Json EvidenceJson(const core::Observation& obs) {
 Json ObservationJson(const core::Cell& cell) {
   const core::Observation& obs = cell.observation;
   Json out{{"probe", JsonText(obs.probe, kNameBytes)},
-              {"arm", JsonText(obs.arm, kNameBytes)},
-              {"invocation", JsonText(obs.invocation, kNameBytes)},
-              {"params", JsonBounded(obs.params, kRecordBytes)},
-              {"exposure", core::ToString(cell.classification.exposure)},
-              {"evidence_kind", core::ToString(cell.classification.evidence)},
-              {"label", JsonText(cell.classification.label, kNameBytes)},
-              {"reason", JsonText(cell.classification.reason, kTextBytes)},
-              {"evidence", EvidenceJson(obs)}};
+           {"arm", JsonText(obs.arm, kNameBytes)},
+           {"invocation", JsonText(obs.invocation, kNameBytes)},
+           {"params", JsonBounded(obs.params, kRecordBytes)},
+           {"exposure", core::ToString(cell.classification.exposure)},
+           {"evidence_kind", core::ToString(cell.classification.evidence)},
+           {"label", JsonText(cell.classification.label, kNameBytes)},
+           {"reason", JsonText(cell.classification.reason, kTextBytes)},
+           {"evidence", EvidenceJson(obs)}};
   if (!cell.trials.empty()) {  // --repeat N: every trial, and whether they disagreed
     Json trials = Json::array();
     for (const core::Trial& t : cell.trials) {

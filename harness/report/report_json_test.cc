@@ -1,8 +1,9 @@
 // report.json read back (config/report_json.h): the JSON is the source of truth, so every format
 // rendered from the re-read matrix equals the one rendered from the run's own matrix.
+#include "config/report_json.h"
+
 #include <gtest/gtest.h>
 
-#include "config/report_json.h"
 #include "report/report_test_fixtures.h"
 #include "report/reporters.h"
 
@@ -14,8 +15,8 @@ std::string Text(const core::Matrix& m) { return RenderText(m, TextOptions{}); }
 TEST(ReportJsonTest, EveryFormatReRendersByteForByte) {
   for (const char* name : {"normal", "gate"}) {
     SCOPED_TRACE(name);
-    const core::Matrix m = name == std::string("normal") ? fixtures::NormalMatrix()
-                                                        : fixtures::GateMatrix();
+    const core::Matrix m =
+        name == std::string("normal") ? fixtures::NormalMatrix() : fixtures::GateMatrix();
     auto back = config::ParseReportJson(RenderJson(m), "run.json");
     ASSERT_TRUE(back) << back.error();
     EXPECT_EQ(RenderMarkdown(*back), RenderMarkdown(m));
@@ -69,12 +70,15 @@ TEST(ReportJsonTest, ErrorsNameThePath) {
        "run.json: /observations/0/evidence/records_count: expected a count (>= 0)"},
       {[](nlohmann::json& j) { j["arms"][0]["role"] = "judge"; },
        "run.json: /arms/0/role: expected one of control, candidate"},
-      {[](nlohmann::json& j) { j["observations"][0]["trials"] = {{{"invocation", "x"}}}; },
+      {[](nlohmann::json& j) {
+         j["observations"][0]["trials"] = {{{"invocation", "x"}}};
+       },
        "run.json: /observations/0/trials/0/exposure: missing"},
-      {[](nlohmann::json& j) { j["verdicts"][0]["accepted"] = {{"reason", "r"}}; },
+      {[](nlohmann::json& j) {
+         j["verdicts"][0]["accepted"] = {{"reason", "r"}};
+       },
        "run.json: /verdicts/0/accepted/expires: missing"},
-      {[](nlohmann::json& j) { j = nlohmann::json::array(); },
-       "run.json: /: expected an object"},
+      {[](nlohmann::json& j) { j = nlohmann::json::array(); }, "run.json: /: expected an object"},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     nlohmann::json j = good;

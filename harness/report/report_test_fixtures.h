@@ -33,9 +33,8 @@ struct Fixture {
   core::Matrix (*make)();
 };
 inline const std::vector<Fixture>& Fixtures() {
-  static const std::vector<Fixture> fixtures = {{"normal", &NormalMatrix},
-                                                {"hostile", &HostileMatrix},
-                                                {"gate", &GateMatrix}};
+  static const std::vector<Fixture> fixtures = {
+      {"normal", &NormalMatrix}, {"hostile", &HostileMatrix}, {"gate", &GateMatrix}};
   return fixtures;
 }
 

@@ -12,10 +12,10 @@ std::vector<core::Trial> Trials(const std::string& cell,
   std::vector<core::Trial> out;
   for (size_t i = 0; i < outcomes.size(); ++i) {
     const auto& [exposure, label] = outcomes[i];
-    out.push_back({cell + "-t" + std::to_string(i + 1), exposure,
-                   exposure == core::Exposure::kUnknown ? core::Evidence::kNone
-                                                        : core::Evidence::kPositive,
-                   label});
+    out.push_back(
+        {cell + "-t" + std::to_string(i + 1), exposure,
+         exposure == core::Exposure::kUnknown ? core::Evidence::kNone : core::Evidence::kPositive,
+         label});
   }
   return out;
 }
@@ -52,11 +52,12 @@ core::Matrix GateMatrix() {
   dns->classification = {kX, core::Evidence::kPositive, "REACHED",
                          "dns canary logged this invocation from 127.0.0.1:51299 (1 hit(s))"};
   dns->observation.canary_hits.push_back({"dns", "127.0.0.1:51299", "A? leak", 0});
-  dns->trials = Trials("dns", {{kC, "blocked"}, {kC, "blocked"}, {kX, "REACHED"}, {kC, "blocked"},
-                               {kC, "blocked"}});
+  dns->trials = Trials(
+      "dns", {{kC, "blocked"}, {kC, "blocked"}, {kX, "REACHED"}, {kC, "blocked"}, {kC, "blocked"}});
   core::Cell* dns_control = CellOf(m, "net.dns", "local");
-  dns_control->trials = Trials("dns-local", {{kX, "REACHED"}, {kC, "blocked"}, {kX, "REACHED"},
-                                             {kX, "REACHED"}, {kX, "REACHED"}});
+  dns_control->trials =
+      Trials("dns-local",
+             {{kX, "REACHED"}, {kC, "blocked"}, {kX, "REACHED"}, {kX, "REACHED"}, {kX, "REACHED"}});
   *VerdictOf(m, "net.dns") = MakeVerdict(
       "net.dns", "bubblewrap", core::VerdictKind::kFail,
       "candidate exposed: dns canary logged this invocation from 127.0.0.1:51299 (1 hit(s))", "",

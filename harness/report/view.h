@@ -77,9 +77,10 @@ struct Fact {
   std::string value;
 };
 // The evidence of one cell, in a fixed order: for a candidate its verdict, its acceptance (if any)
-// and validating control (when `verdict` is given), then trials (when repeated), classification, exposure, ending, harness error, result record
-// (outcome, errno, detail), last progress, record counts, canary hits, driver facts, parameters,
-// output sizes. Values are raw and may be long; writers bound them.
+// and validating control (when `verdict` is given), then trials (when repeated), classification,
+// exposure, ending, harness error, result record (outcome, errno, detail), last progress, record
+// counts, canary hits, driver facts, parameters, output sizes. Values are raw and may be long;
+// writers bound them.
 std::vector<Fact> EvidenceFacts(const core::Cell& cell, const core::VerdictCell* verdict);
 
 }  // namespace sandprobe::report

@@ -111,11 +111,10 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
         "exposed in one trial validates its row; cells whose trials disagreed are marked flaky",
         trials, trials));
   }
-  observer.OnMessage(fmt::format("run {}: {} probes x {} arms, {} invocations{}, --jobs {}",
-                                 matrix.run_id, plan->rows.size(), plan->arms.size(),
-                                 plan->tasks.size() * trials,
-                                 trials > 1 ? fmt::format(" ({} trials each)", trials) : "",
-                                 options.jobs));
+  observer.OnMessage(
+      fmt::format("run {}: {} probes x {} arms, {} invocations{}, --jobs {}", matrix.run_id,
+                  plan->rows.size(), plan->arms.size(), plan->tasks.size() * trials,
+                  trials > 1 ? fmt::format(" ({} trials each)", trials) : "", options.jobs));
   observer.OnBegin(matrix);
   const std::string today = options.today.empty()
                                 ? fmt::format("{:%Y-%m-%d}", fmt::gmtime(std::time(nullptr)))
@@ -132,9 +131,9 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
       const size_t i = order[n] % plan->tasks.size();
       const size_t trial = order[n] / plan->tasks.size();
       const Task& task = plan->tasks[i];
-      const std::string invocation =
-          trials > 1 ? fmt::format("i{:03d}t{}{}", i, trial + 1, RandomHex(2))
-                     : fmt::format("i{:03d}{}", i, RandomHex(2));
+      const std::string invocation = trials > 1
+                                         ? fmt::format("i{:03d}t{}{}", i, trial + 1, RandomHex(2))
+                                         : fmt::format("i{:03d}{}", i, RandomHex(2));
       if (cancel.load()) {
         core::Observation not_run;
         not_run.invocation = invocation;

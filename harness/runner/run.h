@@ -33,8 +33,8 @@ struct RunOptions {
   std::vector<core::ProbeDescriptor> probes;
   std::vector<core::Manifest> candidates;
   std::vector<core::Manifest> controls;
-  std::string preamble;     // probes/lib/preamble.py
-  int jobs = 4;             // invocations in flight at once
+  std::string preamble;  // probes/lib/preamble.py
+  int jobs = 4;          // invocations in flight at once
   // Trials of every invocation (`run --repeat N`, 1..100): one leak in N is a FAIL, a control
   // exposed in one trial validates (core/trials.h). Never retried until green.
   int repeat = 1;

@@ -195,7 +195,8 @@ TEST_F(RunnerTest, RunnerStampsIdentityAndPassesDeployMode) {
 // --repeat N: every invocation runs N times, each trial with its own invocation tag; the trials
 // fold into one cell per (probe, arm) that lists them all, and the row is judged on that cell.
 TEST_F(RunnerTest, RepeatRunsEveryInvocationNTimesIntoOneCell) {
-  FakeArm open{.acts = {{"t.a", FakeAct{.result = {{"outcome", "reached"}, {"evidence", "positive"}}}}}};
+  FakeArm open{
+      .acts = {{"t.a", FakeAct{.result = {{"outcome", "reached"}, {"evidence", "positive"}}}}}};
   RunOptions o = Options({Probe("t.a"), Probe("t.b")}, {{"local", open}});
   o.repeat = 3;
   auto m = RunIt(o);
