@@ -97,6 +97,13 @@ void AddRun(CLI::App& app, RunArgs& a) {
       ->capture_default_str();
   run->add_option("--format", a.formats, "comma list of text, markdown, json, junit")
       ->capture_default_str();
+  run->add_option("--repeat", a.repeat,
+                  "run every invocation N times: one leak in N is a FAIL, disagreeing trials are "
+                  "marked flaky")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  run->add_option("--expect", a.expect,
+                  "expectations YAML: known FAILs accepted with a reason until an expiry date");
   run->add_option("--jobs", a.jobs, "probe invocations in flight at once")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
@@ -195,7 +202,15 @@ int DoRun(const RunArgs& a) {
                         "what a run would submit)");
     }
   }
+  std::vector<core::Expectation> expectations;
+  if (!a.expect.empty()) {
+    auto loaded = config::LoadExpectations(a.expect);
+    if (!loaded) return SetupError(loaded.error().ToString(), "sandprobe validate checks the file");
+    expectations = std::move(*loaded);
+  }
   opt.jobs = a.jobs;
+  opt.repeat = a.repeat;
+  opt.expectations = std::move(expectations);
   opt.timing = runner::Timing{a.default_timeout_s, a.grace_s};
   opt.canary_bind = a.canary_bind;
   // Absolute: the token path travels into the probe, which may start in another directory.

@@ -300,9 +300,11 @@ Loaded<std::string> DetectKind(const std::filesystem::path& file) {
   if ((*root)["driver"].IsDefined()) return std::string("manifest");
   if ((*root)["probes"].IsDefined()) return std::string("suite");
   if ((*root)["id"].IsDefined() && (*root)["classify"].IsDefined()) return std::string("probe");
+  if ((*root)["expectations"].IsDefined()) return std::string("expectations");
   return std::unexpected(ConfigError{file.string(), 1, 1, "",
-                                     "not a manifest (driver:), suite (probes:) or probe "
-                                     "descriptor (id:, classify:)"});
+                                     "not a manifest (driver:), suite (probes:), probe "
+                                     "descriptor (id:, classify:) or expectations file "
+                                     "(expectations:)"});
 }
 
 }  // namespace sandprobe::config

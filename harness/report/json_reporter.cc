@@ -1,6 +1,7 @@
 // report.json: the machine-readable matrix. Shape: reports/schema/report.schema.json. Strings are
 // bounded and valid UTF-8 (JsonText); sandbox JSON values are bounded (JsonBounded); the dump
 // replaces invalid UTF-8 instead of throwing.
+#include "core/trials.h"
 #include "report/escape.h"
 #include "report/reporters.h"
 #include "report/view.h"
@@ -76,15 +77,28 @@ Json EvidenceJson(const core::Observation& obs) {
 
 Json ObservationJson(const core::Cell& cell) {
   const core::Observation& obs = cell.observation;
-  return Json{{"probe", JsonText(obs.probe, kNameBytes)},
-              {"arm", JsonText(obs.arm, kNameBytes)},
-              {"invocation", JsonText(obs.invocation, kNameBytes)},
-              {"params", JsonBounded(obs.params, kRecordBytes)},
-              {"exposure", core::ToString(cell.classification.exposure)},
-              {"evidence_kind", core::ToString(cell.classification.evidence)},
-              {"label", JsonText(cell.classification.label, kNameBytes)},
-              {"reason", JsonText(cell.classification.reason, kTextBytes)},
-              {"evidence", EvidenceJson(obs)}};
+  Json out{{"probe", JsonText(obs.probe, kNameBytes)},
+           {"arm", JsonText(obs.arm, kNameBytes)},
+           {"invocation", JsonText(obs.invocation, kNameBytes)},
+           {"params", JsonBounded(obs.params, kRecordBytes)},
+           {"exposure", core::ToString(cell.classification.exposure)},
+           {"evidence_kind", core::ToString(cell.classification.evidence)},
+           {"label", JsonText(cell.classification.label, kNameBytes)},
+           {"reason", JsonText(cell.classification.reason, kTextBytes)},
+           {"evidence", EvidenceJson(obs)}};
+  if (!cell.trials.empty()) {  // --repeat N: every trial, and whether they disagreed
+    Json trials = Json::array();
+    for (const core::Trial& t : cell.trials) {
+      trials.push_back({{"invocation", JsonText(t.invocation, kNameBytes)},
+                        {"exposure", core::ToString(t.exposure)},
+                        {"evidence_kind", core::ToString(t.evidence)},
+                        {"label", JsonText(t.label, kNameBytes)}});
+    }
+    out["trials"] = std::move(trials);
+    out["flaky"] = core::Flaky(cell);
+    out["trial_counts"] = JsonText(core::TrialCounts(cell), kTextBytes);
+  }
+  return out;
 }
 
 Json VerdictJson(const core::Matrix& m, const core::VerdictCell& v) {
@@ -92,13 +106,22 @@ Json VerdictJson(const core::Matrix& m, const core::VerdictCell& v) {
   for (const core::Row& row : m.rows) {
     if (row.probe == v.probe) level = row.level;
   }
-  return Json{{"probe", JsonText(v.probe, kNameBytes)},
-              {"candidate", JsonText(v.candidate, kNameBytes)},
-              {"verdict", core::ToString(v.verdict.kind)},
-              {"reason", JsonText(v.verdict.reason, kTextBytes)},
-              {"validated_by", JsonText(v.verdict.validated_by, kNameBytes)},
-              {"evidence_kind", core::ToString(v.verdict.evidence)},
-              {"level", core::ToString(level)}};
+  Json out{{"probe", JsonText(v.probe, kNameBytes)},
+           {"candidate", JsonText(v.candidate, kNameBytes)},
+           {"verdict", core::ToString(v.verdict.kind)},
+           {"reason", JsonText(v.verdict.reason, kTextBytes)},
+           {"validated_by", JsonText(v.verdict.validated_by, kNameBytes)},
+           {"evidence_kind", core::ToString(v.verdict.evidence)},
+           {"level", core::ToString(level)}};
+  if (v.accepted) {  // --expect: the verdict stays FAIL; "shown" is what every format shows
+    const core::Acceptance& a = *v.accepted;
+    out["accepted"] = {{"reason", JsonText(a.reason, kTextBytes)},
+                       {"expires", JsonText(a.expires, kNameBytes)},
+                       {"expired", a.expired},
+                       {"source", JsonText(a.source, kTextBytes)}};
+    out["shown"] = ShownVerdictText(&v);
+  }
+  return out;
 }
 
 Json SummaryJson(const core::Matrix& m) {
@@ -107,6 +130,7 @@ Json SummaryJson(const core::Matrix& m) {
     const VerdictCounts counts = CountVerdicts(m, arm->name);
     Json c{{"candidate", JsonText(arm->name, kNameBytes)}, {"total", counts.Total()}};
     for (const core::VerdictKind k : kVerdictOrder) c[core::ToString(k)] = counts.Of(k);
+    c["ACCEPTED"] = counts.accepted;
     c["missing"] = counts.missing;
     candidates.push_back(std::move(c));
   }

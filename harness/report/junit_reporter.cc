@@ -31,7 +31,7 @@ Totals Count(const core::Matrix& m, const core::ArmInfo& arm) {
   t.failures = counts.Of(core::VerdictKind::kFail);
   t.errors = counts.Of(core::VerdictKind::kInconclusive) + counts.Of(core::VerdictKind::kError) +
              counts.missing;
-  t.skipped = counts.Of(core::VerdictKind::kSkip);
+  t.skipped = counts.Of(core::VerdictKind::kSkip) + counts.accepted;
   for (const core::Row& row : m.rows) {
     if (const core::Cell* cell = m.Find(row.probe, arm.name)) {
       t.time_s += cell->observation.duration_s;
@@ -82,13 +82,20 @@ void AddTestcase(pugi::xml_node suite, const core::Matrix& m, const core::Row& r
       XmlAttr(fmt::format("{} ({})", row.probe, row.label), kNameBytes * 2).c_str();
   tc.append_attribute("time") =
       fmt::format("{:.3f}", cell ? cell->observation.duration_s : 0.0).c_str();
-  const std::string message = v ? XmlAttr(v->verdict.reason, kMessageBytes) : "no verdict recorded";
+  // Flaky trials and an acceptance lead the message: a CI view shows the message first.
+  std::string reason = v ? v->verdict.reason : "no verdict recorded";
+  if (const std::string flaky = cell ? FlakyText(*cell) : ""; !flaky.empty()) {
+    reason = fmt::format("[{}] {}", flaky, reason);
+  }
+  if (v != nullptr && v->accepted) reason = fmt::format("[{}] {}", AcceptanceText(*v), reason);
+  const std::string message = XmlAttr(reason, kMessageBytes);
   const std::string body =
-      XmlText(fmt::format("{}\n{}", v ? v->verdict.reason : "no verdict recorded",
-                          cell ? cell->classification.reason : "no observation"),
+      XmlText(fmt::format("{}\n{}", reason, cell ? cell->classification.reason : "no observation"),
               kMessageBytes * 2);
   pugi::xml_node outcome;
-  switch (v ? v->verdict.kind : core::VerdictKind::kError) {
+  // An accepted FAIL does not fail the gate: JUnit's nearest is <skipped>, its message says why.
+  const bool accepted = v != nullptr && v->Accepted();
+  switch (accepted ? core::VerdictKind::kSkip : v ? v->verdict.kind : core::VerdictKind::kError) {
     case core::VerdictKind::kPass:
       break;
     case core::VerdictKind::kFail:

@@ -55,18 +55,38 @@ void WriteTable(MarkdownWriter& w, const core::Matrix& m) {
       w.Markup(" ");
       if (cell != nullptr) {
         w.Text(cell->classification.label, kCellBytes);
+        if (const std::string flaky = FlakyText(*cell); !flaky.empty()) {
+          w.Markup(" *(").Text(flaky, kCellBytes).Markup(")*");
+        }
       } else {
         w.Markup("—");
       }
       if (arm->role == core::ArmRole::kCandidate) {
         const core::VerdictCell* v = m.FindVerdict(row.probe, arm->name);
-        w.Markup(" · **").Markup(v ? core::ToString(v->verdict.kind) : "no verdict").Markup("**");
+        w.Markup(" · **").Text(ShownVerdictText(v), kCellBytes).Markup("**");
       }
       w.Markup(" |");
     }
     w.Markup("\n");
   }
   w.Markup("\n");
+}
+
+// Every FAIL an expectation accepted (or whose acceptance expired), so none is hidden.
+void WriteAccepted(MarkdownWriter& w, const core::Matrix& m) {
+  bool heading = false;
+  for (const core::Row& row : m.rows) {
+    for (const core::ArmInfo* arm : CandidateArms(m)) {
+      const core::VerdictCell* v = m.FindVerdict(row.probe, arm->name);
+      if (v == nullptr || !v->accepted || v->verdict.kind != core::VerdictKind::kFail) continue;
+      if (!heading) w.Markup("### Known FAILs (expectations)\n\n");
+      heading = true;
+      w.Markup("- ").Text(row.label, kCellBytes).Markup(" in **").Text(arm->name, kCellBytes);
+      w.Markup("**: **").Text(ShownVerdictText(v), kCellBytes).Markup("** — ");
+      w.Text(AcceptanceText(*v), kFactBytes).Markup("\n");
+    }
+  }
+  if (heading) w.Markup("\n");
 }
 
 void WriteSummary(MarkdownWriter& w, const core::Matrix& m) {
@@ -80,10 +100,12 @@ void WriteSummary(MarkdownWriter& w, const core::Matrix& m) {
       w.Markup(fmt::format("{} {} {}", k == kVerdictOrder.front() ? "" : ",", counts.Of(k),
                            core::ToString(k)));
     }
+    if (counts.accepted > 0) w.Markup(fmt::format(", {} ACCEPTED", counts.accepted));
     if (counts.missing > 0) w.Markup(fmt::format(", {} without verdict", counts.missing));
   }
   const int code = core::RunExitCode(m);
   w.Markup(fmt::format(" · exit code {} ({})\n\n", code, ExitCodeMeaning(code)));
+  WriteAccepted(w, m);
   if (!m.notes.empty()) w.Markup("### Notes\n\n");
   for (const std::string& note : m.notes) w.Markup("- ").Text(note, kFactBytes).Markup("\n");
   if (!m.notes.empty()) w.Markup("\n");
@@ -115,7 +137,7 @@ void WriteArmEvidence(MarkdownWriter& w, const core::Matrix& m, const core::Row&
   const core::Cell* shown = ShownCell(m, row.probe, arm);
   w.Markup("**").Text(arm.name, kCellBytes).Markup("** (").Markup(core::ToString(arm.role));
   w.Markup(")");
-  if (v != nullptr) w.Markup(": **").Markup(core::ToString(v->verdict.kind)).Markup("**");
+  if (v != nullptr) w.Markup(": **").Text(ShownVerdictText(v), kCellBytes).Markup("**");
   w.Markup("\n\n");
   if (cells.empty()) {
     if (v != nullptr) {
@@ -154,7 +176,7 @@ void WriteDetails(MarkdownWriter& w, const core::Matrix& m) {
       const core::VerdictCell* v = m.FindVerdict(row.probe, arm->name);
       w.Markup(separator).HtmlText(arm->name, kCellBytes).Markup(" ");
       separator = ", ";
-      w.Markup(v ? core::ToString(v->verdict.kind) : "no verdict");
+      w.HtmlText(ShownVerdictText(v), kCellBytes);
     }
     w.Markup("</summary>\n\n");
     for (const core::ArmInfo* arm : ColumnArms(m)) WriteArmEvidence(w, m, row, *arm);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/diff.h"
 #include "core/matrix.h"
 
 namespace sandprobe::report {
@@ -32,8 +33,9 @@ class TextReporter {
   // Prints the row of `probe` (a Row.probe id). The runner calls it in completion order, once all
   // the row's cells and verdicts are in. Unknown probe ids print nothing.
   void RowDone(const core::Matrix& m, const std::string& probe);
-  // Prints the verdict counts per candidate, one line per non-PASS/SKIP verdict (probe, candidate,
-  // verdict, reason), the run notes, the isolation-weakening options each arm declares and the
+  // Prints the verdict counts per candidate (ACCEPTED counted apart), one line per non-PASS/SKIP
+  // verdict (probe, candidate, verdict or ACCEPTED, acceptance and reason), each flaky cell with
+  // its trial counts, the run notes, the isolation-weakening options each arm declares and the
   // exit code `sandprobe run` will return (core::RunExitCode).
   void End(const core::Matrix& m);
 
@@ -45,6 +47,7 @@ class TextReporter {
     size_t width;         // whole column
   };
   std::string Paint(std::string_view text, std::string_view sgr) const;
+  std::string_view ShownColor(const core::VerdictCell& v) const;  // ACCEPTED in yellow
 
   std::ostream& out_;
   TextOptions options_;
@@ -66,5 +69,12 @@ std::string RenderJson(const core::Matrix& m);
 // junit.xml: <testsuites> with totals, one <testsuite> per candidate, one <testcase> per
 // probe x candidate (FAIL -> <failure>, INCONCLUSIVE/ERROR -> <error>, SKIP -> <skipped>).
 std::string RenderJunit(const core::Matrix& m);
+
+// `sandprobe diff`: changed rows (REGRESSION first-class), arms added/removed, the tally and the
+// exit code diff returns (1 on a regression). `old_name`/`new_name` label the two runs (paths).
+std::string RenderDiffText(const core::MatrixDiff& d, std::string_view old_name,
+                           std::string_view new_name);
+std::string RenderDiffMarkdown(const core::MatrixDiff& d, std::string_view old_name,
+                               std::string_view new_name);
 
 }  // namespace sandprobe::report

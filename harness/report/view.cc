@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "core/diff.h"
+#include "core/trials.h"
+
 namespace sandprobe::report {
 
 std::vector<const core::ArmInfo*> ColumnArms(const core::Matrix& m) {
@@ -48,7 +51,7 @@ std::vector<const core::Cell*> CellsOf(const core::Matrix& m, std::string_view p
 }
 
 size_t VerdictCounts::Total() const {
-  size_t total = missing;
+  size_t total = missing + accepted;
   for (size_t n : by_kind) total += n;
   return total;
 }
@@ -59,11 +62,37 @@ VerdictCounts CountVerdicts(const core::Matrix& m, std::string_view candidate) {
     const core::VerdictCell* v = m.FindVerdict(row.probe, candidate);
     if (v == nullptr) {
       ++counts.missing;
+    } else if (v->Accepted()) {
+      ++counts.accepted;
     } else {
       ++counts.by_kind[static_cast<size_t>(v->verdict.kind)];
     }
   }
   return counts;
+}
+
+std::string ShownVerdictText(const core::VerdictCell* v) {
+  return v == nullptr ? "no verdict" : core::ShownVerdict(v);
+}
+
+std::string AcceptanceText(const core::VerdictCell& v) {
+  if (!v.accepted) return "";
+  const core::Acceptance& a = v.accepted.value();
+  const std::string source = a.source.empty() ? "" : fmt::format(" ({})", a.source);
+  if (a.expired) {
+    return fmt::format("acceptance expired {} (FAIL again): {}{}", a.expires, a.reason, source);
+  }
+  return fmt::format("accepted until {}: {}{}", a.expires, a.reason, source);
+}
+
+std::string FlakyText(const core::Cell& cell) {
+  return core::Flaky(cell) ? "flaky: " + core::TrialCounts(cell) : "";
+}
+
+std::string TrialsText(const core::Cell& cell) {
+  if (cell.trials.empty()) return "";
+  if (core::Flaky(cell)) return fmt::format("{} trials, {}", cell.trials.size(), FlakyText(cell));
+  return fmt::format("{} trials, all {}", cell.trials.size(), cell.trials.front().label);
 }
 
 std::string_view ExitCodeMeaning(int code) {
@@ -163,10 +192,12 @@ std::vector<Fact> EvidenceFacts(const core::Cell& cell, const core::VerdictCell*
   if (verdict != nullptr) {
     facts.push_back({"verdict", fmt::format("{}: {}", core::ToString(verdict->verdict.kind),
                                             verdict->verdict.reason)});
+    if (verdict->accepted) facts.push_back({"expectation", AcceptanceText(*verdict)});
     facts.push_back({"validated by", verdict->verdict.validated_by.empty()
                                          ? "none"
                                          : verdict->verdict.validated_by});
   }
+  if (!cell.trials.empty()) facts.push_back({"trials", TrialsText(cell)});
   facts.push_back({"classification", fmt::format("{}: {}", cls.label, cls.reason)});
   facts.push_back({"exposure", fmt::format("{} ({})", core::ToString(cls.exposure),
                                            EvidenceText(cls.evidence))});
