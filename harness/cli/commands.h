@@ -15,7 +15,7 @@ struct RunArgs {
   std::vector<std::string> sandboxes;  // default <home>/manifests/bubblewrap.yaml
   std::vector<std::string> controls;   // default: each candidate's control:
   std::string out = "reports/out";
-  std::string formats = "text,markdown,json,junit";
+  std::string formats = "text,markdown,json,junit,tap,html";
   int jobs = 4;
   double grace_s = 5;
   double default_timeout_s = 10;
