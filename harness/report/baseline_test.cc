@@ -33,7 +33,7 @@ void PrintTo(const Format& f, std::ostream* os) { *os << f.ext; }
 
 std::string Text(const core::Matrix& m) { return RenderText(m, TextOptions{}); }
 
-const Format kFormats[] = {{"txt", &Text},       {"md", &RenderMarkdown}, {"json", &RenderJson},
+const Format kFormats[] = {{"txt", &Text},        {"md", &RenderMarkdown}, {"json", &RenderJson},
                            {"xml", &RenderJunit}, {"tap", &RenderTap},     {"html", &RenderHtml}};
 
 bool UpdateRequested() {

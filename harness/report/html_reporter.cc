@@ -68,10 +68,13 @@ void WriteFacts(std::string& out, const core::Cell& cell, const core::VerdictCel
   }
   out += "</dl>";
   const core::Observation& obs = cell.observation;
+  // Raw stdout repeats the records above when a result came back and nothing was odd (as in
+  // matrix.md); it is shown where it is the evidence. report.json has every excerpt.
+  const bool stdout_is_evidence = !obs.result || obs.foreign_lines > 0 || obs.dropped_records > 0;
   for (const auto& [stream, head, bytes] :
        {std::tuple{"stdout", &obs.stdout_head, obs.stdout_bytes},
         std::tuple{"stderr", &obs.stderr_head, obs.stderr_bytes}}) {
-    if (head->empty()) continue;
+    if (head->empty() || (head == &obs.stdout_head && !stdout_is_evidence)) continue;
     out += fmt::format("<p>{} ({} bytes; at most the first {} shown, cleaned):</p><pre>{}</pre>",
                        stream, bytes, kExcerptBytes, HtmlBody(*head, kExcerptBytes));
   }
@@ -137,9 +140,9 @@ void WriteTable(std::string& out, const core::Matrix& m) {
   out += "<table class=\"matrix\">\n<thead><tr><th>probe</th>";
   for (const core::ArmInfo* arm : arms) {
     const bool control = arm->role == core::ArmRole::kControl;
-    out += fmt::format("<th class=\"arm\" data-arm=\"{}\">{}{}</th>", HtmlAttr(arm->name, kNameBytes),
-                       HtmlBody(arm->name, kCellBytes),
-                       control ? " <small>(control)</small>" : "");
+    out +=
+        fmt::format("<th class=\"arm\" data-arm=\"{}\">{}{}</th>", HtmlAttr(arm->name, kNameBytes),
+                    HtmlBody(arm->name, kCellBytes), control ? " <small>(control)</small>" : "");
   }
   out += "</tr></thead>\n<tbody>\n";
   for (const core::Row& row : m.rows) {
@@ -157,7 +160,8 @@ void WriteRunFacts(std::string& out, const core::Matrix& m) {
   out += "<h2>Arms</h2>\n<ul>\n";
   for (const core::ArmInfo* arm : ColumnArms(m)) {
     out += "<li><b>" + HtmlBody(arm->name, kCellBytes) + "</b>: ";
-    out += fmt::format("{}, driver {}", core::ToString(arm->role), HtmlBody(arm->driver, kCellBytes));
+    out +=
+        fmt::format("{}, driver {}", core::ToString(arm->role), HtmlBody(arm->driver, kCellBytes));
     if (!arm->control.empty()) out += ", control " + HtmlBody(arm->control, kCellBytes);
     if (!arm->description.empty()) out += " — " + HtmlBody(arm->description, kFactBytes);
     if (const std::string claims = core::DescribeLimits(arm->limits); !claims.empty()) {
@@ -172,8 +176,8 @@ void WriteRunFacts(std::string& out, const core::Matrix& m) {
     for (const std::string& weakens : arm->weakens) {
       if (!heading) out += "<h2>Weakened isolation (declared by the manifests)</h2>\n<ul>\n";
       heading = true;
-      out += "<li><b>" + HtmlBody(arm->name, kCellBytes) + "</b>: " +
-             HtmlBody(weakens, kFactBytes) + "</li>\n";
+      out += "<li><b>" + HtmlBody(arm->name, kCellBytes) +
+             "</b>: " + HtmlBody(weakens, kFactBytes) + "</li>\n";
     }
   }
   if (heading) out += "</ul>\n";
@@ -198,8 +202,9 @@ std::string RenderHtml(const core::Matrix& m) {
     out += "<div class=\"banner\" role=\"alert\">" + HtmlBody(banner, kFactBytes) + "</div>\n";
   }
   if (m.interrupted) {
-    out += "<div class=\"banner\" role=\"alert\">interrupted: the run stopped before every probe "
-           "ended</div>\n";
+    out +=
+        "<div class=\"banner\" role=\"alert\">interrupted: the run stopped before every probe "
+        "ended</div>\n";
   }
   WriteSummary(out, m);
   out += fmt::format("<p class=\"meta\">suite {} · started {} · finished {}</p>\n",

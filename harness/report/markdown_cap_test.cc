@@ -28,9 +28,9 @@ core::Matrix LargeMatrix(size_t rows, size_t stderr_bytes) {
   for (size_t i = 0; i < rows; ++i) {
     const std::string probe = fmt::format("synthetic.row-{:04}", i);
     m.rows.push_back({probe, fmt::format("row {}", i), core::Level::kRequired});
-    m.cells.push_back(fixtures::MakeCell(probe, "local", nlohmann::json::object(),
-                                         {Exposure::kExposed, Evidence::kPositive, "REACHED",
-                                          "canary hit"}));
+    m.cells.push_back(
+        fixtures::MakeCell(probe, "local", nlohmann::json::object(),
+                           {Exposure::kExposed, Evidence::kPositive, "REACHED", "canary hit"}));
     const VerdictKind kind = i % 7 == 3   ? VerdictKind::kFail
                              : i % 5 == 1 ? VerdictKind::kInconclusive
                                           : VerdictKind::kPass;
@@ -98,17 +98,41 @@ TEST(MarkdownComment, LargeReportIsCutWithAPointerAndKeepsFailsFirst) {
   EXPECT_LT(shown, m.rows.size());
   EXPECT_NE(comment.find(fmt::format("evidence of {} of {} rows", shown, m.rows.size())),
             std::string::npos);
-  // FAIL rows are kept before PASS rows: all FAIL evidence fits here (58 rows of ~1.9 KB).
+  // FAIL rows come first: the 58 FAIL blocks (~3.5 KB each) do not all fit, so nearly every
+  // block shown is a FAIL (one smaller block may still fill the rest).
+  size_t fails_shown = 0;
   for (const core::VerdictCell& v : m.verdicts) {
-    const std::string summary = "<details><summary>" + v.probe + " ";
-    if (v.verdict.kind == VerdictKind::kFail) {
-      EXPECT_NE(comment.find(summary), std::string::npos) << v.probe;
-    }
+    if (v.verdict.kind != VerdictKind::kFail) continue;
+    fails_shown += comment.find("<details><summary>" + v.probe + " ") != std::string::npos;
   }
+  EXPECT_GE(fails_shown + 1, shown);
+  EXPECT_GE(fails_shown, 10u);
   // The rows left out are named.
   const size_t list = comment.find("Evidence left out here (in `matrix-full.md`): ");
   ASSERT_NE(list, std::string::npos);
   EXPECT_EQ(Count(comment.substr(list), "`synthetic.row-"), m.rows.size() - shown);
+}
+
+TEST(MarkdownComment, EveryFailRowIsKeptWhenTheyFit) {
+  const core::Matrix m = LargeMatrix(120, 200);
+  const std::string comment = RenderMarkdown(m);
+  ASSERT_GT(RenderMarkdownFull(m).size(), kCommentMaxBytes);
+  EXPECT_LE(comment.size(), kCommentMaxBytes);
+  size_t fails = 0, others = 0;
+  for (const core::VerdictCell& v : m.verdicts) {
+    const bool shown = comment.find("<details><summary>" + v.probe + " ") != std::string::npos;
+    if (v.verdict.kind == VerdictKind::kFail) {
+      EXPECT_TRUE(shown) << v.probe;
+      ++fails;
+    } else {
+      others += shown;
+    }
+  }
+  EXPECT_EQ(fails, 17u);
+  EXPECT_GT(others, 0u);  // the room left is used
+  // Shown in suite order.
+  EXPECT_LT(comment.find("<details><summary>synthetic.row-0003 "),
+            comment.find("<details><summary>synthetic.row-0010 "));
 }
 
 TEST(MarkdownComment, AnyCapIsKept) {

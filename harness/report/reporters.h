@@ -1,8 +1,9 @@
 // Reporters: render a core::Matrix as a terminal matrix, Markdown (matrix.md, matrix-full.md), JSON
-// (report.json), JUnit XML (junit.xml), TAP 14 (report.tap) and HTML (report.html). Reporters never judge: exposures, labels, verdicts and reasons all
-// come from the matrix. Every string that came out of a sandbox (and every arm, manifest, probe or
-// run name) is treated as hostile and goes through the one writer of its format (escape.h), which
-// also bounds it: a 10 MB stdout head renders as a few KiB.
+// (report.json), JUnit XML (junit.xml), TAP 14 (report.tap) and HTML (report.html). Reporters never
+// judge: exposures, labels, verdicts and reasons all come from the matrix. Every string that came
+// out of a sandbox (and every arm, manifest, probe or run name) is treated as hostile and goes
+// through the one writer of its format (escape.h), which also bounds it: a 10 MB stdout head
+// renders as a few KiB.
 #pragma once
 
 #include <cstddef>

@@ -182,8 +182,7 @@ TEST(Tap, EveryFixtureFollowsTheGrammarAndTheVerdicts) {
                                                    v->verdict.kind == core::VerdictKind::kSkip);
         EXPECT_EQ(p.ok, pass_or_skip) << row.probe;
         EXPECT_EQ(p.id, r + 1);
-        EXPECT_EQ(p.description,
-                  OneLine(BoundedText(row.probe + ": " + row.label, 512)));
+        EXPECT_EQ(p.description, OneLine(BoundedText(row.probe + ": " + row.label, 512)));
         const bool skip = v != nullptr && v->verdict.kind == core::VerdictKind::kSkip;
         EXPECT_EQ(p.directive.starts_with("SKIP"), skip) << row.probe;
         EXPECT_EQ(p.directive.starts_with("TODO"),
@@ -236,8 +235,8 @@ TEST(Html, EveryFixtureParsesAndItsCellsAreTheMatrix) {
     EXPECT_EQ(doc.select_nodes("//link").size(), 0u);
     const pugi::xpath_node csp = doc.select_node("//meta[@http-equiv='Content-Security-Policy']");
     ASSERT_TRUE(csp);
-    EXPECT_TRUE(std::string(csp.node().attribute("content").value()).starts_with(
-        "default-src 'none'; style-src 'sha256-"));
+    EXPECT_TRUE(std::string(csp.node().attribute("content").value())
+                    .starts_with("default-src 'none'; style-src 'sha256-"));
     const auto arms = ColumnArms(m);
     const auto cells = doc.select_nodes("//td[@data-arm]");
     ASSERT_EQ(cells.size(), m.rows.size() * arms.size());
@@ -251,8 +250,7 @@ TEST(Html, EveryFixtureParsesAndItsCellsAreTheMatrix) {
         EXPECT_EQ(std::string(td.attribute("data-arm").value()),
                   OneLine(BoundedText(arm->name, 256)));
         const std::string verdict = td.attribute("data-verdict").value();
-        const std::string shown =
-            td.select_node(".//span[@class='verdict']").node().text().get();
+        const std::string shown = td.select_node(".//span[@class='verdict']").node().text().get();
         if (arm->role == core::ArmRole::kControl) {
           EXPECT_TRUE(verdict.empty());
           EXPECT_STREQ(td.attribute("class").value(), "cell control");

@@ -30,9 +30,10 @@ class TapWriter {
   void Comment(size_t indent, std::string_view key, std::string_view raw, size_t max_bytes) {
     Line(indent, fmt::format("# {}{}", key, OneLine(BoundedText(raw, max_bytes))));
   }
-  // "key: value" in a YAML block; `key` is fixed text, `raw` untrusted.
+  // "key: value" in a YAML block; `key` is fixed text (a plain scalar: letters and spaces),
+  // `raw` untrusted.
   void Yaml(size_t indent, std::string_view key, std::string_view raw, size_t max_bytes) {
-    Line(indent, fmt::format("{}: {}", YamlQuoted(key, kNameBytes), YamlQuoted(raw, max_bytes)));
+    Line(indent, fmt::format("{}: {}", key, YamlQuoted(raw, max_bytes)));
   }
   // "key: value" with a fixed (trusted) plain scalar value.
   void YamlPlain(size_t indent, std::string_view key, std::string_view value) {
@@ -58,7 +59,12 @@ void WriteFacts(TapWriter& w, size_t indent, const core::Cell& cell) {
     w.Yaml(indent, fact.key, fact.value, kFactBytes);
   }
   const core::Observation& obs = cell.observation;
-  if (!obs.stdout_head.empty()) w.Yaml(indent, "stdout excerpt", obs.stdout_head, kExcerptBytes);
+  // Raw stdout repeats the records above when a result came back and nothing was odd (as in
+  // matrix.md); it is kept where it is the evidence. report.json has every excerpt.
+  const bool stdout_is_evidence = !obs.result || obs.foreign_lines > 0 || obs.dropped_records > 0;
+  if (stdout_is_evidence && !obs.stdout_head.empty()) {
+    w.Yaml(indent, "stdout excerpt", obs.stdout_head, kExcerptBytes);
+  }
   if (!obs.stderr_head.empty()) w.Yaml(indent, "stderr excerpt", obs.stderr_head, kExcerptBytes);
 }
 
