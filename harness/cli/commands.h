@@ -15,7 +15,7 @@ struct RunArgs {
   std::vector<std::string> sandboxes;  // default <home>/manifests/bubblewrap.yaml
   std::vector<std::string> controls;   // default: each candidate's control:
   std::string out = "reports/out";
-  std::string formats = "text,markdown,json,junit";
+  std::string formats = "text,markdown,json,junit,tap,html";
   int jobs = 4;
   int repeat = 1;      // trials of every invocation (core/trials.h)
   std::string expect;  // expectations file (core/expect.h); "" = none

@@ -1,5 +1,6 @@
 // `sandprobe run`: load the suite, candidates and controls, run, stream the text matrix, write
-// matrix.md, report.json and junit.xml, and return the gate's exit code.
+// matrix.md (+ matrix-full.md when the comment is cut), report.json, junit.xml, report.tap and
+// report.html, and return the gate's exit code.
 #include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
@@ -93,9 +94,11 @@ void AddRun(CLI::App& app, RunArgs& a) {
                   "candidate manifest, repeatable (default: <home>/manifests/bubblewrap.yaml)");
   run->add_option("--control", a.controls,
                   "control manifest, repeatable (default: each candidate's control:)");
-  run->add_option("--out", a.out, "directory for matrix.md, report.json, junit.xml")
+  run->add_option("--out", a.out,
+                  "directory for matrix.md (+ matrix-full.md), report.json, junit.xml, report.tap, "
+                  "report.html")
       ->capture_default_str();
-  run->add_option("--format", a.formats, "comma list of text, markdown, json, junit")
+  run->add_option("--format", a.formats, "comma list of text, markdown, json, junit, tap, html")
       ->capture_default_str();
   run->add_option("--repeat", a.repeat,
                   "run every invocation N times: one leak in N is a FAIL, disagreeing trials are "
@@ -141,9 +144,10 @@ int DoRun(const RunArgs& a) {
   for (size_t i = 0; i <= a.formats.size();) {
     const size_t comma = std::min(a.formats.find(',', i), a.formats.size());
     const std::string f = a.formats.substr(i, comma - i);
-    if (f != "text" && f != "markdown" && f != "json" && f != "junit") {
+    if (f != "text" && f != "markdown" && f != "json" && f != "junit" && f != "tap" &&
+        f != "html") {
       return SetupError(fmt::format("--format: unknown format '{}'", f),
-                        "use a comma list of text, markdown, json, junit");
+                        "use a comma list of text, markdown, json, junit, tap, html");
     }
     formats.insert(f);
     i = comma + 1;
@@ -257,15 +261,37 @@ int DoRun(const RunArgs& a) {
     std::cerr << "sandprobe: error: cannot create --out " << a.out << ": " << ec.message() << "\n";
     return kExitSetup;
   }
-  const std::pair<const char*, std::string (*)(const core::Matrix&)> files[] = {
-      {"markdown", report::RenderMarkdown},
+  struct OutputFile {
+    const char* format;
+    const char* name;
+    std::string content;
+  };
+  std::vector<OutputFile> files;
+  const fs::path full_md = fs::path(a.out) / "matrix-full.md";
+  if (formats.contains("markdown")) {
+    std::string comment = report::RenderMarkdown(*matrix);
+    std::string full = report::RenderMarkdownFull(*matrix);
+    if (full != comment) {
+      files.push_back({"markdown", "matrix-full.md", std::move(full)});
+    } else {
+      fs::remove(full_md, ec);  // an older run's: it would not belong to this matrix.md
+    }
+    files.push_back({"markdown", "matrix.md", std::move(comment)});
+  }
+  const std::pair<const char*, std::string (*)(const core::Matrix&)> renderers[] = {
       {"json", report::RenderJson},
-      {"junit", report::RenderJunit}};
-  const char* names[] = {"matrix.md", "report.json", "junit.xml"};
-  for (size_t i = 0; i < 3; ++i) {
-    if (!formats.contains(files[i].first)) continue;
-    const fs::path path = fs::path(a.out) / names[i];
-    if (!WriteFile(path, files[i].second(*matrix))) {
+      {"junit", report::RenderJunit},
+      {"tap", report::RenderTap},
+      {"html", report::RenderHtml}};
+  const char* names[] = {"report.json", "junit.xml", "report.tap", "report.html"};
+  for (size_t i = 0; i < std::size(renderers); ++i) {
+    if (formats.contains(renderers[i].first)) {
+      files.push_back({renderers[i].first, names[i], renderers[i].second(*matrix)});
+    }
+  }
+  for (const OutputFile& file : files) {
+    const fs::path path = fs::path(a.out) / file.name;
+    if (!WriteFile(path, file.content)) {
       std::cerr << "sandprobe: error: cannot write " << path.string() << "\n";
       return kExitSetup;
     }

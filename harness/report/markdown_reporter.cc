@@ -1,6 +1,10 @@
-// matrix.md: the acceptance evidence pasted on a ticket. Every untrusted string goes through
-// MarkdownWriter (escape.h); this file writes only its own fixed markup.
+// matrix.md: the acceptance evidence posted as one tracker comment: title, banners, the verdict
+// summary and the matrix first, then run facts and notes, then the evidence of each row in a
+// <details> block, cut to kCommentMaxBytes with the rest in matrix-full.md. Every untrusted string
+// goes through MarkdownWriter (escape.h); this file writes only its own fixed markup.
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "report/escape.h"
 #include "report/reporters.h"
@@ -13,14 +17,17 @@ constexpr size_t kCellBytes = 120;      // a table cell or a name
 constexpr size_t kFactBytes = 1024;     // one evidence fact
 constexpr size_t kExcerptBytes = 2048;  // raw stdout/stderr excerpt per stream
 
-void WriteHeader(MarkdownWriter& w, const core::Matrix& m) {
+void WriteTitle(MarkdownWriter& w, const core::Matrix& m) {
   w.Markup("# sandprobe run ").Text(m.run_id, kCellBytes).Markup("\n\n");
   for (const std::string& banner : m.banners)
     w.Markup("> **").Text(banner, kFactBytes).Markup("**\n\n");
+  if (m.interrupted) w.Markup("**Interrupted**: the run stopped before every probe ended.\n\n");
+}
+
+void WriteRunFacts(MarkdownWriter& w, const core::Matrix& m) {
   w.Markup("- suite: ").Text(m.suite, kCellBytes).Markup("\n");
   w.Markup("- started: ").Text(m.started_at, kCellBytes);
   w.Markup(", finished: ").Text(m.finished_at, kCellBytes).Markup("\n");
-  if (m.interrupted) w.Markup("- **interrupted**: the run stopped before every probe ended\n");
   w.Markup("- arms:\n");
   for (const core::ArmInfo* arm : ColumnArms(m)) {
     w.Markup("  - **").Text(arm->name, kCellBytes).Markup("**: ");
@@ -106,6 +113,9 @@ void WriteSummary(MarkdownWriter& w, const core::Matrix& m) {
   const int code = core::RunExitCode(m);
   w.Markup(fmt::format(" · exit code {} ({})\n\n", code, ExitCodeMeaning(code)));
   WriteAccepted(w, m);
+}
+
+void WriteNotes(MarkdownWriter& w, const core::Matrix& m) {
   if (!m.notes.empty()) w.Markup("### Notes\n\n");
   for (const std::string& note : m.notes) w.Markup("- ").Text(note, kFactBytes).Markup("\n");
   if (!m.notes.empty()) w.Markup("\n");
@@ -166,35 +176,132 @@ void WriteArmEvidence(MarkdownWriter& w, const core::Matrix& m, const core::Row&
   }
 }
 
-void WriteDetails(MarkdownWriter& w, const core::Matrix& m) {
-  if (!m.rows.empty()) w.Markup("### Evidence\n\n");
-  for (const core::Row& row : m.rows) {
-    w.Markup("<details><summary>").HtmlText(row.probe, kCellBytes).Markup(" — ");
-    w.HtmlText(row.label, kCellBytes).Markup(":");
-    const char* separator = " ";
-    for (const core::ArmInfo* arm : CandidateArms(m)) {
-      const core::VerdictCell* v = m.FindVerdict(row.probe, arm->name);
-      w.Markup(separator).HtmlText(arm->name, kCellBytes).Markup(" ");
-      separator = ", ";
-      w.HtmlText(ShownVerdictText(v), kCellBytes);
-    }
-    w.Markup("</summary>\n\n");
-    for (const core::ArmInfo* arm : ColumnArms(m)) WriteArmEvidence(w, m, row, *arm);
-    w.Markup("</details>\n\n");
+// The <details> block of evidence of one row.
+std::string RowDetails(const core::Matrix& m, const core::Row& row) {
+  MarkdownWriter w;
+  w.Markup("<details><summary>").HtmlText(row.probe, kCellBytes).Markup(" — ");
+  w.HtmlText(row.label, kCellBytes).Markup(":");
+  const char* separator = " ";
+  for (const core::ArmInfo* arm : CandidateArms(m)) {
+    const core::VerdictCell* v = m.FindVerdict(row.probe, arm->name);
+    w.Markup(separator).HtmlText(arm->name, kCellBytes).Markup(" ");
+    separator = ", ";
+    w.HtmlText(ShownVerdictText(v), kCellBytes);
   }
+  w.Markup("</summary>\n\n");
+  for (const core::ArmInfo* arm : ColumnArms(m)) WriteArmEvidence(w, m, row, *arm);
+  w.Markup("</details>\n\n");
+  return w.str();
 }
+
+// Which evidence a cut comment keeps first: 0 a row with a FAIL, 1 with an ERROR, INCONCLUSIVE or
+// missing verdict, 2 the rest.
+int Priority(const core::Matrix& m, const core::Row& row) {
+  int best = 2;
+  for (const core::ArmInfo* arm : CandidateArms(m)) {
+    const core::VerdictCell* v = m.FindVerdict(row.probe, arm->name);
+    if (v != nullptr && v->verdict.kind == core::VerdictKind::kFail) return 0;
+    if (v == nullptr || v->verdict.kind == core::VerdictKind::kError ||
+        v->verdict.kind == core::VerdictKind::kInconclusive) {
+      best = 1;
+    }
+  }
+  return best;
+}
+
+// Title, banners, summary, [pointer], the matrix, run facts, notes, weakenings.
+std::string Head(const core::Matrix& m, std::string_view pointer) {
+  MarkdownWriter w;
+  WriteTitle(w, m);
+  WriteSummary(w, m);
+  w.Markup(pointer);
+  WriteTable(w, m);
+  WriteRunFacts(w, m);
+  WriteNotes(w, m);
+  return w.str();
+}
+
+std::string Trimmed(std::string out) {
+  while (out.size() >= 2 && out.ends_with("\n\n")) out.pop_back();
+  return out;
+}
+
+constexpr std::string_view kEvidenceHeading = "### Evidence\n\n";
 
 }  // namespace
 
+std::string RenderMarkdownFull(const core::Matrix& m) {
+  std::string out = Head(m, "");
+  if (!m.rows.empty()) out += kEvidenceHeading;
+  for (const core::Row& row : m.rows) out += RowDetails(m, row);
+  return Trimmed(std::move(out));
+}
+
+std::string RenderMarkdownComment(const core::Matrix& m, size_t max_bytes) {
+  std::string full = RenderMarkdownFull(m);
+  if (full.size() <= max_bytes) return full;
+  std::vector<std::string> blocks;
+  for (const core::Row& row : m.rows) blocks.push_back(RowDetails(m, row));
+  // Rows by priority, suite order within one priority; each kept if it still fits.
+  std::vector<size_t> order(m.rows.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::ranges::stable_sort(order, {}, [&](size_t i) { return Priority(m, m.rows[i]); });
+  const auto pointer = [&](size_t shown) {
+    return fmt::format(
+        "> **This comment is cut to {} bytes**: it shows the evidence of {} of {} rows. The full "
+        "report, with the evidence of every row, is `matrix-full.md` beside this file "
+        "({} bytes); every observation is in `report.json`.\n\n",
+        max_bytes, shown, m.rows.size(), full.size());
+  };
+  // The pointer's digits can only shrink when fewer rows are shown; reserve the widest form.
+  const std::string head = Head(m, pointer(m.rows.size()));
+  const std::string left_out_heading = "Evidence left out here (in `matrix-full.md`): ";
+  size_t budget = head.size() + kEvidenceHeading.size() + left_out_heading.size() + 2;
+  std::vector<bool> keep(m.rows.size(), false);
+  // Each left-out row costs its probe id in the closing list (bounded like a cell, escaped).
+  std::vector<std::string> names;
+  for (const core::Row& row : m.rows) {
+    MarkdownWriter n;
+    n.Markup("`").Text(row.probe, kCellBytes).Markup("`, ");
+    names.push_back(n.str());
+    budget += names.back().size();
+  }
+  if (budget <= max_bytes) {
+    for (const size_t i : order) {
+      if (budget + blocks[i].size() - names[i].size() > max_bytes) continue;
+      budget += blocks[i].size() - names[i].size();
+      keep[i] = true;
+    }
+  }
+  size_t shown = 0;
+  for (const bool k : keep) shown += k ? 1 : 0;
+  std::string out = Head(m, pointer(shown));
+  if (out.size() + kEvidenceHeading.size() > max_bytes) {
+    // Even the matrix does not fit: cut at a line, the pointer (above the matrix) stays.
+    const std::string_view tail = "\n… (cut here: the rest is in `matrix-full.md`)\n";
+    out.resize(max_bytes - tail.size());
+    out.resize(out.rfind('\n') + 1);
+    // A cut inside a multi-byte character cannot happen: '\n' ends a line on a boundary.
+    return out + std::string(tail.substr(1));
+  }
+  out += kEvidenceHeading;
+  std::string left_out;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    if (keep[i]) {
+      out += blocks[i];
+    } else {
+      left_out += names[i];
+    }
+  }
+  if (!left_out.empty()) {
+    left_out.resize(left_out.size() - 2);  // the last ", "
+    out += left_out_heading + left_out + "\n";
+  }
+  return Trimmed(std::move(out));
+}
+
 std::string RenderMarkdown(const core::Matrix& m) {
-  MarkdownWriter w;
-  WriteHeader(w, m);
-  WriteTable(w, m);
-  WriteSummary(w, m);
-  WriteDetails(w, m);
-  std::string out = w.str();
-  while (out.size() >= 2 && out.ends_with("\n\n")) out.pop_back();
-  return out;
+  return RenderMarkdownComment(m, kCommentMaxBytes);
 }
 
 }  // namespace sandprobe::report

@@ -1,8 +1,9 @@
-// Reporters: render a core::Matrix as a terminal matrix, Markdown (matrix.md), JSON (report.json)
-// and JUnit XML (junit.xml). Reporters never judge: exposures, labels, verdicts and reasons all
-// come from the matrix. Every string that came out of a sandbox (and every arm, manifest, probe or
-// run name) is treated as hostile and goes through the one writer of its format (escape.h), which
-// also bounds it: a 10 MB stdout head renders as a few KiB.
+// Reporters: render a core::Matrix as a terminal matrix, Markdown (matrix.md, matrix-full.md), JSON
+// (report.json), JUnit XML (junit.xml), TAP 14 (report.tap) and HTML (report.html). Reporters never
+// judge: exposures, labels, verdicts and reasons all come from the matrix. Every string that came
+// out of a sandbox (and every arm, manifest, probe or run name) is treated as hostile and goes
+// through the one writer of its format (escape.h), which also bounds it: a 10 MB stdout head
+// renders as a few KiB.
 #pragma once
 
 #include <cstddef>
@@ -58,8 +59,7 @@ class TextReporter {
 // Begin() + RowDone() for every row in suite order + End().
 std::string RenderText(const core::Matrix& m, TextOptions options);
 
-// matrix.md: title (run id, suite, times), the matrix as a table, a one-line summary, notes,
-// weakened isolation, then one <details> block of evidence per row.
+// matrix.md: RenderMarkdownComment(m, kCommentMaxBytes).
 std::string RenderMarkdown(const core::Matrix& m);
 
 // report.json, pretty-printed with a 2-space indent; shape: reports/schema/report.schema.json
@@ -76,5 +76,32 @@ std::string RenderDiffText(const core::MatrixDiff& d, std::string_view old_name,
                            std::string_view new_name);
 std::string RenderDiffMarkdown(const core::MatrixDiff& d, std::string_view old_name,
                                std::string_view new_name);
+
+// report.tap: TAP version 14. Comments with the run, banners, controls, weakenings and notes; a
+// plan of one point per candidate; per candidate a commented subtest ("# Subtest: <arm>") with one
+// test point per probe: PASS ok, SKIP "ok # SKIP <reason>", FAIL/INCONCLUSIVE/ERROR/no verdict
+// "not ok" (advisory rows add "# TODO advisory row, does not gate", since they never change the
+// exit code), each with a YAML diagnostics block (verdict, reason, the candidate's evidence facts
+// and the shown cell of every control). The arm's own point is not ok when a required row is. An
+// interrupted run ends with "Bail out!". A consumer's pass/fail therefore equals exit code 0.
+std::string RenderTap(const core::Matrix& m);
+
+// report.html: one self-contained page (inline CSS allowed by a hash in a Content-Security-Policy
+// meta tag, no script, no external resource): banners on top, the verdict summary, the matrix with
+// each cell coloured by its verdict (controls neutral) and a <details> opening the cell's evidence,
+// then arms, notes and weakenings. Each cell is a <td data-probe data-arm [data-verdict]>.
+std::string RenderHtml(const core::Matrix& m);
+
+// matrix.md is a tracker comment: at most kCommentMaxBytes bytes (GitHub's comment limit is 65,536
+// characters; a character is at least one byte, so bytes bound it however it is counted).
+inline constexpr size_t kCommentMaxBytes = 64000;
+// The whole Markdown report (matrix-full.md when matrix.md had to be cut): title, banners,
+// summary, the matrix, run facts, notes, weakenings, then one <details> of evidence per row.
+std::string RenderMarkdownFull(const core::Matrix& m);
+// RenderMarkdownFull when it fits max_bytes; else the same head with a line pointing to
+// matrix-full.md, the evidence of as many rows as fit (FAIL rows first, then ERROR, INCONCLUSIVE
+// or missing, then the rest; shown in suite order), and a list of the rows left out. Never more
+// than max_bytes (a head too long on its own is cut at a line with the pointer kept).
+std::string RenderMarkdownComment(const core::Matrix& m, size_t max_bytes);
 
 }  // namespace sandprobe::report

@@ -164,12 +164,20 @@ TEST(Hostile, NoControlByteSurvivesAndOutputIsBounded) {
   const std::string md = RenderMarkdown(m);
   const std::string xml = RenderJunit(m);
   const std::string json = RenderJson(m);
+  const std::string tap = RenderTap(m);
+  const std::string html = RenderHtml(m);
+  const std::string full_md = RenderMarkdownFull(m);
   ExpectDisplaySafe(text, "text");
   ExpectDisplaySafe(md, "markdown");
+  ExpectDisplaySafe(full_md, "markdown (full)");
   ExpectDisplaySafe(xml, "junit");
+  ExpectDisplaySafe(tap, "tap");
+  ExpectDisplaySafe(html, "html");
   EXPECT_EQ(core::SanitizeUtf8(json), json) << "json: invalid UTF-8";
   EXPECT_TRUE(nlohmann::json::accept(json));
-  for (const std::string* out : {&text, &md, &xml, &json}) EXPECT_LT(out->size(), 200'000u);
+  for (const std::string* out : {&text, &md, &xml, &json, &tap, &html, &full_md}) {
+    EXPECT_LT(out->size(), 200'000u);
+  }
 }
 
 TEST(Hostile, ColourOnlyAddsOurOwnSgrSequences) {

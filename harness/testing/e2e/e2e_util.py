@@ -212,6 +212,29 @@ class RunCase(unittest.TestCase):
         self.assertIsNotNone(self.report, "no report.json\n" + self.res.describe())
 
 
+TAP_CHECK = os.path.join(HERE, "..", "tap_check.js")
+
+
+def tap_check(path, **expect):
+    """harness/testing/tap_check.js on `path`: node-tap's tap-parser (Debian's node-tap-parser) in
+    strict mode, with expectations (ok="true", points=N, bailout="false"); its JSON summary. Fails
+    (never skips) when node or the parser is missing."""
+    node = shutil.which("node")
+    if node is None:
+        raise AssertionError("node is not on PATH: install nodejs and node-tap-parser "
+                             "(ci/bootstrap does)")
+    args = [node, TAP_CHECK, path]
+    for key, value in expect.items():
+        args += ["--" + key, str(value)]
+    env = dict(os.environ, NODE_PATH="/usr/share/nodejs")
+    r = subprocess.run(args, capture_output=True, timeout=60, env=env)
+    if r.returncode != 0:
+        raise AssertionError("tap_check %s failed (exit %d):\n%s\n%s" % (
+            path, r.returncode, r.stdout.decode("utf-8", "replace")[-4000:],
+            r.stderr.decode("utf-8", "replace")[-2000:]))
+    return json.loads(r.stdout)
+
+
 def load_report(out_dir):
     with open(os.path.join(out_dir, "report.json"), encoding="utf-8") as f:
         return json.load(f)
