@@ -31,19 +31,21 @@ int Fail(const std::string& message, const std::string& hint = "") {
 constexpr std::pair<std::string_view, std::string_view> kFiles[] = {{"text", "matrix.txt"},
                                                                     {"markdown", "matrix.md"},
                                                                     {"json", "report.json"},
-                                                                    {"junit", "junit.xml"}};
+                                                                    {"junit", "junit.xml"},
+                                                                    {"tap", "report.tap"},
+                                                                    {"html", "report.html"}};
 
 }  // namespace
 
 void AddReport(CLI::App& app, ReportArgs& a) {
   CLI::App* report = app.add_subcommand(
-      "report", "Re-render a saved run (report.json) as text, markdown, json or junit");
+      "report", "Re-render a saved run (report.json) as text, markdown, json, junit, tap or html");
   report->add_option("report", a.report, "report.json of a run")->required();
-  report->add_option("--format", a.formats, "comma list of text, markdown, json, junit")
+  report->add_option("--format", a.formats, "comma list of text, markdown, json, junit, tap, html")
       ->capture_default_str();
   report->add_option("--out", a.out,
-                     "write matrix.txt, matrix.md, report.json, junit.xml here (default: print "
-                     "to stdout)");
+                     "write matrix.txt, matrix.md (+ matrix-full.md), report.json, junit.xml, "
+                     "report.tap, report.html here (default: print to stdout)");
   report->add_flag("--no-color", a.no_color, "no ANSI colours in text (NO_COLOR is honoured too)");
 }
 
@@ -55,7 +57,7 @@ int DoReport(const ReportArgs& a) {
     if (std::ranges::find(kFiles, f, &std::pair<std::string_view, std::string_view>::first) ==
         std::end(kFiles)) {
       return Fail(fmt::format("--format: unknown format '{}'", f),
-                  "use a comma list of text, markdown, json, junit");
+                  "use a comma list of text, markdown, json, junit, tap, html");
     }
     formats.push_back(f);
     i = comma + 1;
@@ -72,12 +74,27 @@ int DoReport(const ReportArgs& a) {
     if (f == "markdown") rendered = report::RenderMarkdown(*matrix);
     if (f == "json") rendered = report::RenderJson(*matrix);
     if (f == "junit") rendered = report::RenderJunit(*matrix);
+    if (f == "tap") rendered = report::RenderTap(*matrix);
+    if (f == "html") rendered = report::RenderHtml(*matrix);
     if (a.out.empty()) {
       std::cout << rendered;
       continue;
     }
     std::error_code ec;
     fs::create_directories(a.out, ec);
+    if (f == "markdown") {  // as `run --out` writes it: the uncut report beside a cut comment
+      const fs::path full_path = fs::path(a.out) / "matrix-full.md";
+      std::string full = report::RenderMarkdownFull(*matrix);
+      if (full != rendered) {
+        std::ofstream full_out(full_path, std::ios::binary | std::ios::trunc);
+        full_out << full;
+        if (!full_out) return Fail(fmt::format("cannot write {}", full_path.string()));
+        std::cerr << "sandprobe: wrote " << full_path.string() << "\n";
+      } else {
+        fs::remove(full_path, ec);
+        ec.clear();
+      }
+    }
     const fs::path path =
         fs::path(a.out) /
         std::ranges::find(kFiles, f, &std::pair<std::string_view, std::string_view>::first)->second;
