@@ -42,15 +42,15 @@ std::expected<std::unique_ptr<DnsCanary>, std::string> DnsCanary::Start(in_addr 
         address, port, kMaxDatagramBytes,
         [c](std::span<const char> bytes, size_t full, const sockaddr_in& peer) {
           if (full > bytes.size()) return std::string();  // larger than the buffer: dropped
-          return c->HandlePacket(
-              {reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}, peer, "dns");
+          return c->HandlePacket({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()},
+                                 peer, "dns");
         });
     if (!server) return std::unexpected(server.error());
-    auto stream = DnsStreamServer::Start(
-        address, (*server)->port(), kMaxDatagramBytes,
-        [c](std::span<const uint8_t> message, const sockaddr_in& peer) {
-          return c->HandlePacket(message, peer, "dns-tcp");
-        });
+    auto stream =
+        DnsStreamServer::Start(address, (*server)->port(), kMaxDatagramBytes,
+                               [c](std::span<const uint8_t> message, const sockaddr_in& peer) {
+                                 return c->HandlePacket(message, peer, "dns-tcp");
+                               });
     if (!stream) {
       last_error = stream.error();
       continue;  // the UDP server stops as it goes out of scope

@@ -54,7 +54,7 @@ class DnsCanary {
 
   const std::string nonce_;
   HitLog& log_;
-  std::unique_ptr<DatagramServer> server_;    // last: stopped before the fields they use go
+  std::unique_ptr<DatagramServer> server_;  // last: stopped before the fields they use go
   std::unique_ptr<DnsStreamServer> stream_;
 };
 

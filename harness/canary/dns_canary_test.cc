@@ -190,8 +190,8 @@ TEST_F(DnsCanaryTest, TcpOnTheSamePortAnswersEveryQueryOfOneStream) {
   const std::string got = testing::ReceiveAll(fd.get());
   ASSERT_EQ(got.size(), 4 + a.size() + aaaa.size());
   EXPECT_EQ(static_cast<uint8_t>(got[0]) << 8 | static_cast<uint8_t>(got[1]), a.size());
-  EXPECT_EQ(static_cast<uint8_t>(got[2]), 0x0a);  // id of the first query
-  EXPECT_EQ(static_cast<uint8_t>(got[5]) & 0x0f, 3);  // NXDOMAIN
+  EXPECT_EQ(static_cast<uint8_t>(got[2]), 0x0a);             // id of the first query
+  EXPECT_EQ(static_cast<uint8_t>(got[5]) & 0x0f, 3);         // NXDOMAIN
   EXPECT_EQ(static_cast<uint8_t>(got[4 + a.size()]), 0x1c);  // id of the second query
   const auto hits = set_->HitsFor("inv-t");
   ASSERT_EQ(hits.size(), 2u);
@@ -204,8 +204,7 @@ TEST_F(DnsCanaryTest, TcpOversizedOrMalformedGetsNoAnswer) {
   // the stream stays usable.
   EXPECT_EQ(testing::TcpExchange(port_, std::string("\xff\xff") + std::string(64, 'x')), "");
   const Bytes good = BuildQuery(0x4343, "inv-u.n0nce.sandprobe.test");
-  const std::string got =
-      testing::TcpExchange(port_, Framed(FuzzTable()[4].packet) + Framed(good));
+  const std::string got = testing::TcpExchange(port_, Framed(FuzzTable()[4].packet) + Framed(good));
   ASSERT_EQ(got.size(), 2 + good.size());
   EXPECT_EQ(static_cast<uint8_t>(got[2]), 0x43);
   const auto all = set_->AllHits();

@@ -31,8 +31,8 @@ class DnsStreamServer {
  public:
   // message: one whole DNS message without its length prefix. Returns the reply ("" = none).
   // Runs on the server's thread, one message at a time.
-  using Handler = std::function<std::string(std::span<const uint8_t> message,
-                                            const sockaddr_in& peer)>;
+  using Handler =
+      std::function<std::string(std::span<const uint8_t> message, const sockaddr_in& peer)>;
 
   // Binds address:port over TCP (0: kernel-chosen) and starts the thread. Messages longer than
   // max_message_bytes close their connection unanswered.

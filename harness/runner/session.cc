@@ -27,8 +27,9 @@ std::expected<std::unique_ptr<Session>, RunError> Session::Open(
   if (!secrets) return std::unexpected(RunError{secrets.error(), "pass --canary-dir DIR"});
   auto canaries = canary::CanarySet::Start(canary_bind, nonce, {.dns_port = canary_dns_port});
   if (!canaries) {
-    return std::unexpected(RunError{"cannot start canaries: " + canaries.error(),
-                                    "pass --canary-bind with a loopback address (and a free --canary-dns-port)"});
+    return std::unexpected(
+        RunError{"cannot start canaries: " + canaries.error(),
+                 "pass --canary-bind with a loopback address (and a free --canary-dns-port)"});
   }
   return std::unique_ptr<Session>(new Session(std::move(run_id), std::move(nonce), canary_bind,
                                               std::move(*secrets), std::move(*canaries)));

@@ -74,6 +74,8 @@ def docker_with_dns(source, name, network=None):
         text = f.read()
     text = re.sub(r"(?m)^name: .*$", "name: " + name, text)
     text = re.sub(r"(?m)^control: .*\n", "", text)
+    text = re.sub(r"(?m)^description: .*$", "description: %s, NetworkMode %s, Dns %s (the stub)"
+                  % (source, network or "as is", GATEWAY), text)
     if network:
         text = re.sub(r"(?m)^    NetworkMode: .*$", "    NetworkMode: " + network, text)
     return text.replace("  hostConfig:\n", '  hostConfig:\n    Dns: ["%s"]\n' % GATEWAY, 1)
@@ -120,7 +122,9 @@ class DnsThroughTheResolver(unittest.TestCase):
             for transport in ("udp", "tcp"):
                 suite = u.write_suite(d, "dns-" + transport, [ROW], {ROW: {
                     "zone": cls.zone, "transport": transport, "timeout_s": 8,
-                    "nameservers": "%s,%s" % (LOOPBACK_STUB, GATEWAY)}})
+                    # 127.0.0.11: Docker's embedded resolver, safe here only because every
+                    # docker arm's Dns names the gateway stub (the tcpdump test checks it).
+                    "nameservers": "%s,%s,127.0.0.11" % (LOOPBACK_STUB, GATEWAY)}})
                 out = os.path.join(d, "out-" + transport)
                 cls.results[transport] = u.run_sandprobe(
                     ["run", "--suite", suite, "--out", out, "--canary-dir",
@@ -149,7 +153,7 @@ class DnsThroughTheResolver(unittest.TestCase):
     def check_transport(self, transport, hit_kind):
         v = self.verdicts(transport)
         self.assertEqual(v[ROW]["verdict"], "PASS", v[ROW])  # bwrap-own-net
-        self.assertEqual(v[ROW]["validated_by"], ["bwrap-shared-net"], v[ROW])
+        self.assertEqual(v[ROW]["validated_by"], "bwrap-shared-net", v[ROW])
         self.assertEqual(v["docker-lab-dns"]["verdict"], "FAIL", v["docker-lab-dns"])
         self.assertEqual(v["docker-none-dns"]["verdict"], "PASS", v["docker-none-dns"])
         self.assertEqual(v["docker-gvisor-dns"]["verdict"], "PASS", v["docker-gvisor-dns"])
