@@ -4,6 +4,8 @@ it; an unreachable resolver is no_resolver (contained); a resolver stub forwardi
 canary answers NXDOMAIN and the canary logs <invocation>.<nonce>.<zone> (the proof the harness
 uses). The host's own resolver is never asked."""
 import os
+import socket
+import struct
 import sys
 import tempfile
 import unittest
@@ -62,6 +64,22 @@ class DnsResolverProbeTest(ProbeTestCase):
         want = "%s.%s.z.sandprobe.test" % (run.invocation, run.nonce)
         self.assertTrue(c.hits and set(c.hits) == {want}, c.hits)  # A and AAAA, absolute name
         self.assertEqual(stub.snapshot()["refused"], [])
+
+    def test_the_stub_refuses_every_other_name_and_forwards_nothing(self):
+        c = self.canary(dns_canary())
+        host, port = c.target.rsplit(":", 1)
+        stub = ResolverStub(STUB, "z.sandprobe.test", (host, int(port)))
+        self.addCleanup(stub.close)
+        for name in (b"example", b"z"):  # example.com. and zxxxxxx.com.: outside the zone
+            qname = b"\x07" + name.ljust(7, b"x") + b"\x03com\x00"
+            query = struct.pack("!6H", 0x5151, 0x0100, 1, 0, 0, 0) + qname + b"\x00\x01\x00\x01"
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                s.settimeout(3)
+                s.sendto(query, (STUB, 53))
+                reply = s.recv(512)
+            self.assertEqual((reply[:2], reply[3] & 0x0F), (b"\x51\x51", 5))  # REFUSED
+        self.assertEqual(c.hits, [])
+        self.assertEqual(len(stub.snapshot()["refused"]), 2)
 
 
 if __name__ == "__main__":
