@@ -51,6 +51,12 @@ std::expected<std::unique_ptr<CanarySet>, std::string> CanarySet::Start(
   if (!udp) return std::unexpected("udp canary: " + udp.error());
   set->udp_ = std::move(*udp);
   set->udp_address_ = address_with(set->udp_->port());
+
+  auto docker = HttpCanary::Start(bind_address, options.docker_port, nonce, *set->log_,
+                                  HttpCanary::Flavor::kDockerApi);
+  if (!docker) return std::unexpected("docker api canary: " + docker.error());
+  set->docker_ = std::move(*docker);
+  set->docker_address_ = address_with(set->docker_->port());
   return set;  // on any error above, ~CanarySet stopped what had started
 }
 
@@ -71,6 +77,7 @@ void CanarySet::Stop() {
   if (udp_) udp_->Stop();
   if (dns_) dns_->Stop();
   if (http_) http_->Stop();
+  if (docker_) docker_->Stop();
 }
 
 }  // namespace sandprobe::canary

@@ -6,6 +6,9 @@
 // Wire protocols (what probes speak):
 //   HTTP  any method, any path; header "X-Sandprobe: <nonce> <invocation>". Always answers 200,
 //         text/plain, body "sandprobe-canary <nonce>\n" (a real metadata server answers too).
+//   DOCKER the same header; speaks enough of the Docker Engine API to be recognised as one:
+//         GET /_ping -> "OK" with "Api-Version: 1.41", GET [/v1.NN]/version -> the version object
+//         (ApiVersion "1.41", Version "sandprobe-canary"), else 404. Hit kind "docker".
 //   TCP   one line "SANDPROBE <nonce> <invocation>\n" (at most 512 bytes, 2 s to send it);
 //         answers "SANDPROBE-ECHO <nonce> <invocation>\n" and closes. Anything else: closed
 //         without an answer.
@@ -41,7 +44,7 @@ namespace sandprobe::canary {
 // One request a canary received. All strings came from the network: bounded and printable
 // (bytes outside 0x20..0x7e replaced by '?'), but still untrusted for every output format.
 struct Hit {
-  std::string kind;        // "http" | "tcp" | "udp" | "dns" (over UDP) | "dns-tcp"
+  std::string kind;        // "http" | "docker" | "tcp" | "udp" | "dns" (over UDP) | "dns-tcp"
   std::string invocation;  // the probe invocation id the request carried ("" if none/foreign nonce)
   std::string peer;        // "ip:port" of the client
   std::string detail;      // ≤200 bytes: "GET /latest/meta-data/", the TCP line or UDP payload,
@@ -55,6 +58,7 @@ struct CanaryOptions {
   uint16_t tcp_port = 0;
   uint16_t dns_port = 0;
   uint16_t udp_port = 0;
+  uint16_t docker_port = 0;
   size_t max_hits = 10'000;
 };
 
@@ -64,7 +68,7 @@ class TcpCanary;
 class DnsCanary;
 class UdpCanary;
 
-// The four listeners on one bind address, sharing one hit log. Stops in the destructor.
+// The five listeners on one bind address, sharing one hit log. Stops in the destructor.
 class CanarySet {
  public:
   // bind_address: an IPv4 address (127.0.0.1, or the gateway of a Docker --internal network the
@@ -83,6 +87,7 @@ class CanarySet {
   std::string tcp_address() const { return tcp_address_; }
   std::string dns_address() const { return dns_address_; }
   std::string udp_address() const { return udp_address_; }
+  std::string docker_address() const { return docker_address_; }
   const std::string& nonce() const { return nonce_; }
 
   std::vector<Hit> HitsFor(std::string_view invocation) const;  // hits carrying that invocation
@@ -96,12 +101,13 @@ class CanarySet {
   CanarySet(std::string nonce, size_t max_hits);
 
   std::string nonce_;
-  std::string http_address_, tcp_address_, dns_address_, udp_address_;
+  std::string http_address_, tcp_address_, dns_address_, udp_address_, docker_address_;
   std::unique_ptr<HitLog> log_;  // declared first among owners: outlives the listeners
   std::unique_ptr<HttpCanary> http_;
   std::unique_ptr<TcpCanary> tcp_;
   std::unique_ptr<DnsCanary> dns_;
   std::unique_ptr<UdpCanary> udp_;
+  std::unique_ptr<HttpCanary> docker_;  // the Docker Engine API flavour
   std::mutex stop_mutex_;
   bool stopped_ = false;
 };

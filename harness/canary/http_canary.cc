@@ -26,11 +26,9 @@ std::string DescribeBindFailure(const std::string& host, uint16_t port) {
 
 }  // namespace
 
-std::expected<std::unique_ptr<HttpCanary>, std::string> HttpCanary::Start(const std::string& host,
-                                                                          uint16_t port,
-                                                                          std::string nonce,
-                                                                          HitLog& log) {
-  std::unique_ptr<HttpCanary> canary(new HttpCanary(std::move(nonce), log));
+std::expected<std::unique_ptr<HttpCanary>, std::string> HttpCanary::Start(
+    const std::string& host, uint16_t port, std::string nonce, HitLog& log, Flavor flavor) {
+  std::unique_ptr<HttpCanary> canary(new HttpCanary(std::move(nonce), log, flavor));
   httplib::Server& server = canary->server_;
   server.set_read_timeout(2, 0);
   server.set_write_timeout(2, 0);
@@ -86,15 +84,47 @@ void HttpCanary::Stop() {
 
 void HttpCanary::OnRequest(const httplib::Request& request, httplib::Response& response) {
   Hit hit;
-  hit.kind = "http";
+  hit.kind = flavor_ == Flavor::kDockerApi ? "docker" : "http";
   hit.invocation = InvocationFromTag(request.get_header_value("X-Sandprobe"), nonce_);
   hit.peer = fmt::format("{}:{}", request.remote_addr, request.remote_port);
   hit.detail = Printable(request.method + " " + request.path);
   hit.unix_ms = NowUnixMs();
   log_.Record(std::move(hit));
 
+  if (flavor_ == Flavor::kDockerApi) return AnswerAsDockerApi(request, response);
   response.status = 200;
   response.set_content(fmt::format("sandprobe-canary {}\n", nonce_), "text/plain");
+}
+
+// What a probe needs to recognise a daemon (docs/probes.md, net.docker-api): the Api-Version
+// header on every answer, "OK" from /_ping, the version object from /version with or without a
+// /v1.NN prefix. Version "sandprobe-canary" so no report mistakes it for a real engine.
+void HttpCanary::AnswerAsDockerApi(const httplib::Request& request,
+                                   httplib::Response& response) const {
+  static constexpr std::string_view kApiVersion = "1.41";
+  response.set_header("Api-Version", std::string(kApiVersion));
+  response.set_header("Ostype", "linux");
+  response.set_header("Server", "sandprobe-canary (Docker Engine API)");
+  std::string path = request.path;
+  if (path.starts_with("/v1.")) {
+    const size_t slash = path.find('/', 1);
+    path = slash == std::string::npos ? "/" : path.substr(slash);
+  }
+  const bool read = request.method == "GET" || request.method == "HEAD";
+  if (read && path == "/_ping") {
+    response.status = 200;
+    response.set_content("OK", "text/plain; charset=utf-8");
+  } else if (read && path == "/version") {
+    response.status = 200;
+    response.set_content(fmt::format(R"({{"ApiVersion":"{}","MinAPIVersion":"1.12",)"
+                                     R"("Version":"sandprobe-canary","Os":"linux",)"
+                                     R"("Arch":"amd64","SandprobeNonce":"{}"}})",
+                                     kApiVersion, nonce_),
+                         "application/json");
+  } else {
+    response.status = 404;
+    response.set_content(R"({"message":"page not found"})", "application/json");
+  }
 }
 
 }  // namespace sandprobe::canary

@@ -1,5 +1,7 @@
 // The HTTP canary: an httplib::Server that answers every request with 200 and the run's nonce,
-// and logs a Hit. Internal to harness/canary; use CanarySet.
+// and logs a Hit; or, as the Docker API canary, enough of the Docker Engine API for a probe to
+// tell a daemon answered (GET /_ping, GET [/v1.NN]/version). Internal to harness/canary; use
+// CanarySet.
 #pragma once
 
 #include <httplib.h>
@@ -17,12 +19,17 @@ class HitLog;
 
 class HttpCanary {
  public:
+  // kPlain: 200 "sandprobe-canary <nonce>" for everything, Hit kind "http".
+  // kDockerApi: Hit kind "docker"; /_ping -> 200 "OK" with Api-Version; /version -> the Engine
+  // API's version object (ApiVersion, Version "sandprobe-canary", and the nonce); anything else
+  // 404 {"message":"page not found"} as dockerd answers. It never forwards to a real daemon.
+  enum class Flavor { kPlain, kDockerApi };
+
   // Binds host:port (0: kernel-chosen), starts the server thread and waits until it accepts.
   // Error: "bind 127.0.0.1:80: Permission denied" style text, or a start-up timeout.
-  static std::expected<std::unique_ptr<HttpCanary>, std::string> Start(const std::string& host,
-                                                                       uint16_t port,
-                                                                       std::string nonce,
-                                                                       HitLog& log);
+  static std::expected<std::unique_ptr<HttpCanary>, std::string> Start(
+      const std::string& host, uint16_t port, std::string nonce, HitLog& log,
+      Flavor flavor = Flavor::kPlain);
   ~HttpCanary() { Stop(); }
 
   uint16_t port() const { return port_; }
@@ -31,11 +38,14 @@ class HttpCanary {
   void Stop();
 
  private:
-  HttpCanary(std::string nonce, HitLog& log) : nonce_(std::move(nonce)), log_(log) {}
+  HttpCanary(std::string nonce, HitLog& log, Flavor flavor)
+      : nonce_(std::move(nonce)), log_(log), flavor_(flavor) {}
+  void AnswerAsDockerApi(const httplib::Request& request, httplib::Response& response) const;
   void OnRequest(const httplib::Request& request, httplib::Response& response);
 
   const std::string nonce_;
   HitLog& log_;
+  const Flavor flavor_;
   httplib::Server server_;
   std::thread thread_;
   std::atomic<bool> listen_returned_{false};

@@ -18,10 +18,10 @@ namespace sandprobe::runner {
 // The "{name}" placeholders a suite's string parameters may use; the runner fills each one per
 // run (canary addresses and ports, planted canary secrets' names, paths and hashes).
 inline constexpr std::string_view kPlaceholders[] = {
-    "canary.http",         "canary.tcp",         "canary.dns",        "canary.udp",
-    "canary.host",         "canary.http_port",   "canary.tcp_port",   "canary.dns_port",
-    "canary.udp_port",     "canary.env_name",    "canary.env_sha256", "canary.token_file",
-    "canary.token_sha256", "host.kernel_release"};
+    "canary.http",         "canary.tcp",       "canary.dns",         "canary.udp",
+    "canary.host",         "canary.http_port", "canary.tcp_port",    "canary.dns_port",
+    "canary.udp_port",     "canary.env_name",  "canary.env_sha256",  "canary.token_file",
+    "canary.token_sha256", "canary.docker",    "canary.docker_port", "host.kernel_release"};
 
 // Placeholders an arm fills once prepared (drivers::Driver::Placeholders), not the runner: the
 // kubernetes driver's in-cluster canary (a Pod and a ClusterIP Service in the arm's namespace).

@@ -47,11 +47,13 @@ Session::Session(std::string run_id, std::string nonce, std::string bind, Plante
   subs_["canary.tcp"] = canaries_->tcp_address();
   subs_["canary.dns"] = canaries_->dns_address();
   subs_["canary.udp"] = canaries_->udp_address();
+  subs_["canary.docker"] = canaries_->docker_address();
   subs_["canary.host"] = SplitHostPort(canaries_->http_address()).first;
   subs_["canary.http_port"] = SplitHostPort(canaries_->http_address()).second;
   subs_["canary.tcp_port"] = SplitHostPort(canaries_->tcp_address()).second;
   subs_["canary.dns_port"] = SplitHostPort(canaries_->dns_address()).second;
   subs_["canary.udp_port"] = SplitHostPort(canaries_->udp_address()).second;
+  subs_["canary.docker_port"] = SplitHostPort(canaries_->docker_address()).second;
   struct utsname host {};
   uname(&host);
   subs_["host.kernel_release"] = host.release;  // kernel.boundary compares against it
@@ -70,8 +72,9 @@ std::vector<core::CanaryHit> Session::HitsFor(const std::string& invocation) con
 }
 
 std::string Session::CanaryNote() const {
-  return fmt::format("canaries listen on {} (http {}, tcp {}, dns {})", bind_,
-                     subs_.at("canary.http"), subs_.at("canary.tcp"), subs_.at("canary.dns"));
+  return fmt::format("canaries listen on {} (http {}, tcp {}, dns {}, docker api {})", bind_,
+                     subs_.at("canary.http"), subs_.at("canary.tcp"), subs_.at("canary.dns"),
+                     subs_.at("canary.docker"));
 }
 
 void Session::Close() {

@@ -42,6 +42,9 @@ DEFAULT_PARAMS = {
     "net.k8s-api": {"target": "{canary.http}", "scheme": "http"},
     "net.udp": {"target": "{canary.udp}"},
     "net.interfaces": None,
+    "net.gateway": {"targets": ["{canary.tcp}"]},
+    "net.docker-api": {"targets": ["{canary.docker}"]},
+    "net.sibling": {"allow": ["127.0.0.0/8"]},
     "res.cpu-loop": None,
     "res.memory-balloon": None,
     "res.fork-bomb": None,
@@ -57,6 +60,9 @@ CRED_ROWS = ["cred.sa-token", "cred.env-secrets"]
 NET_ROWS = ["net.metadata", "net.dns", "net.http-by-name", "net.tcp-by-ip", "net.k8s-api",
             "net.udp", "net.interfaces"]
 FS_ROWS = ["fs.fill-tmp", "fs.write-root"]
+# Lateral movement (issue 12): the host's side at the gateway, a Docker API on TCP, a sibling
+# sandbox of the same arm at the same moment (a concurrent pair: ~2 x overlap_s per arm).
+LATERAL_ROWS = ["net.gateway", "net.docker-api", "net.sibling"]
 # Everything but the two resource rows (the loop costs a whole harness deadline per arm).
 FAST_ROWS = CRED_ROWS + NET_ROWS + FS_ROWS + ["platform.runtime-class"]
 FAST_FLAGS = ["--default-timeout", "2", "--grace", "2"]

@@ -71,8 +71,15 @@ class HardenedAndGvisor(u.RunCase):
         for probe in ("net.metadata", "net.dns", "net.http-by-name", "net.tcp-by-ip",
                       "net.k8s-api", "net.interfaces", "res.memory-balloon", "res.cpu-loop"):
             self.assertEqual(obs[probe]["exposure"], "exposed", probe)
-        for probe in ("net.dns", "net.tcp-by-ip", "net.http-by-name"):
+        for probe in ("net.dns", "net.tcp-by-ip", "net.http-by-name", "net.gateway",
+                      "net.docker-api"):
             self.assertTrue(obs[probe]["evidence"]["canary_hits"], probe)
+        # Lateral movement (issue 12): the lab gateway's canaries and the other container of the
+        # pair, found on the lab network's /24 (its own loopback is its own).
+        self.assertEqual(obs["net.docker-api"]["evidence"]["result"]["api_version"], "1.41")
+        sib = obs["net.sibling"]["evidence"]["result"]
+        self.assertEqual(sib["outcome"], "sibling_reached", sib)
+        self.assertIn("at 172.30.99.", sib["detail"])
 
     def test_engine_api_and_cli_paths_give_the_same_matrix(self):
         api = u.verdicts(self.report, "docker-hardened")

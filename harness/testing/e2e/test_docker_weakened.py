@@ -10,7 +10,7 @@ from test_docker import GATEWAY, SUITE, containers_of, require_docker
 
 HARDENED = os.path.join(u.MANIFESTS, "docker", "hardened.yaml")
 NET_ROWS = {"net.metadata", "net.dns", "net.http-by-name", "net.tcp-by-ip", "net.k8s-api",
-            "net.udp", "net.interfaces"}
+            "net.udp", "net.interfaces"} | set(u.LATERAL_ROWS)  # the pair meets on the lab /24
 RUNC = {"kernel.boundary"}  # every variant runs on runc, the host's kernel (an advisory row)
 
 
