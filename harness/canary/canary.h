@@ -1,4 +1,4 @@
-// Canary listeners: HTTP, TCP echo, UDP echo and DNS-over-UDP servers owned by the harness and
+// Canary listeners: HTTP, TCP echo, UDP echo and DNS (UDP and TCP) servers owned by the harness and
 // tagged with a per-run nonce. A probe that reaches one gets the nonce back and leaves a Hit in the
 // log, so "reached" rests on server-side proof, not on "connect() did not fail" (docs/design.md,
 // "Canaries and hermetic targets").
@@ -15,8 +15,10 @@
 //   UDP   one datagram "SANDPROBE <nonce> <invocation>" (one trailing "\n" or "\r\n" allowed, at
 //         most 512 bytes); answers "SANDPROBE-ECHO <nonce> <invocation>\n" to the sender. Anything
 //         else: logged (invocation "") and not answered, so foreign traffic is never reflected.
-//   DNS   a standard query for "<invocation>.<nonce>.sandprobe.test"; answers NXDOMAIN (same id,
-//         RD copied, question echoed, no records). Malformed packets are dropped silently.
+//   DNS   a standard query for "<invocation>.<nonce>.<any zone>" (sandprobe.test by default), over
+//         UDP or over TCP on the same port (two-byte length prefix, RFC 1035 section 4.2.2,
+//         several queries per connection); answers NXDOMAIN (same id, RD copied, question echoed,
+//         no records). Malformed packets are dropped silently.
 // Every request that parses is logged; its Hit carries the invocation only when it carried this
 // run's nonce and a well-formed invocation (1..128 printable ASCII bytes, no spaces; DNS: the
 // first label, nonce label compared case-insensitively), otherwise invocation "".
@@ -42,7 +44,7 @@ namespace sandprobe::canary {
 // One request a canary received. All strings came from the network: bounded and printable
 // (bytes outside 0x20..0x7e replaced by '?'), but still untrusted for every output format.
 struct Hit {
-  std::string kind;        // "http" | "docker" | "tcp" | "udp" | "dns"
+  std::string kind;        // "http" | "docker" | "tcp" | "udp" | "dns" (over UDP) | "dns-tcp"
   std::string invocation;  // the probe invocation id the request carried ("" if none/foreign nonce)
   std::string peer;        // "ip:port" of the client
   std::string detail;      // ≤200 bytes: "GET /latest/meta-data/", the TCP line or UDP payload,

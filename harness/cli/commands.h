@@ -2,6 +2,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@ struct RunArgs {
   double grace_s = 5;
   double default_timeout_s = 10;
   std::string canary_bind = "127.0.0.1";
+  uint16_t canary_dns_port = 0;  // 0: kernel-chosen
   std::string canary_dir;
   bool no_color = false;
   std::string nodes;    // kubernetes: "all" or a label selector: one arm per node

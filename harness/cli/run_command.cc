@@ -121,6 +121,10 @@ void AddRun(CLI::App& app, RunArgs& a) {
   run->add_option("--canary-bind", a.canary_bind,
                   "address the canaries listen on (loopback, or a network the test created)")
       ->capture_default_str();
+  run->add_option("--canary-dns-port", a.canary_dns_port,
+                  "a fixed port for the DNS canary, UDP and TCP (for a resolver stub that "
+                  "forwards a test zone to it); default: one the kernel picks")
+      ->check(CLI::Range(1, 65535));
   run->add_option("--canary-dir", a.canary_dir,
                   "where the canary token file is planted (default: ~/.cache/sandprobe)");
   run->add_flag("--no-color", a.no_color, "no ANSI colours (NO_COLOR is honoured too)");
@@ -217,6 +221,7 @@ int DoRun(const RunArgs& a) {
   opt.expectations = std::move(expectations);
   opt.timing = runner::Timing{a.default_timeout_s, a.grace_s};
   opt.canary_bind = a.canary_bind;
+  opt.canary_dns_port = a.canary_dns_port;
   // Absolute: the token path travels into the probe, which may start in another directory.
   opt.canary_dir = fs::absolute(a.canary_dir.empty() ? DefaultCanaryDir() : a.canary_dir);
   opt.reaper_path = ResolveReaper();

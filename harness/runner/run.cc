@@ -66,7 +66,7 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
   core::Matrix matrix;
   matrix.started_at = NowRfc3339();
   // Declared before the arms: closed (canaries stopped, secrets removed) after their cleanup.
-  auto session = Session::Open(options.canary_dir, options.canary_bind);
+  auto session = Session::Open(options.canary_dir, options.canary_bind, options.canary_dns_port);
   if (!session) return std::unexpected(session.error());
   matrix.run_id = (*session)->run_id();
   matrix.nonce_hash = (*session)->nonce_hash();

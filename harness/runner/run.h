@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <expected>
 #include <filesystem>
 #include <functional>
@@ -46,6 +47,7 @@ struct RunOptions {
   Timing timing;            // default timeout and grace, seconds
   double kill_grace_s = 2;  // SIGTERM -> SIGKILL, seconds
   std::string canary_bind = "127.0.0.1";
+  uint16_t canary_dns_port = 0;      // the DNS canary's UDP and TCP port; 0: kernel-chosen
   std::filesystem::path canary_dir;  // where the canary token file is planted
   std::string reaper_path;
   DriverFactory make_driver;  // required

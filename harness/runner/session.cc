@@ -18,16 +18,18 @@ std::pair<std::string, std::string> SplitHostPort(const std::string& hostport) {
 }  // namespace
 
 std::expected<std::unique_ptr<Session>, RunError> Session::Open(
-    const std::filesystem::path& canary_dir, const std::string& canary_bind) {
+    const std::filesystem::path& canary_dir, const std::string& canary_bind,
+    uint16_t canary_dns_port) {
   std::string run_id =
       fmt::format("sp-{:%Y%m%dT%H%M%SZ}-{}", fmt::gmtime(std::time(nullptr)), RandomHex(3));
   std::string nonce = RandomHex(8);
   auto secrets = PlantedSecrets::Plant(canary_dir, run_id);
   if (!secrets) return std::unexpected(RunError{secrets.error(), "pass --canary-dir DIR"});
-  auto canaries = canary::CanarySet::Start(canary_bind, nonce);
+  auto canaries = canary::CanarySet::Start(canary_bind, nonce, {.dns_port = canary_dns_port});
   if (!canaries) {
-    return std::unexpected(RunError{"cannot start canaries: " + canaries.error(),
-                                    "pass --canary-bind with a loopback address"});
+    return std::unexpected(
+        RunError{"cannot start canaries: " + canaries.error(),
+                 "pass --canary-bind with a loopback address (and a free --canary-dns-port)"});
   }
   return std::unique_ptr<Session>(new Session(std::move(run_id), std::move(nonce), canary_bind,
                                               std::move(*secrets), std::move(*canaries)));

@@ -4,6 +4,7 @@
 // secrets.
 #pragma once
 
+#include <cstdint>
 #include <expected>
 #include <filesystem>
 #include <map>
@@ -23,10 +24,12 @@ class Session {
  public:
   // Draws the run id ("sp-<UTC yyyymmddThhmmssZ>-<6 hex>") and a 16-hex nonce, plants the canary
   // secrets under `canary_dir`/<run id> and starts the canaries on `canary_bind` (an IPv4
-  // address). Errors: RunError naming what failed, with a hint (--canary-dir, --canary-bind);
-  // nothing is left behind.
+  // address), the DNS canary on `canary_dns_port` (UDP and TCP; 0: kernel-chosen). Errors:
+  // RunError naming what failed, with a hint (--canary-dir, --canary-bind); nothing is left
+  // behind.
   static std::expected<std::unique_ptr<Session>, RunError> Open(
-      const std::filesystem::path& canary_dir, const std::string& canary_bind);
+      const std::filesystem::path& canary_dir, const std::string& canary_bind,
+      uint16_t canary_dns_port = 0);
   ~Session();  // Close()
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;

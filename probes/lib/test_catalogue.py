@@ -46,8 +46,8 @@ def outcomes_emitted(tree, source):
 class DescriptorTest(unittest.TestCase):
     EXPECTED_IDS = ["cred.env-secrets", "cred.sa-token", "cred.sa-token-power", "fs.dev-shm", "fs.docker-socket",
                     "fs.fill-tmp", "fs.write-root",
-                    "kernel.boundary", "net.dns", "net.docker-api", "net.gateway",
-                    "net.http-by-name", "net.interfaces", "net.k8s-api", "net.metadata",
+                    "kernel.boundary", "net.dns", "net.dns-resolver", "net.docker-api",
+                    "net.gateway", "net.http-by-name", "net.interfaces", "net.k8s-api", "net.metadata",
                     "net.sibling", "net.tcp-by-ip", "net.udp",
                     "platform.runtime-class", "priv.capabilities", "priv.no-new-privs",
                     "priv.uid", "proc.host-pids", "proc.outlives-call", "proc.sibling",
