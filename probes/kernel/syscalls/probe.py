@@ -152,7 +152,7 @@ through = [c for c in calls if c["result"] in ("allowed", "reached")]
 unknown = [c["call"] for c in calls if c["result"] == "not_run"]
 names = lambda cs: ", ".join("%s (%s)" % (c["call"], c["errno"] or "ok") for c in cs)
 facts = dict(calls=calls, allowed=[c["call"] for c in through],
-             claimed=PARAMS.get("claimed_seccomp") or None)
+             claimed=PARAMS.get("claimed_seccomp", "") or None)
 if through:
     result("reached", "positive", None, "got past the filter: " + names(through), **facts)
 elif unknown:
