@@ -37,11 +37,12 @@ TEST(ManifestTest, ClaimsTable) {
   };
   auto every = load("  noexec: true\n  seccomp: default\n");
   ASSERT_TRUE(every) << every.error().ToString();
-  EXPECT_EQ(every->limits.noexec, core::NoexecClaim{.every_writable = true, .paths = {}});
+  EXPECT_EQ(every->limits.noexec, (core::NoexecClaim{.every_writable = true, .paths = {}}));
   EXPECT_EQ(every->limits.seccomp, core::SeccompClaim::kDefault);
   auto listed = load("  noexec: [/tmp/, //dev/shm]\n");
   ASSERT_TRUE(listed) << listed.error().ToString();
-  EXPECT_EQ(listed->limits.noexec, core::NoexecClaim{.every_writable = false, .paths = {"/tmp", "/dev/shm"}});
+  EXPECT_EQ(listed->limits.noexec,
+            (core::NoexecClaim{.every_writable = false, .paths = {"/tmp", "/dev/shm"}}));
   EXPECT_FALSE(listed->limits.seccomp);
   auto none = load("  noexec: false\n");
   ASSERT_TRUE(none) << none.error().ToString();
@@ -57,7 +58,7 @@ TEST(ManifestTest, ClaimsTable) {
       {"  noexec: 1\n", 4, 11, "limits.noexec", "expected true"},
       {"  noexec: []\n", 4, 11, "limits.noexec", "or a list of paths"},
       {"  noexec: {path: /tmp}\n", 4, 11, "limits.noexec", "or a list of paths"},
-      {"  noexec: [/tmp, tmp]\n", 4, 19, "limits.noexec[1]", "not an absolute path"},
+      {"  noexec: [/tmp, tmp]\n", 4, 18, "limits.noexec[1]", "not an absolute path"},
       {"  noexec:\n    - /tmp\n    - /tmp/\n", 6, 7, "limits.noexec[1]", "/tmp is listed twice"},
       {"  noexec: [/var/../tmp]\n", 4, 12, "limits.noexec[0]", "'..' part"},
       {"  noexec: [[/tmp]]\n", 4, 12, "limits.noexec[0]", "expected a path"},

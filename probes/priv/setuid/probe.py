@@ -94,12 +94,15 @@ def run_helper(argv):
     comm = os.path.basename(argv[0])[:15]
     deadline = time.monotonic() + 5
     failure = b""
+    watch = [err_r]  # EOF on it: the exec happened (close-on-exec)
     while time.monotonic() < deadline:
-        ready, _, _ = select.select([err_r], [], [], 0.01)
+        ready, _, _ = select.select(watch, [], [], 0.01)
         if ready:
             failure = os.read(err_r, 200)
             if failure:
                 break
+            watch = []
+            time.sleep(0.005)
         st = status_of(pid)
         if st is None or st.get("State", "").startswith(("Z", "X")):
             break
