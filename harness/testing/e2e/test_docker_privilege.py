@@ -53,9 +53,10 @@ DOCKER_VARIANTS = {
     "dk-moby-seccomp": lambda: with_claims(hardened_with(
         "dk-moby-seccomp", {"SecurityOpt": moby_profile_opt()})),
     "dk-default-seccomp": lambda: with_claims(hardened_with("dk-default-seccomp", {})),
-    # Every weakness the four rows look at: an exec-able /tmp, no seccomp, no no_new_privs.
+    # Every weakness the four rows look at: an exec-able /tmp (Docker's tmpfs is noexec unless
+    # told `exec`), no seccomp, no no_new_privs.
     "dk-weak": lambda: with_claims(hardened_with(
-        "dk-weak", {"Tmpfs": '{/tmp: "size=32m"}', "SecurityOpt": "[seccomp=unconfined]"})),
+        "dk-weak", {"Tmpfs": '{/tmp: "size=32m,exec"}', "SecurityOpt": "[seccomp=unconfined]"})),
     "dk-gvisor-claims": lambda: with_claims(read(GVISOR)).replace(
         "name: docker-gvisor", "name: dk-gvisor-claims").replace(
         "control: open", "control: " + os.path.join(u.MANIFESTS, "docker", "open.yaml")),

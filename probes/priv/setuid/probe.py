@@ -96,13 +96,15 @@ def run_helper(argv):
     failure = b""
     watch = [err_r]  # EOF on it: the exec happened (close-on-exec)
     while time.monotonic() < deadline:
-        ready, _, _ = select.select(watch, [], [], 0.01)
+        # Unhurried: under gVisor every busy task costs the sentry threads, and a pids limit
+        # counts them (docs/traps.md, trap 19).
+        ready, _, _ = select.select(watch, [], [], 0.05)
         if ready:
             failure = os.read(err_r, 200)
             if failure:
                 break
             watch = []
-            time.sleep(0.005)
+            time.sleep(0.05)
         st = status_of(pid)
         if st is None or st.get("State", "").startswith(("Z", "X")):
             break
