@@ -45,8 +45,9 @@ std::expected<void, ConfigError> LoadLimits(const std::string& file, const YAML:
                                             core::Limits& limits) {
   if (!node.IsDefined() || node.IsNull()) return {};
   if (!node.IsMap()) return std::unexpected(At(file, node, "limits", "expected a mapping"));
-  if (auto r = internal::OnlyKeys(file, node, "limits",
-                                  {"timeout", "memory", "tmp", "pids", "output", "noexec", "seccomp"});
+  if (auto r =
+          internal::OnlyKeys(file, node, "limits",
+                             {"timeout", "memory", "tmp", "pids", "output", "noexec", "seccomp"});
       !r) {
     return r;
   }

@@ -46,8 +46,9 @@ std::expected<void, ConfigError> LoadParams(const std::string& file, const YAML:
       static constexpr const char* kLimits[] = {"memory", "tmp",    "pids",   "timeout",
                                                 "output", "noexec", "seccomp"};
       if (std::ranges::find(kLimits, ps.from_limit) == std::end(kLimits)) {
-        return std::unexpected(At(file, spec["from_limit"], field + ".from_limit",
-                                  "expected memory, tmp, pids, timeout, output, noexec or seccomp"));
+        return std::unexpected(
+            At(file, spec["from_limit"], field + ".from_limit",
+               "expected memory, tmp, pids, timeout, output, noexec or seccomp"));
       }
     }
     if (spec["factor"].IsDefined()) {
@@ -207,11 +208,10 @@ Loaded<core::ProbeDescriptor> LoadProbe(const std::filesystem::path& dir) {
   auto root = internal::ReadYaml(*text, file);
   if (!root) return std::unexpected(root.error());
   const YAML::Node& y = *root;
-  if (auto r = internal::OnlyKeys(
-          file, y, "",
-          {"id", "label", "category", "description", "requires_control", "drivers", "params",
-           "classify", "calls", "concurrent", "after_call_s", "needs", "deploy", "measures",
-           "claim"});
+  if (auto r = internal::OnlyKeys(file, y, "",
+                                  {"id", "label", "category", "description", "requires_control",
+                                   "drivers", "params", "classify", "calls", "concurrent",
+                                   "after_call_s", "needs", "deploy", "measures", "claim"});
       !r) {
     return std::unexpected(r.error());
   }

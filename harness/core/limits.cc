@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <charconv>
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <vector>
 
@@ -82,7 +82,8 @@ std::expected<std::string, std::string> ParseClaimPath(std::string_view text) {
     const size_t end = std::min(text.find('/', i), text.size());
     const std::string_view part = text.substr(i, end - i);
     if (part == "." || part == "..") {
-      return std::unexpected(fmt::format("'{}' has a '{}' part (write the path itself)", text, part));
+      return std::unexpected(
+          fmt::format("'{}' has a '{}' part (write the path itself)", text, part));
     }
     if (!part.empty()) out += "/" + std::string(part);
     i = end + 1;

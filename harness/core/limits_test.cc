@@ -54,16 +54,17 @@ TEST(LimitsTest, ParseClaimPathTable) {
   const struct {
     const char* in;
     const char* want;
-  } ok[] = {{"/tmp", "/tmp"},         {"/dev/shm/", "/dev/shm"}, {"//var//tmp", "/var/tmp"},
-            {"/", "/"},               {"/a b/c", "/a b/c"},      {"/run/user/1000", "/run/user/1000"},
-            {"/.hidden", "/.hidden"}, {"/x...", "/x..."}};
+  } ok[] = {{"/tmp", "/tmp"},           {"/dev/shm/", "/dev/shm"},
+            {"//var//tmp", "/var/tmp"}, {"/", "/"},
+            {"/a b/c", "/a b/c"},       {"/run/user/1000", "/run/user/1000"},
+            {"/.hidden", "/.hidden"},   {"/x...", "/x..."}};
   for (const auto& c : ok) EXPECT_EQ(ParseClaimPath(c.in).value(), c.want) << c.in;
   const struct {
     const char* in;
     const char* says;
-  } bad[] = {{"", "not an absolute path"},       {"tmp", "not an absolute path"},
-             {"~/x", "not an absolute path"},    {"/tmp/../etc", "'..' part"},
-             {"/./tmp", "'.' part"},             {"/tmp\n", "control character"},
+  } bad[] = {{"", "not an absolute path"},    {"tmp", "not an absolute path"},
+             {"~/x", "not an absolute path"}, {"/tmp/../etc", "'..' part"},
+             {"/./tmp", "'.' part"},          {"/tmp\n", "control character"},
              {"/a\x01b", "control character"}};
   for (const auto& c : bad) {
     auto r = ParseClaimPath(c.in);

@@ -52,9 +52,9 @@ std::optional<nlohmann::json> ClaimValue(const Limits& limits, std::string_view 
 std::string UnclaimedReason(const ProbeDescriptor& probe, const nlohmann::json& params) {
   if (probe.claim.empty()) return "";
   const auto spec = probe.params.find(probe.claim);
-  const std::string limit =
-      spec == probe.params.end() || spec->second.from_limit.empty() ? probe.claim
-                                                                    : spec->second.from_limit;
+  const std::string limit = spec == probe.params.end() || spec->second.from_limit.empty()
+                                ? probe.claim
+                                : spec->second.from_limit;
   const nlohmann::json* v =
       params.is_object() && params.contains(probe.claim) ? &params.at(probe.claim) : nullptr;
   const bool claimed = v != nullptr && ((v->is_boolean() && v->get<bool>()) ||

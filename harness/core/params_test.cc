@@ -73,8 +73,11 @@ TEST(ParamsTest, ClaimsTable) {
       {&every, nlohmann::json::object(), true, "default", ""},
       {&listed, nlohmann::json::object(), {"/tmp", "/dev/shm"}, "", ""},
       {&none, nlohmann::json::object(), false, "", "the candidate claims no limits.noexec"},
-      {&none, {{"claimed_noexec", true}}, true, "", ""},         // a suite may claim it too
-      {&every, {{"claimed_noexec", false}}, false, "default",  // and take it back
+      {&none, {{"claimed_noexec", true}}, true, "", ""},  // a suite may claim it too
+      {&every,
+       {{"claimed_noexec", false}},
+       false,
+       "default",  // and take it back
        "the candidate claims no limits.noexec"},
   };
   for (const auto& c : cases) {

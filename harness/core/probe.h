@@ -20,8 +20,8 @@ struct ParamSpec {
   // "" | "memory" | "tmp" | "pids" | "timeout" | "output" (numbers, sized by factor), or a claim
   // taken as it is: "noexec" (true or a list of paths), "seccomp" ("default"); see ClaimValue().
   std::string from_limit;
-  double factor = 1.0;     // multiplier applied to the limit
-  std::string unit;        // unit of the parameter when sized from a limit: "MiB", "KiB", "B", "s"
+  double factor = 1.0;  // multiplier applied to the limit
+  std::string unit;     // unit of the parameter when sized from a limit: "MiB", "KiB", "B", "s"
 };
 
 // A claim check: the probe's own records show it went past what the candidate claims, e.g. the
