@@ -67,10 +67,18 @@ int DoList(const ListArgs& a, bool explain) {
   if (p.Needs(core::Need::kPlantedEnv)) {
     std::cout << "needs:            the planted env canary (no proof where it cannot be planted)\n";
   }
+  if (!p.claim.empty()) {
+    std::cout << fmt::format(
+        "judged:           only against a claim (parameter {}); without it the row is reported, "
+        "not judged (SKIP)\n",
+        p.claim);
+  }
   std::cout << fmt::format("descriptor:       {}\n\nparameters:\n", p.source_path);
   for (const auto& [name, spec] : p.params) {
     std::string sized;
-    if (!spec.from_limit.empty()) {
+    if (core::IsClaimLimit(spec.from_limit)) {
+      sized = fmt::format(" (the candidate's limits.{} claim)", spec.from_limit);
+    } else if (!spec.from_limit.empty()) {
       sized = fmt::format(" (sized {} x limits.{}{})", spec.factor, spec.from_limit,
                           spec.unit.empty() ? "" : " in " + spec.unit);
     }

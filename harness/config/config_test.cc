@@ -29,6 +29,55 @@ TEST(ManifestTest, CommonFieldsWithAPassThroughSection) {
       << extra.error().ToString();
 }
 
+// limits.noexec and limits.seccomp: the claims fs.write-exec and kernel.syscalls judge.
+TEST(ManifestTest, ClaimsTable) {
+  const DriverSection kinds[] = {{"plain", nullptr}};
+  const auto load = [&](const std::string& limits) {
+    return ParseManifest("name: p\ndriver: plain\nlimits:\n" + limits, "p.yaml", kinds);
+  };
+  auto every = load("  noexec: true\n  seccomp: default\n");
+  ASSERT_TRUE(every) << every.error().ToString();
+  EXPECT_EQ(every->limits.noexec, (core::NoexecClaim{.every_writable = true, .paths = {}}));
+  EXPECT_EQ(every->limits.seccomp, core::SeccompClaim::kDefault);
+  auto listed = load("  noexec: [/tmp/, //dev/shm]\n");
+  ASSERT_TRUE(listed) << listed.error().ToString();
+  EXPECT_EQ(listed->limits.noexec,
+            (core::NoexecClaim{.every_writable = false, .paths = {"/tmp", "/dev/shm"}}));
+  EXPECT_FALSE(listed->limits.seccomp);
+  auto none = load("  noexec: false\n");
+  ASSERT_TRUE(none) << none.error().ToString();
+  EXPECT_FALSE(none->limits.noexec);  // false claims nothing, as if absent
+  const struct {
+    std::string limits;
+    int line;
+    int column;
+    const char* field;
+    const char* says;
+  } bad[] = {
+      {"  noexec: yes please\n", 4, 11, "limits.noexec", "expected true (every writable path)"},
+      {"  noexec: 1\n", 4, 11, "limits.noexec", "expected true"},
+      {"  noexec: []\n", 4, 11, "limits.noexec", "or a list of paths"},
+      {"  noexec: {path: /tmp}\n", 4, 11, "limits.noexec", "or a list of paths"},
+      {"  noexec: [/tmp, tmp]\n", 4, 18, "limits.noexec[1]", "not an absolute path"},
+      {"  noexec:\n    - /tmp\n    - /tmp/\n", 6, 7, "limits.noexec[1]", "/tmp is listed twice"},
+      {"  noexec: [/var/../tmp]\n", 4, 12, "limits.noexec[0]", "'..' part"},
+      {"  noexec: [[/tmp]]\n", 4, 12, "limits.noexec[0]", "expected a path"},
+      {"  seccomp: defualt\n", 4, 12, "limits.seccomp", "did you mean default?"},
+      {"  seccomp: unconfined\n", 4, 12, "limits.seccomp", "(expected default)"},
+      {"  seccomp: [default]\n", 4, 12, "limits.seccomp", "expected a value"},
+      {"  noexce: true\n", 4, 3, "limits.noexce", "did you mean noexec?"},
+      {"  secomp: default\n", 4, 3, "limits.secomp", "did you mean seccomp?"},
+  };
+  for (const auto& c : bad) {
+    auto m = load(c.limits);
+    ASSERT_FALSE(m) << c.limits;
+    EXPECT_EQ(m.error().field, c.field) << m.error().ToString();
+    EXPECT_EQ(m.error().line, c.line) << m.error().ToString();
+    EXPECT_EQ(m.error().column, c.column) << m.error().ToString();
+    EXPECT_NE(m.error().message.find(c.says), std::string::npos) << m.error().ToString();
+  }
+}
+
 TEST(YamlTest, HostileDocumentsAreErrorsNotCrashes) {
   const struct {
     std::string text;

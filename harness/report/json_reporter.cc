@@ -32,6 +32,10 @@ Json LimitsJson(const core::Limits& l) {
   if (l.tmp_bytes) out["tmp_bytes"] = *l.tmp_bytes;
   if (l.pids) out["pids"] = *l.pids;
   if (l.output_bytes) out["output_bytes"] = *l.output_bytes;
+  if (l.noexec) {
+    out["noexec"] = l.noexec->every_writable ? Json(true) : Strings(l.noexec->paths, kTextBytes);
+  }
+  if (l.seccomp) out["seccomp"] = std::string(core::ToString(*l.seccomp));
   return out;
 }
 

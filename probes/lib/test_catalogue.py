@@ -44,13 +44,13 @@ def outcomes_emitted(tree, source):
 
 
 class DescriptorTest(unittest.TestCase):
-    EXPECTED_IDS = ["cred.env-secrets", "cred.sa-token", "cred.sa-token-power", "fs.dev-shm", "fs.docker-socket",
-                    "fs.fill-tmp", "fs.write-root",
-                    "kernel.boundary", "net.dns", "net.dns-resolver", "net.docker-api",
-                    "net.gateway", "net.http-by-name", "net.interfaces", "net.k8s-api", "net.metadata",
-                    "net.sibling", "net.tcp-by-ip", "net.udp",
+    EXPECTED_IDS = ["cred.env-secrets", "cred.sa-token", "cred.sa-token-power", "fs.dev-shm",
+                    "fs.docker-socket", "fs.fill-tmp", "fs.write-exec", "fs.write-root",
+                    "kernel.boundary", "kernel.syscalls", "net.dns", "net.dns-resolver",
+                    "net.docker-api", "net.gateway", "net.http-by-name", "net.interfaces",
+                    "net.k8s-api", "net.metadata", "net.sibling", "net.tcp-by-ip", "net.udp",
                     "platform.runtime-class", "priv.capabilities", "priv.no-new-privs",
-                    "priv.uid", "proc.host-pids", "proc.outlives-call", "proc.sibling",
+                    "priv.setuid", "priv.uid", "priv.userns", "proc.host-pids", "proc.outlives-call", "proc.sibling",
                     "res.cpu-loop",
                     "res.fork-bomb", "res.memory-balloon", "res.output-flood",
                     "state.persists"]
@@ -59,8 +59,9 @@ class DescriptorTest(unittest.TestCase):
             "classify"]
     EXPOSURES = {"exposed", "contained", "unknown"}
     # multi-call probes; late evidence (http driver); what the harness plants; how it deploys;
-    # what it measures when that is not traffic (not judged where the mechanism cannot change it)
-    OPTIONAL = ["calls", "concurrent", "after_call_s", "needs", "deploy", "measures"]
+    # what it measures when that is not traffic (not judged where the mechanism cannot change it);
+    # the claim of limits it judges (not judged without it)
+    OPTIONAL = ["calls", "concurrent", "after_call_s", "needs", "deploy", "measures", "claim"]
 
     def test_catalogue_is_complete(self):
         self.assertEqual(all_probe_ids(), self.EXPECTED_IDS)
@@ -98,6 +99,8 @@ class DescriptorTest(unittest.TestCase):
                                           c["fact"].get("zero", "contained")}, self.EXPOSURES)
                 endings = {c[k] for k in ("killed", "timed_out", "deadline") if k in c}
                 self.assertLessEqual(set(c["outcomes"].values()) | endings, self.EXPOSURES)
+                if "claim" in d:  # a claim row names a parameter that carries a claim of limits
+                    self.assertIn(d["params"][d["claim"]].get("from_limit"), ("noexec", "seccomp"))
                 if "exceeds" in c:  # the claim check names a parameter sized from a limit
                     self.assertIn(c["exceeds"]["param"], d["params"])
                     self.assertIn("from_limit", d["params"][c["exceeds"]["param"]])

@@ -54,6 +54,10 @@ DEFAULT_PARAMS = {
     "proc.host-pids": None,
     "proc.outlives-call": {"canary": "{canary.tcp}"},
     "platform.runtime-class": None,
+    "fs.write-exec": None,
+    "kernel.syscalls": None,
+    "priv.userns": None,
+    "priv.setuid": None,
 }
 ALL_PROBES = sorted(DEFAULT_PARAMS)
 CRED_ROWS = ["cred.sa-token", "cred.env-secrets"]
