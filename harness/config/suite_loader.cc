@@ -60,11 +60,11 @@ std::expected<std::vector<core::Criterion>, ConfigError> ParseCriteria(
       const std::string& id = p.Scalar();
       if (std::ranges::find(suite_ids, id) == suite_ids.end()) {
         const std::string near = internal::DidYouMean(id, suite_ids);
-        return std::unexpected(At(
-            source, p, field,
-            fmt::format("probe '{}' is not in this suite's probes{}", id,
-                        near.empty() ? " (a criterion groups rows the suite runs)"
-                                     : "; did you mean " + near + "?")));
+        return std::unexpected(
+            At(source, p, field,
+               fmt::format("probe '{}' is not in this suite's probes{}", id,
+                           near.empty() ? " (a criterion groups rows the suite runs)"
+                                        : "; did you mean " + near + "?")));
       }
       if (std::ranges::find(criterion.probes, id) != criterion.probes.end()) {
         return std::unexpected(At(source, p, field, "probe " + id + " is listed twice"));
@@ -82,7 +82,8 @@ Loaded<core::Suite> ParseSuite(const std::string& text, const std::string& sourc
   auto root = internal::ReadYaml(text, source);
   if (!root) return std::unexpected(root.error());
   const YAML::Node& y = *root;
-  if (auto r = internal::OnlyKeys(source, y, "", {"name", "description", "probes", "criteria"}); !r) {
+  if (auto r = internal::OnlyKeys(source, y, "", {"name", "description", "probes", "criteria"});
+      !r) {
     return std::unexpected(r.error());
   }
   core::Suite suite;

@@ -28,20 +28,25 @@ TEST(CriteriaTest, Table) {
     std::vector<VerdictCell> verdicts;
     const char* want;
   } cases[] = {
-      {"every row PASS", {Cell("net.dns", "c", V::kPass), Cell("net.udp", "c", V::kPass)},
-       "holds"},
-      {"one FAIL", {Cell("net.dns", "c", V::kPass), Cell("net.udp", "c", V::kFail)},
+      {"every row PASS", {Cell("net.dns", "c", V::kPass), Cell("net.udp", "c", V::kPass)}, "holds"},
+      {"one FAIL",
+       {Cell("net.dns", "c", V::kPass), Cell("net.udp", "c", V::kFail)},
        "broken net.udp=FAIL"},
       {"INCONCLUSIVE is not a pass",
        {Cell("net.dns", "c", V::kInconclusive), Cell("net.udp", "c", V::kPass)},
        "broken net.dns=INCONCLUSIVE"},
-      {"ERROR is not a pass", {Cell("net.dns", "c", V::kPass), Cell("net.udp", "c", V::kError)},
+      {"ERROR is not a pass",
+       {Cell("net.dns", "c", V::kPass), Cell("net.udp", "c", V::kError)},
        "broken net.udp=ERROR"},
-      {"SKIP measured nothing", {Cell("net.dns", "c", V::kSkip), Cell("net.udp", "c", V::kPass)},
+      {"SKIP measured nothing",
+       {Cell("net.dns", "c", V::kSkip), Cell("net.udp", "c", V::kPass)},
        "broken net.dns=SKIP"},
-      {"a row missing from the run is never a pass", {Cell("net.dns", "c", V::kPass)},
+      {"a row missing from the run is never a pass",
+       {Cell("net.dns", "c", V::kPass)},
        "broken net.udp=missing"},
-      {"no verdicts at all (interrupted before any row)", {}, "broken net.dns=missing net.udp=missing"},
+      {"no verdicts at all (interrupted before any row)",
+       {},
+       "broken net.dns=missing net.udp=missing"},
       {"another candidate's PASS does not count",
        {Cell("net.dns", "c", V::kPass), Cell("net.udp", "other", V::kPass)},
        "broken net.udp=missing"},
@@ -69,9 +74,9 @@ TEST(CriteriaTest, ACriterionWithoutRowsNeverHolds) {
 
 TEST(CriteriaTest, EveryCriterionForEveryCandidateInArmOrder) {
   Matrix m;
-  for (const auto& [name, role] : {std::pair{"local", ArmRole::kControl},
-                                    std::pair{"tight", ArmRole::kCandidate},
-                                    std::pair{"loose", ArmRole::kCandidate}}) {
+  for (const auto& [name, role] :
+       {std::pair{"local", ArmRole::kControl}, std::pair{"tight", ArmRole::kCandidate},
+        std::pair{"loose", ArmRole::kCandidate}}) {
     ArmInfo& arm = m.arms.emplace_back();
     arm.name = name;
     arm.role = role;

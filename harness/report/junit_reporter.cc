@@ -115,7 +115,7 @@ void AddTestcase(pugi::xml_node suite, const core::Matrix& m, const core::Row& r
 
 // The checklist of one candidate as a <testsuite> of its own, before the rows: one <testcase>
 // per criterion, a <failure> naming the rows that broke it.
-Totals AddChecklist(pugi::xml_node suites, const core::Matrix& m, const CandidateChecklist& list) {
+void AddChecklist(pugi::xml_node suites, const core::Matrix& m, const CandidateChecklist& list) {
   Totals t;
   t.tests = list.items.size();
   t.failures = list.items.size() - list.holding;
@@ -134,7 +134,9 @@ Totals AddChecklist(pugi::xml_node suites, const core::Matrix& m, const Candidat
     tc.append_attribute("time") = "0.000";
     std::string rows_out;
     for (const std::string& probe : item.criterion->probes) rows_out += probe + "\n";
-    tc.append_child("system-out").text().set(XmlText("rows:\n" + rows_out, kMessageBytes * 4).c_str());
+    tc.append_child("system-out")
+        .text()
+        .set(XmlText("rows:\n" + rows_out, kMessageBytes * 4).c_str());
     if (item.holds) continue;
     std::string rows, body;
     for (const BrokenRow& row : item.broken) {
@@ -146,7 +148,6 @@ Totals AddChecklist(pugi::xml_node suites, const core::Matrix& m, const Candidat
     failure.append_attribute("type") = "CRITERION";
     failure.text().set(XmlText(body, kMessageBytes * 4).c_str());
   }
-  return t;
 }
 
 }  // namespace

@@ -34,9 +34,8 @@ struct Fixture {
   core::Matrix (*make)();
 };
 inline const std::vector<Fixture>& Fixtures() {
-  static const std::vector<Fixture> fixtures = {{"normal", &NormalMatrix},
-                                                {"hostile", &HostileMatrix},
-                                                {"criteria", &CriteriaMatrix}};
+  static const std::vector<Fixture> fixtures = {
+      {"normal", &NormalMatrix}, {"hostile", &HostileMatrix}, {"criteria", &CriteriaMatrix}};
   return fixtures;
 }
 

@@ -55,6 +55,10 @@ class TextReporter {
 // Begin() + RowDone() for every row in suite order + End().
 std::string RenderText(const core::Matrix& m, TextOptions options);
 
+// Every format opens with the acceptance checklist when the suite names criteria (view.h
+// Checklist(): text right after the streamed matrix, Markdown under the title, JSON `criteria`,
+// JUnit a first <testsuite> per candidate).
+
 // matrix.md: title (run id, suite, times), the matrix as a table, a one-line summary, notes,
 // weakened isolation, then one <details> block of evidence per row.
 std::string RenderMarkdown(const core::Matrix& m);

@@ -201,9 +201,10 @@ TEST(Checklist, OpensEveryFormatAndNamesTheBrokenRows) {
                     "(fs.write-home) **FAIL**\n"),
             std::string::npos)
       << md.substr(0, 2000);
-  EXPECT_NE(md.find("memory 64m (res.memory-balloon) **INCONCLUSIVE** *(advisory)*, privileged "
-                    "pod (k8s.admission-privileged) **SKIP**, https by ip (net.https-ip) **ERROR**"),
-            std::string::npos);
+  EXPECT_NE(
+      md.find("memory 64m (res.memory-balloon) **INCONCLUSIVE** *(advisory)*, privileged "
+              "pod (k8s.admission-privileged) **SKIP**, https by ip (net.https-ip) **ERROR**"),
+      std::string::npos);
   EXPECT_NE(md.find("udp (net.udp) **MISSING**"), std::string::npos);
 
   const std::string json = RenderJson(m);
@@ -226,15 +227,15 @@ TEST(Checklist, OpensEveryFormatAndNamesTheBrokenRows) {
   const pugi::xml_node first = doc.child("testsuites").child("testsuite");
   EXPECT_STREQ(first.attribute("name").value(), "acceptance criteria: bubblewrap");
   EXPECT_EQ(Attr(first, "failures"), 3u);
-  const pugi::xml_node broken = first.find_child_by_attribute("testcase", "name", "No DNS")
-                                    .next_sibling("testcase");
+  const pugi::xml_node broken =
+      first.find_child_by_attribute("testcase", "name", "No DNS").next_sibling("testcase");
   EXPECT_STREQ(broken.child("failure").attribute("message").value(),
                "broken by: write $HOME (fs.write-home) FAIL");
 
   const std::string text = RenderText(m, {});
   const size_t text_list = text.find("acceptance criteria (");
   ASSERT_NE(text_list, std::string::npos);
-  EXPECT_LT(text.find("https by ip"), text_list);  // after the streamed matrix rows...
+  EXPECT_LT(text.find("https by ip"), text_list);   // after the streamed matrix rows...
   EXPECT_LT(text_list, text.find("\nverdicts\n"));  // ...and before everything else
   EXPECT_NE(text.find("bubblewrap: 1 of 4 hold"), std::string::npos);
   EXPECT_NE(text.find("broken by: write $HOME (fs.write-home) FAIL"), std::string::npos);

@@ -165,8 +165,7 @@ void TextReporter::End(const core::Matrix& m) {
     for (const ChecklistItem& item : list.items) {
       const std::string_view mark = item.holds ? "HOLDS " : "BROKEN";
       out_ << "    " << Paint(mark, item.holds ? kGreen : kRed) << kGap
-           << Wrap(TerminalText(item.criterion->name, kReasonCols), options_.width, 12, 12)
-           << '\n';
+           << Wrap(TerminalText(item.criterion->name, kReasonCols), options_.width, 12, 12) << '\n';
       if (item.broken.empty()) continue;
       std::string rows;
       for (const BrokenRow& row : item.broken) {
