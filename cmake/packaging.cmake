@@ -28,6 +28,9 @@ install(FILES ci/kubernetes/README.md ci/kubernetes/namespace.yaml ci/kubernetes
         ci/kubernetes/sandbox-deny-egress.yaml ci/kubernetes/sandbox-open.yaml
         ci/kubernetes/job.yaml DESTINATION "${CMAKE_INSTALL_DOCDIR}/kubernetes")
 
+# cpack packages what is built (ci/package builds first) instead of building every test target.
+set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON)
+
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME sandprobe)
 set(CPACK_PACKAGE_VENDOR sandprobe)
