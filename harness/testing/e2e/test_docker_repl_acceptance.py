@@ -21,12 +21,14 @@ CRITERIA = ["No network egress", "No filesystem writes", "Bounded execution",
 def run_suite(cls, mode, limits):
     """The shipped suite against fixture.py in `mode`; sets cls.res, cls.report, cls.fixture_exit."""
     base = cls.make_tmp("sandprobe-e2e-repl-%s-" % mode)
-    cls.fixture = u.Fixture(mode, "--timeout", "3", cwd=base)
+    # 5 s, as manifests/http/fixture-*.yaml claim: the suite's concurrent pairs look for each other
+    # for 3 s (overlap_s), so a 3 s service timeout would cut them before they answer.
+    cls.fixture = u.Fixture(mode, "--timeout", "5", cwd=base)
     try:
         manifest = u.write_http_manifest(os.path.join(base, mode + ".yaml"), "runcode-" + mode,
-                                         cls.fixture.url, extra=())
+                                         cls.fixture.url, timeout_s=5)
         with open(manifest) as f:  # the fixture's claims: probes size their attacks from them
-            text = f.read().replace("limits: {timeout: 3s}", "limits: " + limits)
+            text = f.read().replace("limits: {timeout: 5s}", "limits: " + limits)
         with open(manifest, "w") as f:
             f.write(text)
         cls.run_once(["--suite", SUITE, "--sandbox", manifest, "--control", u.LOCAL_MANIFEST,
@@ -77,7 +79,7 @@ class Isolated(Checklist, u.RunCase):
     def setUpClass(cls):
         require_docker()
         u.require_sandprobe()
-        run_suite(cls, "isolated", "{timeout: 3s, memory: 256Mi, tmp: 32Mi, pids: 64}")
+        run_suite(cls, "isolated", "{timeout: 5s, memory: 256Mi, tmp: 32Mi, pids: 64}")
 
     def test_every_criterion_holds(self):
         self.assertEqual(self.res.returncode, 0, self.res.describe())
@@ -96,7 +98,7 @@ class Unsafe(Checklist, u.RunCase):
     @classmethod
     def setUpClass(cls):
         u.require_sandprobe()
-        run_suite(cls, "unsafe", "{timeout: 3s}")
+        run_suite(cls, "unsafe", "{timeout: 5s}")
 
     def test_every_criterion_names_the_rows_that_break_it(self):
         self.assertEqual(self.res.returncode, 1, self.res.describe())
