@@ -91,6 +91,7 @@ struct Matrix {
   std::vector<Row> rows;
   std::vector<Cell> cells;
   std::vector<VerdictCell> verdicts;
+  std::vector<Criterion> criteria;  // the suite's acceptance criteria (judged: core/criteria.h)
 
   // The cell of a probe in an arm: for a candidate its only cell; for a control the one whose
   // params match `params_key`, or the first when params_key is empty. nullptr if none.

@@ -128,6 +128,34 @@ Json VerdictJson(const core::Matrix& m, const core::VerdictCell& v) {
   return out;
 }
 
+// The checklist: each criterion with its rows and, per candidate, whether it holds and which
+// rows broke it ("MISSING": no verdict).
+Json CriteriaJson(const core::Matrix& m) {
+  Json out = Json::array();
+  const auto checklist = Checklist(m);
+  for (size_t i = 0; i < m.criteria.size(); ++i) {
+    const core::Criterion& c = m.criteria[i];
+    Json probes = Json::array(), results = Json::array();
+    for (const std::string& p : c.probes) probes.push_back(JsonText(p, kNameBytes));
+    for (const CandidateChecklist& list : checklist) {
+      const ChecklistItem& item = list.items[i];
+      Json broken = Json::array();
+      for (const BrokenRow& row : item.broken) {
+        broken.push_back({{"probe", JsonText(row.probe, kNameBytes)},
+                          {"verdict", row.verdict},
+                          {"reason", JsonText(row.reason, kTextBytes)}});
+      }
+      results.push_back({{"candidate", JsonText(list.candidate->name, kNameBytes)},
+                         {"holds", item.holds},
+                         {"broken", std::move(broken)}});
+    }
+    out.push_back({{"name", JsonText(c.name, kTextBytes)},
+                   {"probes", std::move(probes)},
+                   {"results", std::move(results)}});
+  }
+  return out;
+}
+
 Json SummaryJson(const core::Matrix& m) {
   Json candidates = Json::array();
   for (const core::ArmInfo* arm : CandidateArms(m)) {
@@ -165,6 +193,7 @@ std::string RenderJson(const core::Matrix& m) {
                     {"started_at", JsonText(m.started_at, kNameBytes)},
                     {"finished_at", JsonText(m.finished_at, kNameBytes)},
                     {"interrupted", m.interrupted},
+                    {"criteria", CriteriaJson(m)},
                     {"banners", Strings(m.banners, kTextBytes)},
                     {"notes", Strings(m.notes, kTextBytes)},
                     {"arms", std::move(arms)},

@@ -120,6 +120,43 @@ void AddTestcase(pugi::xml_node suite, const core::Matrix& m, const core::Row& r
   tc.append_child("system-out").text().set(EvidenceText(cell, v).c_str());
 }
 
+// The checklist of one candidate as a <testsuite> of its own, before the rows: one <testcase>
+// per criterion, a <failure> naming the rows that broke it.
+void AddChecklist(pugi::xml_node suites, const core::Matrix& m, const CandidateChecklist& list) {
+  Totals t;
+  t.tests = list.items.size();
+  t.failures = list.items.size() - list.holding;
+  pugi::xml_node suite = suites.append_child("testsuite");
+  const std::string candidate = XmlAttr(list.candidate->name, kNameBytes);
+  suite.append_attribute("name") = ("acceptance criteria: " + candidate).c_str();
+  SetCounts(suite, t);
+  suite.append_attribute("timestamp") = XmlAttr(m.started_at, kNameBytes).c_str();
+  pugi::xml_node props = suite.append_child("properties");
+  AddProperty(props, "candidate", list.candidate->name);
+  AddProperty(props, "rule", kChecklistRule);
+  for (const ChecklistItem& item : list.items) {
+    pugi::xml_node tc = suite.append_child("testcase");
+    tc.append_attribute("classname") = ("sandprobe.criteria." + candidate).c_str();
+    tc.append_attribute("name") = XmlAttr(item.criterion->name, kMessageBytes).c_str();
+    tc.append_attribute("time") = "0.000";
+    std::string rows_out;
+    for (const std::string& probe : item.criterion->probes) rows_out += probe + "\n";
+    tc.append_child("system-out")
+        .text()
+        .set(XmlText("rows:\n" + rows_out, kMessageBytes * 4).c_str());
+    if (item.holds) continue;
+    std::string rows, body;
+    for (const BrokenRow& row : item.broken) {
+      rows += (rows.empty() ? "" : ", ") + BrokenRowText(row);
+      body += BrokenRowText(row) + ": " + row.reason + "\n";
+    }
+    pugi::xml_node failure = tc.insert_child_before("failure", tc.child("system-out"));
+    failure.append_attribute("message") = XmlAttr("broken by: " + rows, kMessageBytes).c_str();
+    failure.append_attribute("type") = "CRITERION";
+    failure.text().set(XmlText(body, kMessageBytes * 4).c_str());
+  }
+}
+
 }  // namespace
 
 std::string RenderJunit(const core::Matrix& m) {
@@ -130,6 +167,11 @@ std::string RenderJunit(const core::Matrix& m) {
   pugi::xml_node suites = doc.append_child("testsuites");
   suites.append_attribute("name") = ("sandprobe " + XmlAttr(m.suite, kNameBytes)).c_str();
   Totals all;
+  const auto checklist = Checklist(m);
+  for (const CandidateChecklist& list : checklist) {
+    all.tests += list.items.size();
+    all.failures += list.items.size() - list.holding;
+  }
   for (const core::ArmInfo* arm : CandidateArms(m)) {
     const Totals t = Count(m, *arm);
     all.tests += t.tests;
@@ -139,6 +181,7 @@ std::string RenderJunit(const core::Matrix& m) {
     all.time_s += t.time_s;
   }
   SetCounts(suites, all);
+  for (const CandidateChecklist& list : checklist) AddChecklist(suites, m, list);
   for (const core::ArmInfo* arm : CandidateArms(m)) {
     pugi::xml_node suite = suites.append_child("testsuite");
     suite.append_attribute("name") = XmlAttr(arm->name, kNameBytes).c_str();

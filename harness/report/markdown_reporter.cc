@@ -17,8 +17,38 @@ constexpr size_t kCellBytes = 120;      // a table cell or a name
 constexpr size_t kFactBytes = 1024;     // one evidence fact
 constexpr size_t kExcerptBytes = 2048;  // raw stdout/stderr excerpt per stream
 
+// The acceptance checklist, first thing under the title. Emoji marks rather than "- [ ]" task
+// items: a tracker renders those as checkboxes that a reader could tick by hand.
+void WriteChecklist(MarkdownWriter& w, const core::Matrix& m) {
+  const auto checklist = Checklist(m);
+  if (checklist.empty()) return;
+  w.Markup("## Acceptance criteria\n\n").Markup("A criterion holds only when every row in it ");
+  w.Markup("PASSes; the rows that broke one are named.\n\n");
+  for (const CandidateChecklist& list : checklist) {
+    w.Markup("**").Text(list.candidate->name, kCellBytes).Markup("**: ");
+    w.Markup(fmt::format("{} of {} criteria hold\n\n", list.holding, list.items.size()));
+    for (const ChecklistItem& item : list.items) {
+      w.Markup(item.holds ? "- ✅ " : "- ❌ ").Text(item.criterion->name, kFactBytes);
+      if (item.holds) {
+        w.Markup(" — holds\n");
+        continue;
+      }
+      w.Markup(" — **broken by:** ");
+      for (size_t i = 0; i < item.broken.size(); ++i) {
+        const BrokenRow& row = item.broken[i];
+        w.Markup(i == 0 ? "" : ", ").Text(row.label, kCellBytes).Markup(" (");
+        w.Text(row.probe, kCellBytes).Markup(") **").Markup(row.verdict).Markup("**");
+        if (row.level == core::Level::kAdvisory) w.Markup(" *(advisory)*");
+      }
+      w.Markup("\n");
+    }
+    w.Markup("\n");
+  }
+}
+
 void WriteTitle(MarkdownWriter& w, const core::Matrix& m) {
   w.Markup("# sandprobe run ").Text(m.run_id, kCellBytes).Markup("\n\n");
+  WriteChecklist(w, m);
   for (const std::string& banner : m.banners)
     w.Markup("> **").Text(banner, kFactBytes).Markup("**\n\n");
   if (m.interrupted) w.Markup("**Interrupted**: the run stopped before every probe ended.\n\n");

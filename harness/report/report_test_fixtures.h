@@ -25,6 +25,11 @@ core::Matrix HostileMatrix();
 // trials disagreed too, trials that agreed, an accepted FAIL and an expired acceptance.
 core::Matrix GateMatrix();
 
+// The normal run with acceptance criteria (suite criteria:): one that holds, one broken by a FAIL,
+// one by INCONCLUSIVE (advisory), SKIP and ERROR rows, and one with a hostile name broken by a row
+// the run never reached (no verdict).
+core::Matrix CriteriaMatrix();
+
 // Size of the hostile stdout head, bytes.
 inline constexpr size_t kHostileStdoutBytes = 10 * 1024 * 1024;
 
@@ -34,7 +39,8 @@ struct Fixture {
 };
 inline const std::vector<Fixture>& Fixtures() {
   static const std::vector<Fixture> fixtures = {
-      {"normal", &NormalMatrix}, {"hostile", &HostileMatrix}, {"gate", &GateMatrix}};
+      {"normal", &NormalMatrix}, {"hostile", &HostileMatrix}, {"gate", &GateMatrix},
+      {"criteria", &CriteriaMatrix}};
   return fixtures;
 }
 

@@ -59,6 +59,10 @@ class TextReporter {
 // Begin() + RowDone() for every row in suite order + End().
 std::string RenderText(const core::Matrix& m, TextOptions options);
 
+// Every format opens with the acceptance checklist when the suite names criteria (view.h
+// Checklist(): text right after the streamed matrix, Markdown under the title, JSON `criteria`,
+// JUnit a first <testsuite> per candidate, TAP comments before the plan, HTML under the banners).
+
 // matrix.md: RenderMarkdownComment(m, kCommentMaxBytes).
 std::string RenderMarkdown(const core::Matrix& m);
 

@@ -167,6 +167,24 @@ std::string_view TextReporter::ShownColor(const core::VerdictCell& v) const {
 }
 
 void TextReporter::End(const core::Matrix& m) {
+  // The checklist comes first once every row is in (the matrix above streams as rows finish).
+  const auto checklist = Checklist(m);
+  if (!checklist.empty()) out_ << "\nacceptance criteria (" << kChecklistRule << ")\n";
+  for (const CandidateChecklist& list : checklist) {
+    out_ << "  " << TerminalText(list.candidate->name, kMaxCell)
+         << fmt::format(": {} of {} hold\n", list.holding, list.items.size());
+    for (const ChecklistItem& item : list.items) {
+      const std::string_view mark = item.holds ? "HOLDS " : "BROKEN";
+      out_ << "    " << Paint(mark, item.holds ? kGreen : kRed) << kGap
+           << Wrap(TerminalText(item.criterion->name, kReasonCols), options_.width, 12, 12) << '\n';
+      if (item.broken.empty()) continue;
+      std::string rows;
+      for (const BrokenRow& row : item.broken) {
+        rows += (rows.empty() ? "" : ", ") + TerminalText(BrokenRowText(row), kReasonCols);
+      }
+      out_ << "            " << Wrap("broken by: " + rows, options_.width, 12, 14) << '\n';
+    }
+  }
   for (const std::string& banner : m.banners) {
     out_ << '\n'
          << Paint("!! " + Wrap(TerminalText(banner, kReasonCols), options_.width, 3, 3),

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "core/criteria.h"
 #include "core/diff.h"
 #include "core/trials.h"
 
@@ -93,6 +96,45 @@ std::string TrialsText(const core::Cell& cell) {
   if (cell.trials.empty()) return "";
   if (core::Flaky(cell)) return fmt::format("{} trials, {}", cell.trials.size(), FlakyText(cell));
   return fmt::format("{} trials, all {}", cell.trials.size(), cell.trials.front().label);
+}
+
+std::vector<CandidateChecklist> Checklist(const core::Matrix& m) {
+  std::vector<CandidateChecklist> out;
+  const auto judged = core::JudgeCriteria(m);  // [criterion][candidate]
+  const auto candidates = CandidateArms(m);
+  for (size_t j = 0; j < candidates.size() && !judged.empty(); ++j) {
+    CandidateChecklist& list = out.emplace_back();
+    list.candidate = candidates[j];
+    for (size_t i = 0; i < judged.size(); ++i) {
+      const core::CriterionResult& r = judged[i][j];
+      ChecklistItem& item = list.items.emplace_back();
+      item.criterion = &m.criteria[i];
+      item.holds = r.holds;
+      if (r.holds) ++list.holding;
+      for (const core::CriterionBreak& b : r.broken) {
+        BrokenRow& row = item.broken.emplace_back();
+        row.probe = b.probe;
+        const auto found = std::ranges::find(m.rows, b.probe, &core::Row::probe);
+        row.label = found != m.rows.end() ? found->label : b.probe;
+        row.level = found != m.rows.end() ? found->level : core::Level::kRequired;
+        if (b.verdict) {
+          row.verdict = core::ToString(*b.verdict);
+          const core::VerdictCell* v = m.FindVerdict(b.probe, r.candidate);
+          row.reason = v != nullptr ? v->verdict.reason : "";
+        } else {
+          row.verdict = "MISSING";
+          row.reason = m.interrupted ? "no verdict: the run was interrupted before this row ended"
+                                     : "no verdict: the row is missing from the run";
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::string BrokenRowText(const BrokenRow& row) {
+  return fmt::format("{} ({}) {}{}", row.label, row.probe, row.verdict,
+                     row.level == core::Level::kAdvisory ? " (advisory)" : "");
 }
 
 std::string_view ExitCodeMeaning(int code) {

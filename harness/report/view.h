@@ -59,6 +59,33 @@ std::string FlakyText(const core::Cell& cell);
 // or "5 trials, all blocked"; "" when the invocation ran once.
 std::string TrialsText(const core::Cell& cell);
 
+// The acceptance checklist every format opens with: the suite's criteria (core/criteria.h) for
+// each candidate, judged by core::JudgeCriteria (a criterion holds only when every row in it
+// PASSes), with the rows that broke each one looked up for display. Empty when the suite has no
+// criteria. Strings are raw (criterion names come from the suite file: escape them).
+struct BrokenRow {
+  std::string probe;    // probe id
+  std::string label;    // the row's label; the probe id when the matrix has no such row
+  std::string verdict;  // "FAIL", "INCONCLUSIVE", "ERROR", "SKIP", or "MISSING" (no verdict)
+  std::string reason;   // the verdict's reason, or why there is none
+  core::Level level = core::Level::kRequired;
+};
+struct ChecklistItem {
+  const core::Criterion* criterion = nullptr;  // points into the matrix
+  bool holds = false;
+  std::vector<BrokenRow> broken;  // in the criterion's order; empty when it holds
+};
+struct CandidateChecklist {
+  const core::ArmInfo* candidate = nullptr;
+  std::vector<ChecklistItem> items;  // in the suite's order
+  size_t holding = 0;                // items that hold
+};
+std::vector<CandidateChecklist> Checklist(const core::Matrix& m);
+// "memory balloon (res.memory-balloon) FAIL", with " (advisory)" for an advisory row.
+std::string BrokenRowText(const BrokenRow& row);
+inline constexpr std::string_view kChecklistRule =
+    "a criterion holds only when every row in it PASSes";
+
 // "0: every required probe PASS or SKIP", ... for core::RunExitCode values.
 std::string_view ExitCodeMeaning(int code);
 

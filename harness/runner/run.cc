@@ -71,6 +71,7 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
   matrix.run_id = (*session)->run_id();
   matrix.nonce_hash = (*session)->nonce_hash();
   matrix.suite = options.suite.name;
+  matrix.criteria = options.suite.criteria;
 
   // Arms first: an arm may fill placeholders of its own (the in-cluster canary's addresses),
   // and every arm's parameters are resolved from one map so controls and candidates stay

@@ -539,6 +539,12 @@ def check_junit(path, report):
         raise AssertionError("junit root is <%s>, expected <testsuites>" % root.tag)
     out, totals = {}, {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for suite in root.findall("testsuite"):
+        if suite.get("name", "").startswith("acceptance criteria: "):
+            # the checklist (report["criteria"]): counted in the totals, one testcase a criterion
+            totals["tests"] += len(suite.findall("testcase"))
+            totals["failures"] += sum(1 for c in suite.findall("testcase")
+                                      if c.find("failure") is not None)
+            continue
         cases = suite.findall("testcase")
         kinds = {}
         for c in cases:
