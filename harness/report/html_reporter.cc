@@ -96,7 +96,12 @@ void WriteCell(std::string& out, const core::Matrix& m, const core::Row& row,
   out += "</span>";
   if (candidate) {
     out += fmt::format(" <span class=\"verdict\">{}</span>",
-                       v ? core::ToString(v->verdict.kind) : "no verdict");
+                       HtmlBody(ShownVerdictText(v), kCellBytes));
+    if (const core::Cell* cell = m.Find(row.probe, arm.name)) {
+      if (const std::string flaky = FlakyText(*cell); !flaky.empty()) {
+        out += " <small class=\"flaky\">" + HtmlBody(flaky, kCellBytes) + "</small>";
+      }
+    }
   }
   out += "</summary><div class=\"evidence\">";
   const auto cells = CellsOf(m, row.probe, arm.name);
@@ -106,6 +111,9 @@ void WriteCell(std::string& out, const core::Matrix& m, const core::Row& row,
     }
     out += "<p>no observation</p>";
   }
+  if (v != nullptr && v->accepted) {
+    out += "<p>" + HtmlBody(AcceptanceText(*v), kFactBytes) + "</p>";
+  }
   for (size_t i = 0; i < cells.size(); ++i) {
     if (cells.size() > 1) {
       out += fmt::format("<p>cell {} of {}{}</p>", i + 1, cells.size(),
@@ -114,6 +122,32 @@ void WriteCell(std::string& out, const core::Matrix& m, const core::Row& row,
     WriteFacts(out, *cells[i], v);
   }
   out += "</div></details></td>";
+}
+
+// The acceptance checklist (suite criteria:), under the banners.
+void WriteChecklist(std::string& out, const core::Matrix& m) {
+  const auto checklist = Checklist(m);
+  if (checklist.empty()) return;
+  out += "<section class=\"criteria\"><h2>Acceptance criteria</h2><p class=\"meta\">";
+  out += HtmlBody(kChecklistRule, kFactBytes) + "</p>\n";
+  for (const CandidateChecklist& list : checklist) {
+    out += fmt::format("<p><b>{}</b>: {} of {} criteria hold</p><ul>\n",
+                       HtmlBody(list.candidate->name, kCellBytes), list.holding,
+                       list.items.size());
+    for (const ChecklistItem& item : list.items) {
+      out += fmt::format("<li data-criterion=\"{}\" data-holds=\"{}\">{} {}",
+                         HtmlAttr(item.criterion->name, kNameBytes), item.holds ? "true" : "false",
+                         item.holds ? "&#x2705;" : "&#x274C;",
+                         HtmlBody(item.criterion->name, kFactBytes));
+      for (size_t i = 0; i < item.broken.size(); ++i) {
+        out += (i == 0 ? " &#x2014; broken by: " : ", ") +
+               HtmlBody(BrokenRowText(item.broken[i]), kCellBytes);
+      }
+      out += "</li>\n";
+    }
+    out += "</ul>\n";
+  }
+  out += "</section>\n";
 }
 
 void WriteSummary(std::string& out, const core::Matrix& m) {
@@ -128,6 +162,7 @@ void WriteSummary(std::string& out, const core::Matrix& m) {
       out += fmt::format("{} {} {}", k == kVerdictOrder.front() ? "" : ",", counts.Of(k),
                          core::ToString(k));
     }
+    if (counts.accepted > 0) out += fmt::format(", {} ACCEPTED", counts.accepted);
     if (counts.missing > 0) out += fmt::format(", {} without verdict", counts.missing);
   }
   const int code = core::RunExitCode(m);
@@ -206,6 +241,7 @@ std::string RenderHtml(const core::Matrix& m) {
         "<div class=\"banner\" role=\"alert\">interrupted: the run stopped before every probe "
         "ended</div>\n";
   }
+  WriteChecklist(out, m);
   WriteSummary(out, m);
   out += fmt::format("<p class=\"meta\">suite {} · started {} · finished {}</p>\n",
                      HtmlBody(m.suite, kCellBytes), HtmlBody(m.started_at, kCellBytes),
