@@ -33,8 +33,8 @@ std::expected<std::unique_ptr<CanarySet>, std::string> CanarySet::Start(
   std::unique_ptr<CanarySet> set(new CanarySet(nonce, options.max_hits));
   const auto address_with = [&](uint16_t port) { return fmt::format("{}:{}", bind_address, port); };
 
-  auto http = HttpCanary::Start(bind_address, options.http_port, nonce, options.cloud_credential,
-                                *set->log_);
+  auto http = HttpCanary::Start(bind_address, options.http_port, nonce, *set->log_,
+                                HttpCanary::Flavor::kPlain, options.cloud_credential);
   if (!http) return std::unexpected("http canary: " + http.error());
   set->http_ = std::move(*http);
   set->http_address_ = address_with(set->http_->port());
@@ -49,8 +49,8 @@ std::expected<std::unique_ptr<CanarySet>, std::string> CanarySet::Start(
       return std::unexpected(
           "canary: refusing wildcard ::; bind ::1 or an address of an interface the test made");
     }
-    auto http6 =
-        HttpCanary::Start(options.http6_bind, 0, nonce, options.cloud_credential, *set->log_);
+    auto http6 = HttpCanary::Start(options.http6_bind, 0, nonce, *set->log_,
+                                   HttpCanary::Flavor::kPlain, options.cloud_credential);
     if (http6) {
       set->http6_ = std::move(*http6);
       set->http6_address_ = fmt::format("[{}]:{}", options.http6_bind, set->http6_->port());
@@ -75,6 +75,12 @@ std::expected<std::unique_ptr<CanarySet>, std::string> CanarySet::Start(
   if (!udp) return std::unexpected("udp canary: " + udp.error());
   set->udp_ = std::move(*udp);
   set->udp_address_ = address_with(set->udp_->port());
+
+  auto docker = HttpCanary::Start(bind_address, options.docker_port, nonce, *set->log_,
+                                  HttpCanary::Flavor::kDockerApi);
+  if (!docker) return std::unexpected("docker api canary: " + docker.error());
+  set->docker_ = std::move(*docker);
+  set->docker_address_ = address_with(set->docker_->port());
   return set;  // on any error above, ~CanarySet stopped what had started
 }
 
@@ -96,6 +102,7 @@ void CanarySet::Stop() {
   if (dns_) dns_->Stop();
   if (http_) http_->Stop();
   if (http6_) http6_->Stop();
+  if (docker_) docker_->Stop();
 }
 
 }  // namespace sandprobe::canary

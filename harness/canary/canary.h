@@ -1,4 +1,4 @@
-// Canary listeners: HTTP, TCP echo, UDP echo and DNS-over-UDP servers owned by the harness and
+// Canary listeners: HTTP, TCP echo, UDP echo and DNS (UDP and TCP) servers owned by the harness and
 // tagged with a per-run nonce. A probe that reaches one gets the nonce back and leaves a Hit in the
 // log, so "reached" rests on server-side proof, not on "connect() did not fail" (docs/design.md,
 // "Canaries and hermetic targets").
@@ -10,14 +10,19 @@
 //         (metadata_shapes.h: 401 without the IMDSv2 token, 403 without Metadata-Flavor, 400
 //         without Metadata: true; the credential paths serve the planted cloud credential and
 //         are logged as kind "credential"). Optionally a second HTTP listener on an IPv6 address.
+//   DOCKER the same header; speaks enough of the Docker Engine API to be recognised as one:
+//         GET /_ping -> "OK" with "Api-Version: 1.41", GET [/v1.NN]/version -> the version object
+//         (ApiVersion "1.41", Version "sandprobe-canary"), else 404. Hit kind "docker".
 //   TCP   one line "SANDPROBE <nonce> <invocation>\n" (at most 512 bytes, 2 s to send it);
 //         answers "SANDPROBE-ECHO <nonce> <invocation>\n" and closes. Anything else: closed
 //         without an answer.
 //   UDP   one datagram "SANDPROBE <nonce> <invocation>" (one trailing "\n" or "\r\n" allowed, at
 //         most 512 bytes); answers "SANDPROBE-ECHO <nonce> <invocation>\n" to the sender. Anything
 //         else: logged (invocation "") and not answered, so foreign traffic is never reflected.
-//   DNS   a standard query for "<invocation>.<nonce>.sandprobe.test"; answers NXDOMAIN (same id,
-//         RD copied, question echoed, no records). Malformed packets are dropped silently.
+//   DNS   a standard query for "<invocation>.<nonce>.<any zone>" (sandprobe.test by default), over
+//         UDP or over TCP on the same port (two-byte length prefix, RFC 1035 section 4.2.2,
+//         several queries per connection); answers NXDOMAIN (same id, RD copied, question echoed,
+//         no records). Malformed packets are dropped silently.
 // Every request that parses is logged; its Hit carries the invocation only when it carried this
 // run's nonce and a well-formed invocation (1..128 printable ASCII bytes, no spaces; DNS: the
 // first label, nonce label compared case-insensitively), otherwise invocation "".
@@ -45,7 +50,7 @@ namespace sandprobe::canary {
 // (bytes outside 0x20..0x7e replaced by '?'), but still untrusted for every output format.
 struct Hit {
   std::string kind;        // "http" | "credential" (HTTP, the answer carried the cloud
-                           // credential) | "tcp" | "udp" | "dns"
+                           // credential) | "docker" | "tcp" | "udp" | "dns" (over UDP) | "dns-tcp"
   std::string invocation;  // the probe invocation id the request carried ("" if none/foreign nonce)
   std::string peer;        // "ip:port" of the client
   std::string detail;      // ≤200 bytes: "GET /latest/meta-data/", the TCP line or UDP payload,
@@ -59,6 +64,7 @@ struct CanaryOptions {
   uint16_t tcp_port = 0;
   uint16_t dns_port = 0;
   uint16_t udp_port = 0;
+  uint16_t docker_port = 0;
   size_t max_hits = 10'000;
   // What the cloud metadata credential paths serve (the harness's planted canary credential).
   std::string cloud_credential = "";
@@ -75,7 +81,7 @@ class TcpCanary;
 class DnsCanary;
 class UdpCanary;
 
-// The four listeners on one bind address, sharing one hit log. Stops in the destructor.
+// The five listeners on one bind address, sharing one hit log. Stops in the destructor.
 class CanarySet {
  public:
   // bind_address: an IPv4 address (127.0.0.1, or the gateway of a Docker --internal network the
@@ -94,6 +100,7 @@ class CanarySet {
   std::string tcp_address() const { return tcp_address_; }
   std::string dns_address() const { return dns_address_; }
   std::string udp_address() const { return udp_address_; }
+  std::string docker_address() const { return docker_address_; }
   // "[<http6_bind>]:PORT", or "" when there is no IPv6 listener (then http6_error() says why, ""
   // when none was asked for).
   std::string http6_address() const { return http6_address_; }
@@ -111,13 +118,14 @@ class CanarySet {
   CanarySet(std::string nonce, size_t max_hits);
 
   std::string nonce_;
-  std::string http_address_, tcp_address_, dns_address_, udp_address_, http6_address_;
-  std::string http6_error_;
+  std::string http_address_, tcp_address_, dns_address_, udp_address_, docker_address_;
+  std::string http6_address_, http6_error_;
   std::unique_ptr<HitLog> log_;  // declared first among owners: outlives the listeners
   std::unique_ptr<HttpCanary> http_, http6_;
   std::unique_ptr<TcpCanary> tcp_;
   std::unique_ptr<DnsCanary> dns_;
   std::unique_ptr<UdpCanary> udp_;
+  std::unique_ptr<HttpCanary> docker_;  // the Docker Engine API flavour
   std::mutex stop_mutex_;
   bool stopped_ = false;
 };

@@ -7,6 +7,7 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <utility>
@@ -36,7 +37,7 @@ class CanarySetTest : public testing::CanarySetTest {
 
 TEST_F(CanarySetTest, AddressesAreLoopbackWithKernelPorts) {
   for (const std::string& address :
-       {set_->http_address(), set_->tcp_address(), set_->dns_address()}) {
+       {set_->http_address(), set_->tcp_address(), set_->dns_address(), set_->docker_address()}) {
     EXPECT_TRUE(address.starts_with("127.0.0.1:")) << address;
     EXPECT_GT(PortOf(address), 0) << address;
   }
@@ -61,6 +62,36 @@ TEST_F(CanarySetTest, HttpWithoutHeaderStillAnswersAndLogsNoInvocation) {
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].invocation, "");
   EXPECT_EQ(all[0].detail.size(), 200u);  // bounded
+}
+
+// The Docker API canary (docs/probes.md, net.docker-api): enough of the Engine API that a probe
+// recognises a daemon, never a real one; every request logged as a "docker" hit.
+TEST_F(CanarySetTest, DockerApiAnswersPingAndVersionAndLogsTheNonce) {
+  ASSERT_NE(set_->docker_address(), set_->http_address());
+  httplib::Client client("127.0.0.1", PortOf(set_->docker_address()));
+  client.set_connection_timeout(2);
+  client.set_read_timeout(2);
+  const httplib::Headers tag = {{"X-Sandprobe", "n0nce inv-d"}};
+  auto ping = client.Get("/_ping", tag);
+  ASSERT_TRUE(ping) << httplib::to_string(ping.error());
+  EXPECT_EQ(ping->status, 200);
+  EXPECT_EQ(ping->body, "OK");
+  EXPECT_EQ(ping->get_header_value("Api-Version"), "1.41");
+  auto version = client.Get("/v1.41/version", tag);
+  ASSERT_TRUE(version);
+  EXPECT_EQ(version->status, 200);
+  const auto body = nlohmann::json::parse(version->body);
+  EXPECT_EQ(body["ApiVersion"], "1.41");
+  EXPECT_EQ(body["Version"], "sandprobe-canary");
+  EXPECT_EQ(body["SandprobeNonce"], "n0nce");
+  auto other = client.Post("/containers/create", tag, "{}", "application/json");
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->status, 404);  // nothing is ever created or forwarded
+  const auto hits = set_->HitsFor("inv-d");
+  ASSERT_EQ(hits.size(), 3u);
+  EXPECT_EQ(hits[0].kind, "docker");
+  EXPECT_EQ(hits[0].detail, "GET /_ping");
+  EXPECT_EQ(hits[2].detail, "POST /containers/create");
 }
 
 TEST_F(CanarySetTest, HttpForeignNonceHasNoInvocation) {

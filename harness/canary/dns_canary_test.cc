@@ -1,8 +1,10 @@
 // DNS canary: the wire parser's table (including the fuzz table of malformed packets) and
-// round trips over real loopback UDP.
+// round trips over real loopback UDP and TCP (RFC 1035 section 4.2.2 length prefix).
 #include "canary/dns_canary.h"
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <string>
@@ -164,6 +166,50 @@ TEST_F(DnsCanaryTest, MalformedPacketsGetNoAnswerAndNoHit) {
   const auto all = set_->AllHits();
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].invocation, "inv-3");
+}
+
+// The two-byte big-endian length prefix of DNS over TCP.
+std::string Framed(const Bytes& message) {
+  std::string out{static_cast<char>(message.size() >> 8), static_cast<char>(message.size() & 0xff)};
+  out.append(message.begin(), message.end());
+  return out;
+}
+
+TEST_F(DnsCanaryTest, TcpOnTheSamePortAnswersEveryQueryOfOneStream) {
+  // glibc's resolver with "options use-vc" sends A and AAAA on one connection, the second
+  // query split across two writes here to check the reassembly.
+  const Bytes a = BuildQuery(0x0a0a, "inv-t.n0nce.sandprobe.test");
+  const Bytes aaaa = BuildQuery(0x1c1c, "inv-t.n0nce.sandprobe.test", 28);
+  UniqueFd fd = testing::ConnectTcp(port_);
+  ASSERT_TRUE(fd.valid());
+  const std::string second = Framed(aaaa);
+  ASSERT_TRUE(testing::SendAll(fd.get(), Framed(a) + second.substr(0, 5)));
+  ::usleep(50'000);
+  ASSERT_TRUE(testing::SendAll(fd.get(), second.substr(5)));
+  ::shutdown(fd.get(), SHUT_WR);
+  const std::string got = testing::ReceiveAll(fd.get());
+  ASSERT_EQ(got.size(), 4 + a.size() + aaaa.size());
+  EXPECT_EQ(static_cast<uint8_t>(got[0]) << 8 | static_cast<uint8_t>(got[1]), a.size());
+  EXPECT_EQ(static_cast<uint8_t>(got[2]), 0x0a);             // id of the first query
+  EXPECT_EQ(static_cast<uint8_t>(got[5]) & 0x0f, 3);         // NXDOMAIN
+  EXPECT_EQ(static_cast<uint8_t>(got[4 + a.size()]), 0x1c);  // id of the second query
+  const auto hits = set_->HitsFor("inv-t");
+  ASSERT_EQ(hits.size(), 2u);
+  EXPECT_EQ(hits[0].kind, "dns-tcp");
+  EXPECT_EQ(hits[1].detail, "inv-t.n0nce.sandprobe.test");
+}
+
+TEST_F(DnsCanaryTest, TcpOversizedOrMalformedGetsNoAnswer) {
+  // A length above the limit closes the stream unanswered; a malformed message is dropped and
+  // the stream stays usable.
+  EXPECT_EQ(testing::TcpExchange(port_, std::string("\xff\xff") + std::string(64, 'x')), "");
+  const Bytes good = BuildQuery(0x4343, "inv-u.n0nce.sandprobe.test");
+  const std::string got = testing::TcpExchange(port_, Framed(FuzzTable()[4].packet) + Framed(good));
+  ASSERT_EQ(got.size(), 2 + good.size());
+  EXPECT_EQ(static_cast<uint8_t>(got[2]), 0x43);
+  const auto all = set_->AllHits();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].invocation, "inv-u");
 }
 
 }  // namespace

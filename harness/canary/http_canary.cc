@@ -1,12 +1,13 @@
 #include "canary/http_canary.h"
 
-#include <arpa/inet.h>
 #include <fmt/format.h>
 #include <sys/socket.h>
 
 #include <chrono>
+#include <optional>
 #include <random>
 #include <utility>
+#include <vector>
 
 #include "canary/hit_log.h"
 #include "canary/metadata_shapes.h"
@@ -42,18 +43,18 @@ std::string SessionToken() {
 
 }  // namespace
 
-HttpCanary::HttpCanary(std::string nonce, std::string credential, HitLog& log)
+HttpCanary::HttpCanary(std::string nonce, HitLog& log, Flavor flavor, std::string credential)
     : nonce_(std::move(nonce)),
       credential_(std::move(credential)),
       token_("AQAEAsandprobe" + SessionToken()),
-      log_(log) {}
+      log_(log),
+      flavor_(flavor) {}
 
-std::expected<std::unique_ptr<HttpCanary>, std::string> HttpCanary::Start(const std::string& host,
-                                                                          uint16_t port,
-                                                                          std::string nonce,
-                                                                          std::string credential,
-                                                                          HitLog& log) {
-  std::unique_ptr<HttpCanary> canary(new HttpCanary(std::move(nonce), std::move(credential), log));
+std::expected<std::unique_ptr<HttpCanary>, std::string> HttpCanary::Start(
+    const std::string& host, uint16_t port, std::string nonce, HitLog& log, Flavor flavor,
+    std::string credential) {
+  std::unique_ptr<HttpCanary> canary(
+      new HttpCanary(std::move(nonce), log, flavor, std::move(credential)));
   httplib::Server& server = canary->server_;
   server.set_read_timeout(2, 0);
   server.set_write_timeout(2, 0);
@@ -108,15 +109,16 @@ void HttpCanary::Stop() {
 }
 
 void HttpCanary::OnRequest(const httplib::Request& request, httplib::Response& response) {
-  // The target as sent (path and query), not httplib's decoded path: the shapes read the query.
-  std::string target = request.target.empty() ? request.path : request.target;
-  std::vector<std::pair<std::string, std::string>> headers(request.headers.begin(),
-                                                           request.headers.end());
-  MetadataAnswer answer =
-      AnswerMetadata(request.method, target, headers, nonce_, token_, credential_);
-
+  std::optional<MetadataAnswer> answer;
+  if (flavor_ == Flavor::kPlain) {
+    // The target as sent (path and query), not httplib's decoded path: the shapes read the query.
+    const std::string& target = request.target.empty() ? request.path : request.target;
+    const std::vector<std::pair<std::string, std::string>> headers(request.headers.begin(),
+                                                                   request.headers.end());
+    answer = AnswerMetadata(request.method, target, headers, nonce_, token_, credential_);
+  }
   Hit hit;
-  hit.kind = answer.kind;
+  hit.kind = answer ? answer->kind : "docker";
   hit.invocation = InvocationFromTag(request.get_header_value("X-Sandprobe"), nonce_);
   const bool v6 = request.remote_addr.find(':') != std::string::npos;
   hit.peer = v6 ? fmt::format("[{}]:{}", request.remote_addr, request.remote_port)
@@ -125,9 +127,41 @@ void HttpCanary::OnRequest(const httplib::Request& request, httplib::Response& r
   hit.unix_ms = NowUnixMs();
   log_.Record(std::move(hit));
 
-  response.status = answer.status;
-  for (auto& [name, value] : answer.headers) response.set_header(name, value);
-  response.set_content(std::move(answer.body), answer.content_type);
+  if (!answer) return AnswerAsDockerApi(request, response);
+  response.status = answer->status;
+  for (auto& [name, value] : answer->headers) response.set_header(name, value);
+  response.set_content(std::move(answer->body), answer->content_type);
+}
+
+// What a probe needs to recognise a daemon (docs/probes.md, net.docker-api): the Api-Version
+// header on every answer, "OK" from /_ping, the version object from /version with or without a
+// /v1.NN prefix. Version "sandprobe-canary" so no report mistakes it for a real engine.
+void HttpCanary::AnswerAsDockerApi(const httplib::Request& request,
+                                   httplib::Response& response) const {
+  static constexpr std::string_view kApiVersion = "1.41";
+  response.set_header("Api-Version", std::string(kApiVersion));
+  response.set_header("Ostype", "linux");
+  response.set_header("Server", "sandprobe-canary (Docker Engine API)");
+  std::string path = request.path;
+  if (path.starts_with("/v1.")) {
+    const size_t slash = path.find('/', 1);
+    path = slash == std::string::npos ? "/" : path.substr(slash);
+  }
+  const bool read = request.method == "GET" || request.method == "HEAD";
+  if (read && path == "/_ping") {
+    response.status = 200;
+    response.set_content("OK", "text/plain; charset=utf-8");
+  } else if (read && path == "/version") {
+    response.status = 200;
+    response.set_content(fmt::format(R"({{"ApiVersion":"{}","MinAPIVersion":"1.12",)"
+                                     R"("Version":"sandprobe-canary","Os":"linux",)"
+                                     R"("Arch":"amd64","SandprobeNonce":"{}"}})",
+                                     kApiVersion, nonce_),
+                         "application/json");
+  } else {
+    response.status = 404;
+    response.set_content(R"({"message":"page not found"})", "application/json");
+  }
 }
 
 }  // namespace sandprobe::canary

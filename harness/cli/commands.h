@@ -2,6 +2,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -15,11 +16,14 @@ struct RunArgs {
   std::vector<std::string> sandboxes;  // default <home>/manifests/bubblewrap.yaml
   std::vector<std::string> controls;   // default: each candidate's control:
   std::string out = "reports/out";
-  std::string formats = "text,markdown,json,junit";
+  std::string formats = "text,markdown,json,junit,tap,html";
   int jobs = 4;
+  int repeat = 1;      // trials of every invocation (core/trials.h)
+  std::string expect;  // expectations file (core/expect.h); "" = none
   double grace_s = 5;
   double default_timeout_s = 10;
   std::string canary_bind = "127.0.0.1";
+  uint16_t canary_dns_port = 0;  // 0: kernel-chosen
   std::string canary_bind6;
   std::string canary_dir;
   bool no_color = false;
@@ -56,13 +60,32 @@ struct RenderArgs {
   std::string probe;
 };
 
+// `report`: re-render a saved run.
+struct ReportArgs {
+  std::string report;
+  std::string formats = "text";
+  std::string out;  // "" = stdout
+  bool no_color = false;
+};
+
+// `diff`: two runs' report.json.
+struct DiffArgs {
+  std::string old_report;
+  std::string new_report;
+  std::string format = "text";
+};
+
 void AddRun(CLI::App& app, RunArgs& args);
+void AddReport(CLI::App& app, ReportArgs& args);
+void AddDiff(CLI::App& app, DiffArgs& args);
 void AddRender(CLI::App& app, RenderArgs& args);
 void AddCleanup(CLI::App& app, CleanupArgs& args);
 void AddList(CLI::App& app, ListArgs& args);  // adds both `list` and `explain`
 void AddValidate(CLI::App& app, ValidateArgs& args);
 
 int DoRun(const RunArgs& args);
+int DoReport(const ReportArgs& args);
+int DoDiff(const DiffArgs& args);
 int DoRender(const RenderArgs& args);
 int DoList(const ListArgs& args, bool explain);
 int DoValidate(const ValidateArgs& args);

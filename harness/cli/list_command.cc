@@ -1,6 +1,8 @@
 // `sandprobe list`, `sandprobe explain PROBE` and `sandprobe validate [--daemon] FILE...`.
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include <ctime>
 #include <iostream>
 #include <map>
 
@@ -23,7 +25,8 @@ void AddList(CLI::App& app, ListArgs& a) {
 }
 
 void AddValidate(CLI::App& app, ValidateArgs& a) {
-  CLI::App* v = app.add_subcommand("validate", "Check manifests, suites and probe descriptors");
+  CLI::App* v = app.add_subcommand(
+      "validate", "Check manifests, suites, probe descriptors and expectations files");
   v->add_option("files", a.files, "YAML files")->required();
   v->add_option("--home", a.home, "sandprobe tree with probes/ (to check suites' probe ids)");
   v->add_flag("--daemon", a.daemon,
@@ -64,10 +67,18 @@ int DoList(const ListArgs& a, bool explain) {
   if (p.Needs(core::Need::kPlantedEnv)) {
     std::cout << "needs:            the planted env canary (no proof where it cannot be planted)\n";
   }
+  if (!p.claim.empty()) {
+    std::cout << fmt::format(
+        "judged:           only against a claim (parameter {}); without it the row is reported, "
+        "not judged (SKIP)\n",
+        p.claim);
+  }
   std::cout << fmt::format("descriptor:       {}\n\nparameters:\n", p.source_path);
   for (const auto& [name, spec] : p.params) {
     std::string sized;
-    if (!spec.from_limit.empty()) {
+    if (core::IsClaimLimit(spec.from_limit)) {
+      sized = fmt::format(" (the candidate's limits.{} claim)", spec.from_limit);
+    } else if (!spec.from_limit.empty()) {
       sized = fmt::format(" (sized {} x limits.{}{})", spec.factor, spec.from_limit,
                           spec.unit.empty() ? "" : " in " + spec.unit);
     }
@@ -159,6 +170,27 @@ int DoValidate(const ValidateArgs& a) {
             error = fmt::format("{}: {}", file, r.error());
           }
           if (!error.empty()) break;
+        }
+      }
+    } else if (*kind == "expectations") {
+      auto list = config::LoadExpectations(file);
+      const std::string today = fmt::format("{:%Y-%m-%d}", fmt::gmtime(std::time(nullptr)));
+      if (!list) {
+        error = list.error().ToString();
+      } else {
+        note = fmt::format(", {} known FAIL(s)", list->size());
+        for (const core::Expectation& e : *list) {
+          if (probes &&
+              std::ranges::find(*probes, e.probe, &core::ProbeDescriptor::id) == probes->end()) {
+            error = fmt::format("{}: probe: unknown probe id '{}'", e.source, e.probe);
+            break;
+          }
+          if (e.expires < today) {
+            warnings.push_back(
+                fmt::format("{}: {} expired {} (UTC today is {}): the row fails the "
+                            "gate again",
+                            e.source, e.probe, e.expires, today));
+          }
         }
       }
     } else if (std::filesystem::path(file).filename() != "probe.yaml") {

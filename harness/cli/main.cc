@@ -2,6 +2,7 @@
 //
 // Exit codes (docs/design.md): 0 every required probe PASS or SKIP; 1 a required FAIL; 2 no FAIL
 // but a required INCONCLUSIVE or ERROR, or an interrupted run; 3 usage, manifest or setup error.
+// `diff`: 0 no regression, 1 a regression, 3 unreadable input. `report`: 0, or 3.
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
@@ -22,6 +23,10 @@ int main(int argc, char** argv) {
   sandprobe::cli::AddCleanup(app, cleanup);
   sandprobe::cli::RenderArgs render;
   sandprobe::cli::AddRender(app, render);
+  sandprobe::cli::ReportArgs report;
+  sandprobe::cli::AddReport(app, report);
+  sandprobe::cli::DiffArgs diff;
+  sandprobe::cli::AddDiff(app, diff);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -40,5 +45,7 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("validate")) return sandprobe::cli::DoValidate(validate);
   if (app.got_subcommand("cleanup")) return sandprobe::cli::DoCleanup(cleanup);
   if (app.got_subcommand("render")) return sandprobe::cli::DoRender(render);
+  if (app.got_subcommand("report")) return sandprobe::cli::DoReport(report);
+  if (app.got_subcommand("diff")) return sandprobe::cli::DoDiff(diff);
   return sandprobe::cli::kExitSetup;
 }

@@ -1,5 +1,6 @@
 // `sandprobe run`: load the suite, candidates and controls, run, stream the text matrix, write
-// matrix.md, report.json and junit.xml, and return the gate's exit code.
+// matrix.md (+ matrix-full.md when the comment is cut), report.json, junit.xml, report.tap and
+// report.html, and return the gate's exit code.
 #include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
@@ -93,10 +94,19 @@ void AddRun(CLI::App& app, RunArgs& a) {
                   "candidate manifest, repeatable (default: <home>/manifests/bubblewrap.yaml)");
   run->add_option("--control", a.controls,
                   "control manifest, repeatable (default: each candidate's control:)");
-  run->add_option("--out", a.out, "directory for matrix.md, report.json, junit.xml")
+  run->add_option("--out", a.out,
+                  "directory for matrix.md (+ matrix-full.md), report.json, junit.xml, report.tap, "
+                  "report.html")
       ->capture_default_str();
-  run->add_option("--format", a.formats, "comma list of text, markdown, json, junit")
+  run->add_option("--format", a.formats, "comma list of text, markdown, json, junit, tap, html")
       ->capture_default_str();
+  run->add_option("--repeat", a.repeat,
+                  "run every invocation N times: one leak in N is a FAIL, disagreeing trials are "
+                  "marked flaky")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  run->add_option("--expect", a.expect,
+                  "expectations YAML: known FAILs accepted with a reason until an expiry date");
   run->add_option("--jobs", a.jobs, "probe invocations in flight at once")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
@@ -111,6 +121,10 @@ void AddRun(CLI::App& app, RunArgs& a) {
   run->add_option("--canary-bind", a.canary_bind,
                   "address the canaries listen on (loopback, or a network the test created)")
       ->capture_default_str();
+  run->add_option("--canary-dns-port", a.canary_dns_port,
+                  "a fixed port for the DNS canary, UDP and TCP (for a resolver stub that "
+                  "forwards a test zone to it); default: one the kernel picks")
+      ->check(CLI::Range(1, 65535));
   run->add_option("--canary-bind6", a.canary_bind6,
                   "IPv6 address of the IPv6 HTTP canary (default ::1 when the host has it; "
                   "'none' for no IPv6 canary)");
@@ -137,9 +151,10 @@ int DoRun(const RunArgs& a) {
   for (size_t i = 0; i <= a.formats.size();) {
     const size_t comma = std::min(a.formats.find(',', i), a.formats.size());
     const std::string f = a.formats.substr(i, comma - i);
-    if (f != "text" && f != "markdown" && f != "json" && f != "junit") {
+    if (f != "text" && f != "markdown" && f != "json" && f != "junit" && f != "tap" &&
+        f != "html") {
       return SetupError(fmt::format("--format: unknown format '{}'", f),
-                        "use a comma list of text, markdown, json, junit");
+                        "use a comma list of text, markdown, json, junit, tap, html");
     }
     formats.insert(f);
     i = comma + 1;
@@ -198,9 +213,18 @@ int DoRun(const RunArgs& a) {
                         "what a run would submit)");
     }
   }
+  std::vector<core::Expectation> expectations;
+  if (!a.expect.empty()) {
+    auto loaded = config::LoadExpectations(a.expect);
+    if (!loaded) return SetupError(loaded.error().ToString(), "sandprobe validate checks the file");
+    expectations = std::move(*loaded);
+  }
   opt.jobs = a.jobs;
+  opt.repeat = a.repeat;
+  opt.expectations = std::move(expectations);
   opt.timing = runner::Timing{a.default_timeout_s, a.grace_s};
   opt.canary_bind = a.canary_bind;
+  opt.canary_dns_port = a.canary_dns_port;
   opt.canary_bind6 = a.canary_bind6;
   // Absolute: the token path travels into the probe, which may start in another directory.
   opt.canary_dir = fs::absolute(a.canary_dir.empty() ? DefaultCanaryDir() : a.canary_dir);
@@ -246,15 +270,37 @@ int DoRun(const RunArgs& a) {
     std::cerr << "sandprobe: error: cannot create --out " << a.out << ": " << ec.message() << "\n";
     return kExitSetup;
   }
-  const std::pair<const char*, std::string (*)(const core::Matrix&)> files[] = {
-      {"markdown", report::RenderMarkdown},
+  struct OutputFile {
+    const char* format;
+    const char* name;
+    std::string content;
+  };
+  std::vector<OutputFile> files;
+  const fs::path full_md = fs::path(a.out) / "matrix-full.md";
+  if (formats.contains("markdown")) {
+    std::string comment = report::RenderMarkdown(*matrix);
+    std::string full = report::RenderMarkdownFull(*matrix);
+    if (full != comment) {
+      files.push_back({"markdown", "matrix-full.md", std::move(full)});
+    } else {
+      fs::remove(full_md, ec);  // an older run's: it would not belong to this matrix.md
+    }
+    files.push_back({"markdown", "matrix.md", std::move(comment)});
+  }
+  const std::pair<const char*, std::string (*)(const core::Matrix&)> renderers[] = {
       {"json", report::RenderJson},
-      {"junit", report::RenderJunit}};
-  const char* names[] = {"matrix.md", "report.json", "junit.xml"};
-  for (size_t i = 0; i < 3; ++i) {
-    if (!formats.contains(files[i].first)) continue;
-    const fs::path path = fs::path(a.out) / names[i];
-    if (!WriteFile(path, files[i].second(*matrix))) {
+      {"junit", report::RenderJunit},
+      {"tap", report::RenderTap},
+      {"html", report::RenderHtml}};
+  const char* names[] = {"report.json", "junit.xml", "report.tap", "report.html"};
+  for (size_t i = 0; i < std::size(renderers); ++i) {
+    if (formats.contains(renderers[i].first)) {
+      files.push_back({renderers[i].first, names[i], renderers[i].second(*matrix)});
+    }
+  }
+  for (const OutputFile& file : files) {
+    const fs::path path = fs::path(a.out) / file.name;
+    if (!WriteFile(path, file.content)) {
       std::cerr << "sandprobe: error: cannot write " << path.string() << "\n";
       return kExitSetup;
     }

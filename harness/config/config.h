@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/expect.h"
 #include "core/manifest.h"
 #include "core/probe.h"
 #include "core/suite.h"
@@ -43,8 +44,15 @@ Loaded<core::Suite> ParseSuite(const std::string& text, const std::string& sourc
 // Manifests are loaded through the driver registry (drivers/registry.h), which checks each
 // kind's section: config/manifest_sections.h.
 
+// Expectations file (`run --expect`): `expectations:` a list of {probe, candidate (optional: every
+// candidate), reason, expires: YYYY-MM-DD}, optional `description:`. Unknown keys, a missing or
+// empty field, an invalid date or a duplicate (probe, candidate) are errors at file:line:col.
+Loaded<std::vector<core::Expectation>> LoadExpectations(const std::filesystem::path& file);
+Loaded<std::vector<core::Expectation>> ParseExpectations(const std::string& text,
+                                                         const std::string& source);
+
 // What kind of file a YAML document is, by its keys: "manifest" (driver:), "suite" (probes:),
-// "probe" (id: and classify:), or an error.
+// "probe" (id: and classify:), "expectations" (expectations:), or an error.
 Loaded<std::string> DetectKind(const std::filesystem::path& file);
 
 }  // namespace sandprobe::config

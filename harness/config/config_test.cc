@@ -29,6 +29,55 @@ TEST(ManifestTest, CommonFieldsWithAPassThroughSection) {
       << extra.error().ToString();
 }
 
+// limits.noexec and limits.seccomp: the claims fs.write-exec and kernel.syscalls judge.
+TEST(ManifestTest, ClaimsTable) {
+  const DriverSection kinds[] = {{"plain", nullptr}};
+  const auto load = [&](const std::string& limits) {
+    return ParseManifest("name: p\ndriver: plain\nlimits:\n" + limits, "p.yaml", kinds);
+  };
+  auto every = load("  noexec: true\n  seccomp: default\n");
+  ASSERT_TRUE(every) << every.error().ToString();
+  EXPECT_EQ(every->limits.noexec, (core::NoexecClaim{.every_writable = true, .paths = {}}));
+  EXPECT_EQ(every->limits.seccomp, core::SeccompClaim::kDefault);
+  auto listed = load("  noexec: [/tmp/, //dev/shm]\n");
+  ASSERT_TRUE(listed) << listed.error().ToString();
+  EXPECT_EQ(listed->limits.noexec,
+            (core::NoexecClaim{.every_writable = false, .paths = {"/tmp", "/dev/shm"}}));
+  EXPECT_FALSE(listed->limits.seccomp);
+  auto none = load("  noexec: false\n");
+  ASSERT_TRUE(none) << none.error().ToString();
+  EXPECT_FALSE(none->limits.noexec);  // false claims nothing, as if absent
+  const struct {
+    std::string limits;
+    int line;
+    int column;
+    const char* field;
+    const char* says;
+  } bad[] = {
+      {"  noexec: yes please\n", 4, 11, "limits.noexec", "expected true (every writable path)"},
+      {"  noexec: 1\n", 4, 11, "limits.noexec", "expected true"},
+      {"  noexec: []\n", 4, 11, "limits.noexec", "or a list of paths"},
+      {"  noexec: {path: /tmp}\n", 4, 11, "limits.noexec", "or a list of paths"},
+      {"  noexec: [/tmp, tmp]\n", 4, 18, "limits.noexec[1]", "not an absolute path"},
+      {"  noexec:\n    - /tmp\n    - /tmp/\n", 6, 7, "limits.noexec[1]", "/tmp is listed twice"},
+      {"  noexec: [/var/../tmp]\n", 4, 12, "limits.noexec[0]", "'..' part"},
+      {"  noexec: [[/tmp]]\n", 4, 12, "limits.noexec[0]", "expected a path"},
+      {"  seccomp: defualt\n", 4, 12, "limits.seccomp", "did you mean default?"},
+      {"  seccomp: unconfined\n", 4, 12, "limits.seccomp", "(expected default)"},
+      {"  seccomp: [default]\n", 4, 12, "limits.seccomp", "expected a value"},
+      {"  noexce: true\n", 4, 3, "limits.noexce", "did you mean noexec?"},
+      {"  secomp: default\n", 4, 3, "limits.secomp", "did you mean seccomp?"},
+  };
+  for (const auto& c : bad) {
+    auto m = load(c.limits);
+    ASSERT_FALSE(m) << c.limits;
+    EXPECT_EQ(m.error().field, c.field) << m.error().ToString();
+    EXPECT_EQ(m.error().line, c.line) << m.error().ToString();
+    EXPECT_EQ(m.error().column, c.column) << m.error().ToString();
+    EXPECT_NE(m.error().message.find(c.says), std::string::npos) << m.error().ToString();
+  }
+}
+
 TEST(YamlTest, HostileDocumentsAreErrorsNotCrashes) {
   const struct {
     std::string text;
@@ -83,6 +132,75 @@ probes:
   EXPECT_EQ(level.error().field, "probes[0].level");
   EXPECT_EQ(level.error().line, 4);
   EXPECT_FALSE(ParseSuite("name: t\nprobes: []\n", "s.yaml"));
+}
+
+TEST(SuiteTest, CriteriaGroupTheSuitesRows) {
+  auto s = ParseSuite(R"(name: t
+criteria:
+  - name: "No network egress: no DNS, no HTTP, no sockets"
+    probes: [net.dns, net.udp]
+  - name: Bounded execution
+    probes:
+      - res.cpu-loop
+probes: [net.dns, net.udp, res.cpu-loop, fs.write-root]
+)",
+                      "s.yaml");
+  ASSERT_TRUE(s) << s.error().ToString();
+  ASSERT_EQ(s->criteria.size(), 2u);
+  EXPECT_EQ(s->criteria[0].name, "No network egress: no DNS, no HTTP, no sockets");
+  EXPECT_EQ(s->criteria[0].probes, (std::vector<std::string>{"net.dns", "net.udp"}));
+  EXPECT_EQ(s->criteria[1].probes, (std::vector<std::string>{"res.cpu-loop"}));
+  auto none = ParseSuite("name: t\nprobes: [net.dns]\n", "s.yaml");
+  ASSERT_TRUE(none);
+  EXPECT_TRUE(none->criteria.empty());
+}
+
+TEST(SuiteTest, CriteriaErrorsNameLineColumnAndField) {
+  const std::string probes = "probes: [net.dns, net.udp, res.cpu-loop]\n";
+  const struct {
+    std::string criteria;
+    int line, column;
+    const char* field;
+    const char* message_part;
+  } cases[] = {
+      // a probe id that is not one of the suite's entries, with the nearest one suggested
+      {"criteria:\n  - name: egress\n    probes: [net.dns, net.udpp]\n", 4, 23,
+       "criteria[0].probes[1]", "'net.udpp' is not in this suite's probes; did you mean net.udp?"},
+      {"criteria:\n  - name: egress\n    probes: [net.http-by-name]\n", 4, 14,
+       "criteria[0].probes[0]", "a criterion groups rows the suite runs"},
+      // strict keys, with a suggestion
+      {"criteria:\n  - name: egress\n    probe: [net.dns]\n", 4, 5, "criteria[0].probe",
+       "unknown field; did you mean probes?"},
+      {"criteria:\n  - nmae: egress\n    probes: [net.dns]\n", 3, 5, "criteria[0].nmae",
+       "did you mean name?"},
+      {"criteria:\n  - probes: [net.dns]\n", 3, 5, "criteria[0].name", "required field"},
+      {"criteria:\n  - name: \"  \"\n    probes: [net.dns]\n", 3, 11, "criteria[0].name",
+       "in words"},
+      {"criteria:\n  - name: egress\n    probes: []\n", 4, 13, "criteria[0].probes",
+       "non-empty list"},
+      {"criteria:\n  - name: egress\n", 3, 5, "criteria[0].probes", "non-empty list"},
+      {"criteria:\n  - name: egress\n    probes: net.dns\n", 4, 13, "criteria[0].probes",
+       "non-empty list"},
+      {"criteria:\n  - name: egress\n    probes: [net.dns, net.dns]\n", 4, 23,
+       "criteria[0].probes[1]", "listed twice"},
+      {"criteria:\n  - name: egress\n    probes: [[net.dns]]\n", 4, 14, "criteria[0].probes[0]",
+       "expected a probe id"},
+      {"criteria:\n  - name: a\n    probes: [net.dns]\n  - name: a\n    probes: [net.udp]\n", 5, 11,
+       "criteria[1].name", "listed twice"},
+      {"criteria:\n  - egress\n", 3, 5, "criteria[0]", "expected a mapping"},
+      {"criteria: {egress: [net.dns]}\n", 2, 11, "criteria", "non-empty list of criteria"},
+      {"criteria: []\n", 2, 11, "criteria", "non-empty list of criteria"},
+      {"critera:\n  - name: egress\n", 2, 1, "critera", "did you mean criteria?"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.criteria);
+    auto s = ParseSuite("name: t\n" + c.criteria + probes, "s.yaml");
+    ASSERT_FALSE(s);
+    EXPECT_EQ(s.error().line, c.line) << s.error().ToString();
+    EXPECT_EQ(s.error().column, c.column) << s.error().ToString();
+    EXPECT_EQ(s.error().field, c.field) << s.error().ToString();
+    EXPECT_NE(s.error().message.find(c.message_part), std::string::npos) << s.error().ToString();
+  }
 }
 
 TEST(YamlTest, QuotedScalarsStayStrings) {
@@ -191,12 +309,14 @@ TEST(RepoFilesTest, ShippedFilesLoad) {
     EXPECT_FALSE(p.script.empty()) << p.id;
     EXPECT_FALSE(p.classify.outcomes.empty()) << p.id;
   }
-  auto suite = LoadSuite(root / "suites/default.yaml");
-  ASSERT_TRUE(suite) << suite.error().ToString();
-  for (const auto& e : suite->entries) {
-    EXPECT_TRUE(std::ranges::any_of(*probes, [&](const auto& p) { return p.id == e.probe; }))
-        << e.probe;
+  for (const auto& f : std::filesystem::directory_iterator(root / "suites")) {
+    auto suite = LoadSuite(f.path());
+    ASSERT_TRUE(suite) << suite.error().ToString();
+    EXPECT_TRUE(CheckSuiteEntries(*suite, *probes)) << f.path();
   }
+  auto repl = LoadSuite(root / "suites/repl-acceptance.yaml");
+  ASSERT_TRUE(repl) << repl.error().ToString();
+  EXPECT_EQ(repl->criteria.size(), 4u);
 }
 
 TEST(DidYouMeanTest, Table) {

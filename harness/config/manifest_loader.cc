@@ -13,21 +13,67 @@ namespace {
 
 using internal::At;
 
+// limits.noexec: `true` (every writable path), `false` (no claim, as if absent) or a list of
+// absolute paths, each once.
+std::expected<std::optional<core::NoexecClaim>, ConfigError> LoadNoexec(const std::string& file,
+                                                                        const YAML::Node& node) {
+  constexpr const char* kShape = "expected true (every writable path), false or a list of paths";
+  if (node.IsScalar()) {
+    const nlohmann::json v = YamlToJson(node);
+    if (!v.is_boolean()) return std::unexpected(At(file, node, "limits.noexec", kShape));
+    if (!v.get<bool>()) return std::nullopt;
+    return core::NoexecClaim{.every_writable = true, .paths = {}};
+  }
+  if (!node.IsSequence() || node.size() == 0) {
+    return std::unexpected(At(file, node, "limits.noexec", kShape));
+  }
+  core::NoexecClaim claim;
+  for (size_t i = 0; i < node.size(); ++i) {
+    const std::string field = fmt::format("limits.noexec[{}]", i);
+    if (!node[i].IsScalar()) return std::unexpected(At(file, node[i], field, "expected a path"));
+    auto path = core::ParseClaimPath(node[i].Scalar());
+    if (!path) return std::unexpected(At(file, node[i], field, path.error()));
+    if (std::ranges::find(claim.paths, *path) != claim.paths.end()) {
+      return std::unexpected(At(file, node[i], field, fmt::format("{} is listed twice", *path)));
+    }
+    claim.paths.push_back(*path);
+  }
+  return claim;
+}
+
 std::expected<void, ConfigError> LoadLimits(const std::string& file, const YAML::Node& node,
                                             core::Limits& limits) {
   if (!node.IsDefined() || node.IsNull()) return {};
   if (!node.IsMap()) return std::unexpected(At(file, node, "limits", "expected a mapping"));
   if (auto r =
-          internal::OnlyKeys(file, node, "limits", {"timeout", "memory", "tmp", "pids", "output"});
+          internal::OnlyKeys(file, node, "limits",
+                             {"timeout", "memory", "tmp", "pids", "output", "noexec", "seccomp"});
       !r) {
     return r;
   }
   for (const auto& kv : node) {
     const std::string key = kv.first.Scalar();
     const std::string field = "limits." + key;
+    if (key == "noexec") {
+      auto claim = LoadNoexec(file, kv.second);
+      if (!claim) return std::unexpected(claim.error());
+      limits.noexec = *claim;
+      continue;
+    }
     if (!kv.second.IsScalar())
       return std::unexpected(At(file, kv.second, field, "expected a value"));
     const std::string text = kv.second.Scalar();
+    if (key == "seccomp") {
+      auto claim = core::ParseSeccompClaim(text);
+      if (!claim) {
+        const std::string near = internal::DidYouMean(text, {"default"});
+        return std::unexpected(
+            At(file, kv.second, field,
+               near.empty() ? claim.error() : claim.error() + "; did you mean " + near + "?"));
+      }
+      limits.seccomp = *claim;
+      continue;
+    }
     if (key == "timeout") {
       auto s = core::ParseSeconds(text);
       if (!s) return std::unexpected(At(file, kv.second, field, s.error()));

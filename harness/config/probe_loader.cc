@@ -5,6 +5,7 @@
 
 #include "config/config.h"
 #include "config/yaml_util.h"
+#include "core/params.h"
 
 namespace sandprobe::config {
 namespace {
@@ -42,10 +43,12 @@ std::expected<void, ConfigError> LoadParams(const std::string& file, const YAML:
     if (spec["description"].IsDefined()) ps.description = spec["description"].Scalar();
     if (spec["from_limit"].IsDefined()) {
       ps.from_limit = spec["from_limit"].Scalar();
-      static constexpr const char* kLimits[] = {"memory", "tmp", "pids", "timeout", "output"};
+      static constexpr const char* kLimits[] = {"memory", "tmp",    "pids",   "timeout",
+                                                "output", "noexec", "seccomp"};
       if (std::ranges::find(kLimits, ps.from_limit) == std::end(kLimits)) {
-        return std::unexpected(At(file, spec["from_limit"], field + ".from_limit",
-                                  "expected memory, tmp, pids, timeout or output"));
+        return std::unexpected(
+            At(file, spec["from_limit"], field + ".from_limit",
+               "expected memory, tmp, pids, timeout, output, noexec or seccomp"));
       }
     }
     if (spec["factor"].IsDefined()) {
@@ -95,16 +98,18 @@ std::expected<void, ConfigError> LoadClassify(const std::string& file, const YAM
   }
   if (const YAML::Node kinds = node["canary_hit_kinds"]; kinds.IsDefined()) {
     // The kinds canary.h's listeners log (Hit::kind).
-    static constexpr std::string_view kKinds[] = {"http", "credential", "tcp", "udp", "dns"};
+    static constexpr std::string_view kKinds[] = {"http", "credential", "docker", "tcp",
+                                                  "udp",  "dns",        "dns-tcp"};
     if (!kinds.IsSequence() || kinds.size() == 0) {
       return std::unexpected(At(file, kinds, "classify.canary_hit_kinds",
-                                "expected a non-empty list of hit kinds (http, credential, tcp, "
-                                "udp, dns)"));
+                                "expected a non-empty list of hit kinds (http, credential, "
+                                "docker, tcp, udp, dns, dns-tcp)"));
     }
     for (const YAML::Node& k : kinds) {
       if (!k.IsScalar() || std::ranges::find(kKinds, k.Scalar()) == std::end(kKinds)) {
         return std::unexpected(At(file, k, "classify.canary_hit_kinds",
-                                  "unknown hit kind; expected http, credential, tcp, udp or dns"));
+                                  "unknown hit kind; expected http, credential, docker, tcp, "
+                                  "udp, dns or dns-tcp"));
       }
       p.classify.canary_hit_kinds.push_back(k.Scalar());
     }
@@ -221,10 +226,10 @@ Loaded<core::ProbeDescriptor> LoadProbe(const std::filesystem::path& dir) {
   auto root = internal::ReadYaml(*text, file);
   if (!root) return std::unexpected(root.error());
   const YAML::Node& y = *root;
-  if (auto r = internal::OnlyKeys(
-          file, y, "",
-          {"id", "label", "category", "description", "requires_control", "drivers", "params",
-           "classify", "calls", "concurrent", "after_call_s", "needs", "deploy", "measures"});
+  if (auto r = internal::OnlyKeys(file, y, "",
+                                  {"id", "label", "category", "description", "requires_control",
+                                   "drivers", "params", "classify", "calls", "concurrent",
+                                   "after_call_s", "needs", "deploy", "measures", "claim"});
       !r) {
     return std::unexpected(r.error());
   }
@@ -279,6 +284,15 @@ Loaded<core::ProbeDescriptor> LoadProbe(const std::filesystem::path& dir) {
   if (auto r = LoadNeedsAndDeploy(file, y, p); !r) return std::unexpected(r.error());
   if (auto r = LoadParams(file, y["params"], p); !r) return std::unexpected(r.error());
   if (auto r = LoadClassify(file, y["classify"], p); !r) return std::unexpected(r.error());
+  if (const YAML::Node c = y["claim"]; c.IsDefined()) {
+    // The parameter must carry a claim, or the row could never be judged.
+    const auto spec = c.IsScalar() ? p.params.find(c.Scalar()) : p.params.end();
+    if (spec == p.params.end() || !core::IsClaimLimit(spec->second.from_limit)) {
+      return std::unexpected(
+          At(file, c, "claim", "expected a parameter with from_limit noexec or seccomp"));
+    }
+    p.claim = c.Scalar();
+  }
   auto script = internal::ReadFile((dir / "probe.py").string());
   if (!script) return std::unexpected(script.error());
   p.script = *script;
@@ -316,9 +330,11 @@ Loaded<std::string> DetectKind(const std::filesystem::path& file) {
   if ((*root)["driver"].IsDefined()) return std::string("manifest");
   if ((*root)["probes"].IsDefined()) return std::string("suite");
   if ((*root)["id"].IsDefined() && (*root)["classify"].IsDefined()) return std::string("probe");
+  if ((*root)["expectations"].IsDefined()) return std::string("expectations");
   return std::unexpected(ConfigError{file.string(), 1, 1, "",
-                                     "not a manifest (driver:), suite (probes:) or probe "
-                                     "descriptor (id:, classify:)"});
+                                     "not a manifest (driver:), suite (probes:), probe "
+                                     "descriptor (id:, classify:) or expectations file "
+                                     "(expectations:)"});
 }
 
 }  // namespace sandprobe::config

@@ -10,11 +10,80 @@ namespace sandprobe::config {
 
 using internal::At;
 
+namespace {
+
+// criteria: a list of {name: the ticket's words, probes: [ids of this suite's entries]}.
+// Every error names the file, line and column; an id not in the suite suggests the nearest one.
+std::expected<std::vector<core::Criterion>, ConfigError> ParseCriteria(
+    const std::string& source, const YAML::Node& node, const std::vector<std::string>& suite_ids) {
+  std::vector<core::Criterion> out;
+  if (!node.IsDefined() || node.IsNull()) return out;
+  if (!node.IsSequence() || node.size() == 0) {
+    return std::unexpected(At(source, node, "criteria",
+                              "expected a non-empty list of criteria ({name: ..., probes: "
+                              "[...]}), or no criteria: key"));
+  }
+  for (size_t i = 0; i < node.size(); ++i) {
+    const YAML::Node c = node[i];
+    const std::string path = fmt::format("criteria[{}]", i);
+    if (!c.IsMap()) {
+      return std::unexpected(
+          At(source, c, path, "expected a mapping with name: and probes: (a list of probe ids)"));
+    }
+    if (auto r = internal::OnlyKeys(source, c, path, {"name", "probes"}); !r) {
+      return std::unexpected(r.error());
+    }
+    auto name = internal::String(source, c, "name", path, true);
+    if (!name) return std::unexpected(name.error());
+    if (name->find_first_not_of(" \t") == std::string::npos) {
+      return std::unexpected(At(source, c["name"], path + ".name",
+                                "expected the criterion in words (e.g. the ticket's)"));
+    }
+    for (const core::Criterion& earlier : out) {
+      if (earlier.name == *name) {
+        return std::unexpected(
+            At(source, c["name"], path + ".name", "criterion '" + *name + "' is listed twice"));
+      }
+    }
+    const YAML::Node probes = c["probes"];
+    if (!probes.IsDefined() || !probes.IsSequence() || probes.size() == 0) {
+      return std::unexpected(At(source, probes.IsDefined() ? probes : c, path + ".probes",
+                                "expected a non-empty list of probe ids from this suite"));
+    }
+    core::Criterion criterion{*name, {}};
+    for (size_t j = 0; j < probes.size(); ++j) {
+      const YAML::Node p = probes[j];
+      const std::string field = fmt::format("{}.probes[{}]", path, j);
+      if (!p.IsScalar() || p.Scalar().empty()) {
+        return std::unexpected(At(source, p, field, "expected a probe id"));
+      }
+      const std::string& id = p.Scalar();
+      if (std::ranges::find(suite_ids, id) == suite_ids.end()) {
+        const std::string near = internal::DidYouMean(id, suite_ids);
+        return std::unexpected(
+            At(source, p, field,
+               fmt::format("probe '{}' is not in this suite's probes{}", id,
+                           near.empty() ? " (a criterion groups rows the suite runs)"
+                                        : "; did you mean " + near + "?")));
+      }
+      if (std::ranges::find(criterion.probes, id) != criterion.probes.end()) {
+        return std::unexpected(At(source, p, field, "probe " + id + " is listed twice"));
+      }
+      criterion.probes.push_back(id);
+    }
+    out.push_back(std::move(criterion));
+  }
+  return out;
+}
+
+}  // namespace
+
 Loaded<core::Suite> ParseSuite(const std::string& text, const std::string& source) {
   auto root = internal::ReadYaml(text, source);
   if (!root) return std::unexpected(root.error());
   const YAML::Node& y = *root;
-  if (auto r = internal::OnlyKeys(source, y, "", {"name", "description", "probes"}); !r) {
+  if (auto r = internal::OnlyKeys(source, y, "", {"name", "description", "probes", "criteria"});
+      !r) {
     return std::unexpected(r.error());
   }
   core::Suite suite;
@@ -73,6 +142,11 @@ Loaded<core::Suite> ParseSuite(const std::string& text, const std::string& sourc
     }
     suite.entries.push_back(std::move(entry));
   }
+  std::vector<std::string> ids;
+  for (const core::SuiteEntry& e : suite.entries) ids.push_back(e.probe);
+  auto criteria = ParseCriteria(source, y["criteria"], ids);
+  if (!criteria) return std::unexpected(criteria.error());
+  suite.criteria = std::move(*criteria);
   return suite;
 }
 

@@ -28,7 +28,8 @@ inline constexpr char kCalls[] = "calls";
 inline constexpr char kCanaryNotPlanted[] = "canary_not_planted";
 // int: planted secrets the sandbox printed, redacted from every field.
 inline constexpr char kCanarySecretsRedacted[] = "canary_secrets_redacted";
-// string: why this cell is reported but not judged in its arm (drivers::Driver::NotJudgedReason):
+// string: why this cell is reported but not judged in its arm (drivers::Driver::NotJudgedReason,
+// or core::UnclaimedReason: a claim row whose candidate claims nothing):
 // the verdict is SKIP with this reason and the banners ignore the cell.
 inline constexpr char kNotJudged[] = "not_judged";
 

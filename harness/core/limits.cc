@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <vector>
@@ -65,6 +66,44 @@ std::expected<double, std::string> ParseSeconds(std::string_view text) {
       fmt::format("'{}' has an unknown unit '{}' (use ms, s, m, h)", text, suffix));
 }
 
+std::expected<std::string, std::string> ParseClaimPath(std::string_view text) {
+  if (text.empty() || text.front() != '/') {
+    return std::unexpected(fmt::format("'{}' is not an absolute path", text));
+  }
+  if (text.size() > 4096) return std::unexpected("the path is longer than 4096 bytes");
+  for (const char c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      return std::unexpected("the path holds a control character");
+    }
+  }
+  std::string out;
+  size_t i = 0;
+  while (i < text.size()) {
+    const size_t end = std::min(text.find('/', i), text.size());
+    const std::string_view part = text.substr(i, end - i);
+    if (part == "." || part == "..") {
+      return std::unexpected(
+          fmt::format("'{}' has a '{}' part (write the path itself)", text, part));
+    }
+    if (!part.empty()) out += "/" + std::string(part);
+    i = end + 1;
+  }
+  return out.empty() ? "/" : out;
+}
+
+std::expected<SeccompClaim, std::string> ParseSeccompClaim(std::string_view text) {
+  if (text == "default") return SeccompClaim::kDefault;
+  return std::unexpected(fmt::format("'{}' is not a seccomp claim (expected default)", text));
+}
+
+std::string_view ToString(SeccompClaim claim) {
+  switch (claim) {
+    case SeccompClaim::kDefault:
+      return "default";
+  }
+  return "?";
+}
+
 std::string DescribeLimits(const Limits& l) {
   std::vector<std::string> parts;
   const auto bytes = [](uint64_t b) {
@@ -78,6 +117,12 @@ std::string DescribeLimits(const Limits& l) {
   if (l.tmp_bytes) parts.push_back("tmp " + bytes(*l.tmp_bytes));
   if (l.pids) parts.push_back(fmt::format("pids {}", *l.pids));
   if (l.output_bytes) parts.push_back("output " + bytes(*l.output_bytes));
+  if (l.noexec) {
+    parts.push_back(l.noexec->every_writable
+                        ? std::string("noexec every writable path")
+                        : fmt::format("noexec {}", fmt::join(l.noexec->paths, " ")));
+  }
+  if (l.seccomp) parts.push_back(fmt::format("seccomp {}", ToString(*l.seccomp)));
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 

@@ -40,6 +40,50 @@ TEST(LimitsTest, Describe) {
   EXPECT_EQ(DescribeLimits(l), "timeout 10s, memory 256 MiB, tmp 1536 B, pids 64, output 100 B");
 }
 
+TEST(LimitsTest, DescribeClaims) {
+  Limits l;
+  l.noexec = NoexecClaim{.every_writable = true, .paths = {}};
+  l.seccomp = SeccompClaim::kDefault;
+  EXPECT_EQ(DescribeLimits(l), "noexec every writable path, seccomp default");
+  l.noexec = NoexecClaim{.every_writable = false, .paths = {"/tmp", "/dev/shm"}};
+  l.seccomp.reset();
+  EXPECT_EQ(DescribeLimits(l), "noexec /tmp /dev/shm");
+}
+
+TEST(LimitsTest, ParseClaimPathTable) {
+  const struct {
+    const char* in;
+    const char* want;
+  } ok[] = {{"/tmp", "/tmp"},           {"/dev/shm/", "/dev/shm"},
+            {"//var//tmp", "/var/tmp"}, {"/", "/"},
+            {"/a b/c", "/a b/c"},       {"/run/user/1000", "/run/user/1000"},
+            {"/.hidden", "/.hidden"},   {"/x...", "/x..."}};
+  for (const auto& c : ok) EXPECT_EQ(ParseClaimPath(c.in).value(), c.want) << c.in;
+  const struct {
+    const char* in;
+    const char* says;
+  } bad[] = {{"", "not an absolute path"},    {"tmp", "not an absolute path"},
+             {"~/x", "not an absolute path"}, {"/tmp/../etc", "'..' part"},
+             {"/./tmp", "'.' part"},          {"/tmp\n", "control character"},
+             {"/a\x01b", "control character"}};
+  for (const auto& c : bad) {
+    auto r = ParseClaimPath(c.in);
+    ASSERT_FALSE(r.has_value()) << c.in;
+    EXPECT_NE(r.error().find(c.says), std::string::npos) << r.error();
+  }
+  EXPECT_FALSE(ParseClaimPath("/" + std::string(4096, 'a')).has_value());
+}
+
+TEST(LimitsTest, ParseSeccompClaimTable) {
+  EXPECT_EQ(ParseSeccompClaim("default").value(), SeccompClaim::kDefault);
+  EXPECT_EQ(ToString(SeccompClaim::kDefault), "default");
+  for (const char* bad : {"", "Default", "defualt", "unconfined", "strict", " default"}) {
+    auto r = ParseSeccompClaim(bad);
+    ASSERT_FALSE(r.has_value()) << bad;
+    EXPECT_NE(r.error().find("expected default"), std::string::npos) << r.error();
+  }
+}
+
 TEST(LimitsTest, GetConvertsUnits) {
   Limits l;
   l.memory_bytes = 256ull << 20;

@@ -2,6 +2,7 @@
 // produces it; reporters render it and never judge.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,7 +14,8 @@
 
 namespace sandprobe::core {
 
-inline constexpr int kReportSchemaVersion = 1;
+// 2: observations carry their trials (--repeat) and verdicts their acceptance (--expect).
+inline constexpr int kReportSchemaVersion = 2;
 
 struct ArmInfo {
   std::string name;
@@ -37,15 +39,41 @@ struct Row {
 
 // One probe in one arm. Controls can hold several cells per probe: one per distinct parameter set
 // (params_key) that the candidates needed.
+// One trial of an invocation run several times (`sandprobe run --repeat N`): how it was
+// classified. The cell's observation is one of the trials (core/trials.h picks which).
+struct Trial {
+  std::string invocation;  // the trial's own invocation tag (canary hits are matched by it)
+  Exposure exposure = Exposure::kUnknown;
+  Evidence evidence = Evidence::kNone;
+  std::string label;  // matrix cell text of that trial, e.g. "blocked", "REACHED"
+};
+
 struct Cell {
   Observation observation;
   Classification classification;
+  // Every trial of a repeated invocation, in the order they ended; empty when it ran once.
+  std::vector<Trial> trials = {};
+};
+
+// A known FAIL accepted by an expectations file (`run --expect`, core/expect.h). The verdict stays
+// FAIL; an unexpired acceptance keeps it from failing the gate, an expired one does not.
+struct Acceptance {
+  std::string reason;
+  std::string expires;   // YYYY-MM-DD, the last day the acceptance holds (UTC)
+  bool expired = false;  // judged against the run's date (UTC)
+  std::string source;    // "file:line:col" of the expectation
 };
 
 struct VerdictCell {
   std::string probe;
   std::string candidate;
   Verdict verdict;
+  std::optional<Acceptance> accepted = std::nullopt;
+
+  // FAIL under an unexpired acceptance: reported as ACCEPTED, does not fail the gate.
+  bool Accepted() const {
+    return verdict.kind == VerdictKind::kFail && accepted.has_value() && !accepted->expired;
+  }
 };
 
 struct Matrix {
@@ -63,6 +91,7 @@ struct Matrix {
   std::vector<Row> rows;
   std::vector<Cell> cells;
   std::vector<VerdictCell> verdicts;
+  std::vector<Criterion> criteria;  // the suite's acceptance criteria (judged: core/criteria.h)
 
   // The cell of a probe in an arm: for a candidate its only cell; for a control the one whose
   // params match `params_key`, or the first when params_key is empty. nullptr if none.
@@ -72,8 +101,9 @@ struct Matrix {
   const ArmInfo* FindArm(std::string_view name) const;
 };
 
-// Exit code of `sandprobe run` (docs/design.md): 0 every required verdict PASS or SKIP; 1 a required
-// FAIL; 2 no FAIL but a required INCONCLUSIVE or ERROR (or the run was interrupted).
+// Exit code of `sandprobe run` (docs/design.md): 0 every required verdict PASS or SKIP; 1 a
+// required FAIL; 2 no FAIL but a required INCONCLUSIVE or ERROR (or the run was interrupted). An
+// accepted FAIL (VerdictCell::Accepted) counts as neither; an expired acceptance is a FAIL again.
 int RunExitCode(const Matrix& m);
 
 }  // namespace sandprobe::core

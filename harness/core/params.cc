@@ -38,13 +38,40 @@ std::expected<void, std::string> Substitute(nlohmann::json& v,
 
 }  // namespace
 
+bool IsClaimLimit(std::string_view name) { return name == "noexec" || name == "seccomp"; }
+
+std::optional<nlohmann::json> ClaimValue(const Limits& limits, std::string_view name) {
+  if (name == "noexec" && limits.noexec) {
+    if (limits.noexec->every_writable) return nlohmann::json(true);
+    return nlohmann::json(limits.noexec->paths);
+  }
+  if (name == "seccomp" && limits.seccomp) return nlohmann::json(ToString(*limits.seccomp));
+  return std::nullopt;
+}
+
+std::string UnclaimedReason(const ProbeDescriptor& probe, const nlohmann::json& params) {
+  if (probe.claim.empty()) return "";
+  const auto spec = probe.params.find(probe.claim);
+  const std::string limit = spec == probe.params.end() || spec->second.from_limit.empty()
+                                ? probe.claim
+                                : spec->second.from_limit;
+  const nlohmann::json* v =
+      params.is_object() && params.contains(probe.claim) ? &params.at(probe.claim) : nullptr;
+  const bool claimed = v != nullptr && ((v->is_boolean() && v->get<bool>()) ||
+                                        (v->is_string() && !v->get<std::string>().empty()) ||
+                                        (v->is_array() && !v->empty()));
+  return claimed ? "" : fmt::format("the candidate claims no limits.{}", limit);
+}
+
 std::expected<nlohmann::json, std::string> ResolveParams(
     const ProbeDescriptor& probe, const nlohmann::json& overrides, const Limits& limits,
     const std::map<std::string, std::string>& substitutions) {
   nlohmann::json params = nlohmann::json::object();
   for (const auto& [name, spec] : probe.params) {
     params[name] = spec.default_value;
-    if (!spec.from_limit.empty()) {
+    if (IsClaimLimit(spec.from_limit)) {
+      if (auto claim = ClaimValue(limits, spec.from_limit)) params[name] = *claim;
+    } else if (!spec.from_limit.empty()) {
       if (auto limit = limits.Get(spec.from_limit, spec.unit)) {
         params[name] = static_cast<int64_t>(std::ceil(*limit * spec.factor));
       }

@@ -20,6 +20,19 @@ std::expected<nlohmann::json, std::string> ResolveParams(
     const ProbeDescriptor& probe, const nlohmann::json& overrides, const Limits& limits,
     const std::map<std::string, std::string>& substitutions);
 
+// Limits taken as claims rather than sizes (ParamSpec::from_limit): "noexec", "seccomp".
+bool IsClaimLimit(std::string_view name);
+// The value a parameter sized from a claim takes: noexec -> true (every writable path) or the
+// list of paths; seccomp -> "default". nullopt when the candidate does not claim it (the parameter
+// keeps its default, which means "no claim": false, "" or []).
+std::optional<nlohmann::json> ClaimValue(const Limits& limits, std::string_view name);
+
+// Why a probe that judges a claim (ProbeDescriptor::claim) is reported, not judged, with these
+// resolved parameters: "" when its claim parameter holds a claim (true, a non-empty string or a
+// non-empty list), else "the candidate claims no limits.<from_limit>" (the probe's rows then show
+// facts only, docs/design.md "Manifests and limits").
+std::string UnclaimedReason(const ProbeDescriptor& probe, const nlohmann::json& params);
+
 // Canonical text of resolved parameters: equal keys <=> identical parameters.
 std::string ParamsKey(const nlohmann::json& params);
 

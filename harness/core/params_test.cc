@@ -46,6 +46,65 @@ TEST(ParamsTest, Errors) {
   EXPECT_NE(placeholder.error().find("canary.nope"), std::string::npos);
 }
 
+// Claims (limits.noexec, limits.seccomp) travel as they are; no claim keeps the default, and a
+// probe that judges a claim is then reported, not judged.
+TEST(ParamsTest, ClaimsTable) {
+  ProbeDescriptor p;
+  p.id = "fs.write-exec";
+  p.params["claimed_noexec"].default_value = false;
+  p.params["claimed_noexec"].from_limit = "noexec";
+  p.params["claimed_seccomp"].default_value = "";
+  p.params["claimed_seccomp"].from_limit = "seccomp";
+  p.claim = "claimed_noexec";
+  Limits every;
+  every.noexec = NoexecClaim{.every_writable = true, .paths = {}};
+  every.seccomp = SeccompClaim::kDefault;
+  Limits listed;
+  listed.noexec = NoexecClaim{.every_writable = false, .paths = {"/tmp", "/dev/shm"}};
+  Limits none;
+  none.memory_bytes = 1 << 20;  // a size is no claim
+  const struct {
+    const Limits* limits;
+    nlohmann::json overrides;
+    nlohmann::json noexec;
+    nlohmann::json seccomp;
+    const char* unclaimed;
+  } cases[] = {
+      {&every, nlohmann::json::object(), true, "default", ""},
+      {&listed, nlohmann::json::object(), {"/tmp", "/dev/shm"}, "", ""},
+      {&none, nlohmann::json::object(), false, "", "the candidate claims no limits.noexec"},
+      {&none, {{"claimed_noexec", true}}, true, "", ""},  // a suite may claim it too
+      {&every,
+       {{"claimed_noexec", false}},
+       false,
+       "default",  // and take it back
+       "the candidate claims no limits.noexec"},
+  };
+  for (const auto& c : cases) {
+    auto r = ResolveParams(p, c.overrides, *c.limits, {});
+    ASSERT_TRUE(r) << r.error();
+    EXPECT_EQ((*r)["claimed_noexec"], c.noexec) << r->dump();
+    EXPECT_EQ((*r)["claimed_seccomp"], c.seccomp) << r->dump();
+    EXPECT_EQ(UnclaimedReason(p, *r), c.unclaimed) << r->dump();
+  }
+  EXPECT_TRUE(IsClaimLimit("noexec") && IsClaimLimit("seccomp") && !IsClaimLimit("memory"));
+  EXPECT_FALSE(ClaimValue(none, "noexec"));
+  EXPECT_EQ(*ClaimValue(every, "seccomp"), "default");
+  // A list override of a boolean claim is refused like any other type change.
+  EXPECT_FALSE(ResolveParams(p, {{"claimed_noexec", {"/tmp"}}}, none, {}));
+  // Empty values, a missing parameter and other types are no claim.
+  p.claim = "claimed_seccomp";
+  for (const nlohmann::json& params :
+       {nlohmann::json{{"claimed_seccomp", ""}}, nlohmann::json{{"claimed_seccomp", nullptr}},
+        nlohmann::json{{"claimed_seccomp", 0}}, nlohmann::json{{"claimed_seccomp", {}}},
+        nlohmann::json::object(), nlohmann::json()}) {
+    EXPECT_EQ(UnclaimedReason(p, params), "the candidate claims no limits.seccomp") << params;
+  }
+  EXPECT_EQ(UnclaimedReason(p, {{"claimed_seccomp", "default"}}), "");
+  p.claim = "";  // a probe that judges no claim is always judged
+  EXPECT_EQ(UnclaimedReason(p, nlohmann::json::object()), "");
+}
+
 TEST(ParamsTest, KeyIsCanonical) {
   nlohmann::json a = {{"b", 1}, {"a", 2}}, b = {{"a", 2}, {"b", 1}};
   EXPECT_EQ(ParamsKey(a), ParamsKey(b));

@@ -17,9 +17,11 @@ namespace sandprobe::core {
 struct ParamSpec {
   nlohmann::json default_value;
   std::string description;
-  std::string from_limit;  // "" | "memory" | "tmp" | "pids" | "timeout" | "output"
-  double factor = 1.0;     // multiplier applied to the limit
-  std::string unit;        // unit of the parameter when sized from a limit: "MiB", "KiB", "B", "s"
+  // "" | "memory" | "tmp" | "pids" | "timeout" | "output" (numbers, sized by factor), or a claim
+  // taken as it is: "noexec" (true or a list of paths), "seccomp" ("default"); see ClaimValue().
+  std::string from_limit;
+  double factor = 1.0;  // multiplier applied to the limit
+  std::string unit;     // unit of the parameter when sized from a limit: "MiB", "KiB", "B", "s"
 };
 
 // A claim check: the probe's own records show it went past what the candidate claims, e.g. the
@@ -145,6 +147,10 @@ struct ProbeDescriptor {
   // filters packets and never removes interfaces) reports the cell without judging it
   // (drivers::Driver::NotJudgedReason). "" = judged everywhere.
   std::string measures;
+  // probe.yaml `claim: <param>`: the row judges a claim of the candidate's limits, carried by this
+  // parameter (sized from_limit noexec or seccomp). Without the claim the cells are reported, not
+  // judged (core::UnclaimedReason). "" = judged whatever the limits say.
+  std::string claim;
   std::string script;       // probe.py body (the preamble is added at deployment)
   std::string source_path;  // where the descriptor was read from, for messages
 

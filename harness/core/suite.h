@@ -23,10 +23,19 @@ struct SuiteEntry {
   std::map<std::string, std::pair<int, int>> param_at = {};
 };
 
+// An acceptance criterion: a named group of rows, in the words of the ticket that asked for the
+// sandbox ("No network egress: no DNS, no HTTP, no sockets" -> net.dns, net.http-by-name, ...).
+// It holds for a candidate only when every row in it PASSes (core/criteria.h).
+struct Criterion {
+  std::string name;                 // the ticket's words, shown as written
+  std::vector<std::string> probes;  // probe ids, each one of the suite's entries, in order
+};
+
 struct Suite {
   std::string name;
   std::string description;
   std::vector<SuiteEntry> entries;
+  std::vector<Criterion> criteria;  // may be empty
   std::string source_path;
 };
 

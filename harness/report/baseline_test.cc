@@ -33,8 +33,8 @@ void PrintTo(const Format& f, std::ostream* os) { *os << f.ext; }
 
 std::string Text(const core::Matrix& m) { return RenderText(m, TextOptions{}); }
 
-const Format kFormats[] = {
-    {"txt", &Text}, {"md", &RenderMarkdown}, {"json", &RenderJson}, {"xml", &RenderJunit}};
+const Format kFormats[] = {{"txt", &Text},        {"md", &RenderMarkdown}, {"json", &RenderJson},
+                           {"xml", &RenderJunit}, {"tap", &RenderTap},     {"html", &RenderHtml}};
 
 bool UpdateRequested() {
   const char* v = std::getenv("SANDPROBE_UPDATE_BASELINES");

@@ -107,4 +107,47 @@ nlohmann::ordered_json JsonBounded(const nlohmann::json& value, size_t max_bytes
   return out;
 }
 
+std::string TapText(std::string_view raw, size_t max_bytes) {
+  std::string out;
+  for (const char c : OneLine(BoundedText(raw, max_bytes))) {
+    if (c == '\\' || c == '#') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+std::string YamlQuoted(std::string_view raw, size_t max_bytes) {
+  return nlohmann::json(BoundedText(raw, max_bytes)).dump();
+}
+
+std::string HtmlBody(std::string_view raw, size_t max_bytes) {
+  std::string out;
+  for (const char c : BoundedText(raw, max_bytes)) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+std::string HtmlAttr(std::string_view raw, size_t max_bytes) {
+  return OneLine(HtmlBody(raw, max_bytes));
+}
+
 }  // namespace sandprobe::report

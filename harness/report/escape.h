@@ -52,4 +52,18 @@ std::string JsonText(std::string_view raw, size_t max_bytes);
 // else {"truncated": true, "bytes": <dump size>, "excerpt": "<first bytes of the dump>"}.
 nlohmann::ordered_json JsonBounded(const nlohmann::json& value, size_t max_bytes);
 
+// TAP 14 (testanything.org, "Escaping"): a test point description, directive reason or comment:
+// cleaned, on one line, at most max_bytes before escaping, every '\' and '#' backslash-escaped so
+// no text from a sandbox can start a directive (# SKIP / # TODO) or end a description early.
+std::string TapText(std::string_view raw, size_t max_bytes);
+// A YAML 1.2 double-quoted scalar for a TAP diagnostics block: cleaned (so every character is
+// YAML-printable), bounded, quoted and escaped with the JSON string syntax, which YAML 1.2 reads as
+// the same string. One line: a newline inside becomes "\n", so "  ..." can never end the block.
+std::string YamlQuoted(std::string_view raw, size_t max_bytes);
+
+// HTML text node content: cleaned, bounded, newlines kept, & < > " ' as entities.
+std::string HtmlBody(std::string_view raw, size_t max_bytes);
+// HTML double-quoted attribute value: HtmlBody on one line (newlines and tabs as spaces).
+std::string HtmlAttr(std::string_view raw, size_t max_bytes);
+
 }  // namespace sandprobe::report

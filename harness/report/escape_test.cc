@@ -147,5 +147,24 @@ TEST(Json, TextKeepsControlsButIsValidUtf8) {
   EXPECT_LE(cut["excerpt"].get<std::string>().size(), 50u);
 }
 
+TEST(Tap, TextEscapesBackslashAndHashOnOneLine) {
+  EXPECT_EQ(TapText("a # SKIP b\\c", 100), "a \\# SKIP b\\\\c");
+  EXPECT_EQ(TapText("x\nnot ok 2\r\x1b[31m\x01", 100), "x not ok 2");
+  EXPECT_EQ(TapText(std::string(5000, '#'), 8), "\\#\\#\\#\\#\\#\xe2\x80\xa6");
+}
+
+TEST(Tap, YamlQuotedIsOneLineJsonOfCleanText) {
+  EXPECT_EQ(YamlQuoted("a\"b\\c\n  ...\n\t\x1b[31m\xff\x01", 100),
+            "\"a\\\"b\\\\c\\n  ...\\n\\t\xef\xbf\xbd\"");
+  EXPECT_EQ(YamlQuoted("\xc2\x85\xc2\x9b", 100), "\"\"");  // C1 controls are not YAML-printable
+}
+
+TEST(Html, BodyAndAttrEscapeEveryMetacharacter) {
+  EXPECT_EQ(HtmlBody("<script>&\"'</script>\nx\x1b[2J\0"s, 100),
+            "&lt;script&gt;&amp;&quot;&#39;&lt;/script&gt;\nx");
+  EXPECT_EQ(HtmlAttr("a\"\nb<", 100), "a&quot; b&lt;");
+  EXPECT_EQ(HtmlBody(std::string(5000, '<'), 8), "&lt;&lt;&lt;&lt;&lt;\xe2\x80\xa6");
+}
+
 }  // namespace
 }  // namespace sandprobe::report

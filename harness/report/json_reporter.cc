@@ -1,6 +1,7 @@
 // report.json: the machine-readable matrix. Shape: reports/schema/report.schema.json. Strings are
 // bounded and valid UTF-8 (JsonText); sandbox JSON values are bounded (JsonBounded); the dump
 // replaces invalid UTF-8 instead of throwing.
+#include "core/trials.h"
 #include "report/escape.h"
 #include "report/reporters.h"
 #include "report/view.h"
@@ -31,6 +32,10 @@ Json LimitsJson(const core::Limits& l) {
   if (l.tmp_bytes) out["tmp_bytes"] = *l.tmp_bytes;
   if (l.pids) out["pids"] = *l.pids;
   if (l.output_bytes) out["output_bytes"] = *l.output_bytes;
+  if (l.noexec) {
+    out["noexec"] = l.noexec->every_writable ? Json(true) : Strings(l.noexec->paths, kTextBytes);
+  }
+  if (l.seccomp) out["seccomp"] = std::string(core::ToString(*l.seccomp));
   return out;
 }
 
@@ -76,15 +81,28 @@ Json EvidenceJson(const core::Observation& obs) {
 
 Json ObservationJson(const core::Cell& cell) {
   const core::Observation& obs = cell.observation;
-  return Json{{"probe", JsonText(obs.probe, kNameBytes)},
-              {"arm", JsonText(obs.arm, kNameBytes)},
-              {"invocation", JsonText(obs.invocation, kNameBytes)},
-              {"params", JsonBounded(obs.params, kRecordBytes)},
-              {"exposure", core::ToString(cell.classification.exposure)},
-              {"evidence_kind", core::ToString(cell.classification.evidence)},
-              {"label", JsonText(cell.classification.label, kNameBytes)},
-              {"reason", JsonText(cell.classification.reason, kTextBytes)},
-              {"evidence", EvidenceJson(obs)}};
+  Json out{{"probe", JsonText(obs.probe, kNameBytes)},
+           {"arm", JsonText(obs.arm, kNameBytes)},
+           {"invocation", JsonText(obs.invocation, kNameBytes)},
+           {"params", JsonBounded(obs.params, kRecordBytes)},
+           {"exposure", core::ToString(cell.classification.exposure)},
+           {"evidence_kind", core::ToString(cell.classification.evidence)},
+           {"label", JsonText(cell.classification.label, kNameBytes)},
+           {"reason", JsonText(cell.classification.reason, kTextBytes)},
+           {"evidence", EvidenceJson(obs)}};
+  if (!cell.trials.empty()) {  // --repeat N: every trial, and whether they disagreed
+    Json trials = Json::array();
+    for (const core::Trial& t : cell.trials) {
+      trials.push_back({{"invocation", JsonText(t.invocation, kNameBytes)},
+                        {"exposure", core::ToString(t.exposure)},
+                        {"evidence_kind", core::ToString(t.evidence)},
+                        {"label", JsonText(t.label, kNameBytes)}});
+    }
+    out["trials"] = std::move(trials);
+    out["flaky"] = core::Flaky(cell);
+    out["trial_counts"] = JsonText(core::TrialCounts(cell), kTextBytes);
+  }
+  return out;
 }
 
 Json VerdictJson(const core::Matrix& m, const core::VerdictCell& v) {
@@ -92,13 +110,50 @@ Json VerdictJson(const core::Matrix& m, const core::VerdictCell& v) {
   for (const core::Row& row : m.rows) {
     if (row.probe == v.probe) level = row.level;
   }
-  return Json{{"probe", JsonText(v.probe, kNameBytes)},
-              {"candidate", JsonText(v.candidate, kNameBytes)},
-              {"verdict", core::ToString(v.verdict.kind)},
-              {"reason", JsonText(v.verdict.reason, kTextBytes)},
-              {"validated_by", JsonText(v.verdict.validated_by, kNameBytes)},
-              {"evidence_kind", core::ToString(v.verdict.evidence)},
-              {"level", core::ToString(level)}};
+  Json out{{"probe", JsonText(v.probe, kNameBytes)},
+           {"candidate", JsonText(v.candidate, kNameBytes)},
+           {"verdict", core::ToString(v.verdict.kind)},
+           {"reason", JsonText(v.verdict.reason, kTextBytes)},
+           {"validated_by", JsonText(v.verdict.validated_by, kNameBytes)},
+           {"evidence_kind", core::ToString(v.verdict.evidence)},
+           {"level", core::ToString(level)}};
+  if (v.accepted) {  // --expect: the verdict stays FAIL; "shown" is what every format shows
+    const core::Acceptance& a = *v.accepted;
+    out["accepted"] = {{"reason", JsonText(a.reason, kTextBytes)},
+                       {"expires", JsonText(a.expires, kNameBytes)},
+                       {"expired", a.expired},
+                       {"source", JsonText(a.source, kTextBytes)}};
+    out["shown"] = ShownVerdictText(&v);
+  }
+  return out;
+}
+
+// The checklist: each criterion with its rows and, per candidate, whether it holds and which
+// rows broke it ("MISSING": no verdict).
+Json CriteriaJson(const core::Matrix& m) {
+  Json out = Json::array();
+  const auto checklist = Checklist(m);
+  for (size_t i = 0; i < m.criteria.size(); ++i) {
+    const core::Criterion& c = m.criteria[i];
+    Json probes = Json::array(), results = Json::array();
+    for (const std::string& p : c.probes) probes.push_back(JsonText(p, kNameBytes));
+    for (const CandidateChecklist& list : checklist) {
+      const ChecklistItem& item = list.items[i];
+      Json broken = Json::array();
+      for (const BrokenRow& row : item.broken) {
+        broken.push_back({{"probe", JsonText(row.probe, kNameBytes)},
+                          {"verdict", row.verdict},
+                          {"reason", JsonText(row.reason, kTextBytes)}});
+      }
+      results.push_back({{"candidate", JsonText(list.candidate->name, kNameBytes)},
+                         {"holds", item.holds},
+                         {"broken", std::move(broken)}});
+    }
+    out.push_back({{"name", JsonText(c.name, kTextBytes)},
+                   {"probes", std::move(probes)},
+                   {"results", std::move(results)}});
+  }
+  return out;
 }
 
 Json SummaryJson(const core::Matrix& m) {
@@ -107,6 +162,7 @@ Json SummaryJson(const core::Matrix& m) {
     const VerdictCounts counts = CountVerdicts(m, arm->name);
     Json c{{"candidate", JsonText(arm->name, kNameBytes)}, {"total", counts.Total()}};
     for (const core::VerdictKind k : kVerdictOrder) c[core::ToString(k)] = counts.Of(k);
+    c["ACCEPTED"] = counts.accepted;
     c["missing"] = counts.missing;
     candidates.push_back(std::move(c));
   }
@@ -137,6 +193,7 @@ std::string RenderJson(const core::Matrix& m) {
                     {"started_at", JsonText(m.started_at, kNameBytes)},
                     {"finished_at", JsonText(m.finished_at, kNameBytes)},
                     {"interrupted", m.interrupted},
+                    {"criteria", CriteriaJson(m)},
                     {"banners", Strings(m.banners, kTextBytes)},
                     {"notes", Strings(m.notes, kTextBytes)},
                     {"arms", std::move(arms)},

@@ -31,7 +31,7 @@ Totals Count(const core::Matrix& m, const core::ArmInfo& arm) {
   t.failures = counts.Of(core::VerdictKind::kFail);
   t.errors = counts.Of(core::VerdictKind::kInconclusive) + counts.Of(core::VerdictKind::kError) +
              counts.missing;
-  t.skipped = counts.Of(core::VerdictKind::kSkip);
+  t.skipped = counts.Of(core::VerdictKind::kSkip) + counts.accepted;
   for (const core::Row& row : m.rows) {
     if (const core::Cell* cell = m.Find(row.probe, arm.name)) {
       t.time_s += cell->observation.duration_s;
@@ -82,13 +82,20 @@ void AddTestcase(pugi::xml_node suite, const core::Matrix& m, const core::Row& r
       XmlAttr(fmt::format("{} ({})", row.probe, row.label), kNameBytes * 2).c_str();
   tc.append_attribute("time") =
       fmt::format("{:.3f}", cell ? cell->observation.duration_s : 0.0).c_str();
-  const std::string message = v ? XmlAttr(v->verdict.reason, kMessageBytes) : "no verdict recorded";
+  // Flaky trials and an acceptance lead the message: a CI view shows the message first.
+  std::string reason = v ? v->verdict.reason : "no verdict recorded";
+  if (const std::string flaky = cell ? FlakyText(*cell) : ""; !flaky.empty()) {
+    reason = fmt::format("[{}] {}", flaky, reason);
+  }
+  if (v != nullptr && v->accepted) reason = fmt::format("[{}] {}", AcceptanceText(*v), reason);
+  const std::string message = XmlAttr(reason, kMessageBytes);
   const std::string body =
-      XmlText(fmt::format("{}\n{}", v ? v->verdict.reason : "no verdict recorded",
-                          cell ? cell->classification.reason : "no observation"),
+      XmlText(fmt::format("{}\n{}", reason, cell ? cell->classification.reason : "no observation"),
               kMessageBytes * 2);
   pugi::xml_node outcome;
-  switch (v ? v->verdict.kind : core::VerdictKind::kError) {
+  // An accepted FAIL does not fail the gate: JUnit's nearest is <skipped>, its message says why.
+  const bool accepted = v != nullptr && v->Accepted();
+  switch (accepted ? core::VerdictKind::kSkip : v ? v->verdict.kind : core::VerdictKind::kError) {
     case core::VerdictKind::kPass:
       break;
     case core::VerdictKind::kFail:
@@ -113,6 +120,43 @@ void AddTestcase(pugi::xml_node suite, const core::Matrix& m, const core::Row& r
   tc.append_child("system-out").text().set(EvidenceText(cell, v).c_str());
 }
 
+// The checklist of one candidate as a <testsuite> of its own, before the rows: one <testcase>
+// per criterion, a <failure> naming the rows that broke it.
+void AddChecklist(pugi::xml_node suites, const core::Matrix& m, const CandidateChecklist& list) {
+  Totals t;
+  t.tests = list.items.size();
+  t.failures = list.items.size() - list.holding;
+  pugi::xml_node suite = suites.append_child("testsuite");
+  const std::string candidate = XmlAttr(list.candidate->name, kNameBytes);
+  suite.append_attribute("name") = ("acceptance criteria: " + candidate).c_str();
+  SetCounts(suite, t);
+  suite.append_attribute("timestamp") = XmlAttr(m.started_at, kNameBytes).c_str();
+  pugi::xml_node props = suite.append_child("properties");
+  AddProperty(props, "candidate", list.candidate->name);
+  AddProperty(props, "rule", kChecklistRule);
+  for (const ChecklistItem& item : list.items) {
+    pugi::xml_node tc = suite.append_child("testcase");
+    tc.append_attribute("classname") = ("sandprobe.criteria." + candidate).c_str();
+    tc.append_attribute("name") = XmlAttr(item.criterion->name, kMessageBytes).c_str();
+    tc.append_attribute("time") = "0.000";
+    std::string rows_out;
+    for (const std::string& probe : item.criterion->probes) rows_out += probe + "\n";
+    tc.append_child("system-out")
+        .text()
+        .set(XmlText("rows:\n" + rows_out, kMessageBytes * 4).c_str());
+    if (item.holds) continue;
+    std::string rows, body;
+    for (const BrokenRow& row : item.broken) {
+      rows += (rows.empty() ? "" : ", ") + BrokenRowText(row);
+      body += BrokenRowText(row) + ": " + row.reason + "\n";
+    }
+    pugi::xml_node failure = tc.insert_child_before("failure", tc.child("system-out"));
+    failure.append_attribute("message") = XmlAttr("broken by: " + rows, kMessageBytes).c_str();
+    failure.append_attribute("type") = "CRITERION";
+    failure.text().set(XmlText(body, kMessageBytes * 4).c_str());
+  }
+}
+
 }  // namespace
 
 std::string RenderJunit(const core::Matrix& m) {
@@ -123,6 +167,11 @@ std::string RenderJunit(const core::Matrix& m) {
   pugi::xml_node suites = doc.append_child("testsuites");
   suites.append_attribute("name") = ("sandprobe " + XmlAttr(m.suite, kNameBytes)).c_str();
   Totals all;
+  const auto checklist = Checklist(m);
+  for (const CandidateChecklist& list : checklist) {
+    all.tests += list.items.size();
+    all.failures += list.items.size() - list.holding;
+  }
   for (const core::ArmInfo* arm : CandidateArms(m)) {
     const Totals t = Count(m, *arm);
     all.tests += t.tests;
@@ -132,6 +181,7 @@ std::string RenderJunit(const core::Matrix& m) {
     all.time_s += t.time_s;
   }
   SetCounts(suites, all);
+  for (const CandidateChecklist& list : checklist) AddChecklist(suites, m, list);
   for (const core::ArmInfo* arm : CandidateArms(m)) {
     pugi::xml_node suite = suites.append_child("testsuite");
     suite.append_attribute("name") = XmlAttr(arm->name, kNameBytes).c_str();

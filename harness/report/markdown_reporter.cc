@@ -1,6 +1,10 @@
-// matrix.md: the acceptance evidence pasted on a ticket. Every untrusted string goes through
-// MarkdownWriter (escape.h); this file writes only its own fixed markup.
+// matrix.md: the acceptance evidence posted as one tracker comment: title, banners, the verdict
+// summary and the matrix first, then run facts and notes, then the evidence of each row in a
+// <details> block, cut to kCommentMaxBytes with the rest in matrix-full.md. Every untrusted string
+// goes through MarkdownWriter (escape.h); this file writes only its own fixed markup.
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "report/escape.h"
 #include "report/reporters.h"
@@ -13,14 +17,47 @@ constexpr size_t kCellBytes = 120;      // a table cell or a name
 constexpr size_t kFactBytes = 1024;     // one evidence fact
 constexpr size_t kExcerptBytes = 2048;  // raw stdout/stderr excerpt per stream
 
-void WriteHeader(MarkdownWriter& w, const core::Matrix& m) {
+// The acceptance checklist, first thing under the title. Emoji marks rather than "- [ ]" task
+// items: a tracker renders those as checkboxes that a reader could tick by hand.
+void WriteChecklist(MarkdownWriter& w, const core::Matrix& m) {
+  const auto checklist = Checklist(m);
+  if (checklist.empty()) return;
+  w.Markup("## Acceptance criteria\n\n").Markup("A criterion holds only when every row in it ");
+  w.Markup("PASSes; the rows that broke one are named.\n\n");
+  for (const CandidateChecklist& list : checklist) {
+    w.Markup("**").Text(list.candidate->name, kCellBytes).Markup("**: ");
+    w.Markup(fmt::format("{} of {} criteria hold\n\n", list.holding, list.items.size()));
+    for (const ChecklistItem& item : list.items) {
+      w.Markup(item.holds ? "- ✅ " : "- ❌ ").Text(item.criterion->name, kFactBytes);
+      if (item.holds) {
+        w.Markup(" — holds\n");
+        continue;
+      }
+      w.Markup(" — **broken by:** ");
+      for (size_t i = 0; i < item.broken.size(); ++i) {
+        const BrokenRow& row = item.broken[i];
+        w.Markup(i == 0 ? "" : ", ").Text(row.label, kCellBytes).Markup(" (");
+        w.Text(row.probe, kCellBytes).Markup(") **").Markup(row.verdict).Markup("**");
+        if (row.level == core::Level::kAdvisory) w.Markup(" *(advisory)*");
+      }
+      w.Markup("\n");
+    }
+    w.Markup("\n");
+  }
+}
+
+void WriteTitle(MarkdownWriter& w, const core::Matrix& m) {
   w.Markup("# sandprobe run ").Text(m.run_id, kCellBytes).Markup("\n\n");
+  WriteChecklist(w, m);
   for (const std::string& banner : m.banners)
     w.Markup("> **").Text(banner, kFactBytes).Markup("**\n\n");
+  if (m.interrupted) w.Markup("**Interrupted**: the run stopped before every probe ended.\n\n");
+}
+
+void WriteRunFacts(MarkdownWriter& w, const core::Matrix& m) {
   w.Markup("- suite: ").Text(m.suite, kCellBytes).Markup("\n");
   w.Markup("- started: ").Text(m.started_at, kCellBytes);
   w.Markup(", finished: ").Text(m.finished_at, kCellBytes).Markup("\n");
-  if (m.interrupted) w.Markup("- **interrupted**: the run stopped before every probe ended\n");
   w.Markup("- arms:\n");
   for (const core::ArmInfo* arm : ColumnArms(m)) {
     w.Markup("  - **").Text(arm->name, kCellBytes).Markup("**: ");
@@ -55,18 +92,38 @@ void WriteTable(MarkdownWriter& w, const core::Matrix& m) {
       w.Markup(" ");
       if (cell != nullptr) {
         w.Text(cell->classification.label, kCellBytes);
+        if (const std::string flaky = FlakyText(*cell); !flaky.empty()) {
+          w.Markup(" *(").Text(flaky, kCellBytes).Markup(")*");
+        }
       } else {
         w.Markup("—");
       }
       if (arm->role == core::ArmRole::kCandidate) {
         const core::VerdictCell* v = m.FindVerdict(row.probe, arm->name);
-        w.Markup(" · **").Markup(v ? core::ToString(v->verdict.kind) : "no verdict").Markup("**");
+        w.Markup(" · **").Text(ShownVerdictText(v), kCellBytes).Markup("**");
       }
       w.Markup(" |");
     }
     w.Markup("\n");
   }
   w.Markup("\n");
+}
+
+// Every FAIL an expectation accepted (or whose acceptance expired), so none is hidden.
+void WriteAccepted(MarkdownWriter& w, const core::Matrix& m) {
+  bool heading = false;
+  for (const core::Row& row : m.rows) {
+    for (const core::ArmInfo* arm : CandidateArms(m)) {
+      const core::VerdictCell* v = m.FindVerdict(row.probe, arm->name);
+      if (v == nullptr || !v->accepted || v->verdict.kind != core::VerdictKind::kFail) continue;
+      if (!heading) w.Markup("### Known FAILs (expectations)\n\n");
+      heading = true;
+      w.Markup("- ").Text(row.label, kCellBytes).Markup(" in **").Text(arm->name, kCellBytes);
+      w.Markup("**: **").Text(ShownVerdictText(v), kCellBytes).Markup("** — ");
+      w.Text(AcceptanceText(*v), kFactBytes).Markup("\n");
+    }
+  }
+  if (heading) w.Markup("\n");
 }
 
 void WriteSummary(MarkdownWriter& w, const core::Matrix& m) {
@@ -80,10 +137,15 @@ void WriteSummary(MarkdownWriter& w, const core::Matrix& m) {
       w.Markup(fmt::format("{} {} {}", k == kVerdictOrder.front() ? "" : ",", counts.Of(k),
                            core::ToString(k)));
     }
+    if (counts.accepted > 0) w.Markup(fmt::format(", {} ACCEPTED", counts.accepted));
     if (counts.missing > 0) w.Markup(fmt::format(", {} without verdict", counts.missing));
   }
   const int code = core::RunExitCode(m);
   w.Markup(fmt::format(" · exit code {} ({})\n\n", code, ExitCodeMeaning(code)));
+  WriteAccepted(w, m);
+}
+
+void WriteNotes(MarkdownWriter& w, const core::Matrix& m) {
   if (!m.notes.empty()) w.Markup("### Notes\n\n");
   for (const std::string& note : m.notes) w.Markup("- ").Text(note, kFactBytes).Markup("\n");
   if (!m.notes.empty()) w.Markup("\n");
@@ -115,7 +177,7 @@ void WriteArmEvidence(MarkdownWriter& w, const core::Matrix& m, const core::Row&
   const core::Cell* shown = ShownCell(m, row.probe, arm);
   w.Markup("**").Text(arm.name, kCellBytes).Markup("** (").Markup(core::ToString(arm.role));
   w.Markup(")");
-  if (v != nullptr) w.Markup(": **").Markup(core::ToString(v->verdict.kind)).Markup("**");
+  if (v != nullptr) w.Markup(": **").Text(ShownVerdictText(v), kCellBytes).Markup("**");
   w.Markup("\n\n");
   if (cells.empty()) {
     if (v != nullptr) {
@@ -144,35 +206,132 @@ void WriteArmEvidence(MarkdownWriter& w, const core::Matrix& m, const core::Row&
   }
 }
 
-void WriteDetails(MarkdownWriter& w, const core::Matrix& m) {
-  if (!m.rows.empty()) w.Markup("### Evidence\n\n");
-  for (const core::Row& row : m.rows) {
-    w.Markup("<details><summary>").HtmlText(row.probe, kCellBytes).Markup(" — ");
-    w.HtmlText(row.label, kCellBytes).Markup(":");
-    const char* separator = " ";
-    for (const core::ArmInfo* arm : CandidateArms(m)) {
-      const core::VerdictCell* v = m.FindVerdict(row.probe, arm->name);
-      w.Markup(separator).HtmlText(arm->name, kCellBytes).Markup(" ");
-      separator = ", ";
-      w.Markup(v ? core::ToString(v->verdict.kind) : "no verdict");
-    }
-    w.Markup("</summary>\n\n");
-    for (const core::ArmInfo* arm : ColumnArms(m)) WriteArmEvidence(w, m, row, *arm);
-    w.Markup("</details>\n\n");
+// The <details> block of evidence of one row.
+std::string RowDetails(const core::Matrix& m, const core::Row& row) {
+  MarkdownWriter w;
+  w.Markup("<details><summary>").HtmlText(row.probe, kCellBytes).Markup(" — ");
+  w.HtmlText(row.label, kCellBytes).Markup(":");
+  const char* separator = " ";
+  for (const core::ArmInfo* arm : CandidateArms(m)) {
+    const core::VerdictCell* v = m.FindVerdict(row.probe, arm->name);
+    w.Markup(separator).HtmlText(arm->name, kCellBytes).Markup(" ");
+    separator = ", ";
+    w.HtmlText(ShownVerdictText(v), kCellBytes);
   }
+  w.Markup("</summary>\n\n");
+  for (const core::ArmInfo* arm : ColumnArms(m)) WriteArmEvidence(w, m, row, *arm);
+  w.Markup("</details>\n\n");
+  return w.str();
 }
+
+// Which evidence a cut comment keeps first: 0 a row with a FAIL, 1 with an ERROR, INCONCLUSIVE or
+// missing verdict, 2 the rest.
+int Priority(const core::Matrix& m, const core::Row& row) {
+  int best = 2;
+  for (const core::ArmInfo* arm : CandidateArms(m)) {
+    const core::VerdictCell* v = m.FindVerdict(row.probe, arm->name);
+    if (v != nullptr && v->verdict.kind == core::VerdictKind::kFail) return 0;
+    if (v == nullptr || v->verdict.kind == core::VerdictKind::kError ||
+        v->verdict.kind == core::VerdictKind::kInconclusive) {
+      best = 1;
+    }
+  }
+  return best;
+}
+
+// Title, banners, summary, [pointer], the matrix, run facts, notes, weakenings.
+std::string Head(const core::Matrix& m, std::string_view pointer) {
+  MarkdownWriter w;
+  WriteTitle(w, m);
+  WriteSummary(w, m);
+  w.Markup(pointer);
+  WriteTable(w, m);
+  WriteRunFacts(w, m);
+  WriteNotes(w, m);
+  return w.str();
+}
+
+std::string Trimmed(std::string out) {
+  while (out.size() >= 2 && out.ends_with("\n\n")) out.pop_back();
+  return out;
+}
+
+constexpr std::string_view kEvidenceHeading = "### Evidence\n\n";
 
 }  // namespace
 
+std::string RenderMarkdownFull(const core::Matrix& m) {
+  std::string out = Head(m, "");
+  if (!m.rows.empty()) out += kEvidenceHeading;
+  for (const core::Row& row : m.rows) out += RowDetails(m, row);
+  return Trimmed(std::move(out));
+}
+
+std::string RenderMarkdownComment(const core::Matrix& m, size_t max_bytes) {
+  std::string full = RenderMarkdownFull(m);
+  if (full.size() <= max_bytes) return full;
+  std::vector<std::string> blocks;
+  for (const core::Row& row : m.rows) blocks.push_back(RowDetails(m, row));
+  // Rows by priority, suite order within one priority; each kept if it still fits.
+  std::vector<size_t> order(m.rows.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::ranges::stable_sort(order, {}, [&](size_t i) { return Priority(m, m.rows[i]); });
+  const auto pointer = [&](size_t shown) {
+    return fmt::format(
+        "> **This comment is cut to {} bytes**: it shows the evidence of {} of {} rows. The full "
+        "report, with the evidence of every row, is `matrix-full.md` beside this file "
+        "({} bytes); every observation is in `report.json`.\n\n",
+        max_bytes, shown, m.rows.size(), full.size());
+  };
+  // The pointer's digits can only shrink when fewer rows are shown; reserve the widest form.
+  const std::string head = Head(m, pointer(m.rows.size()));
+  const std::string left_out_heading = "Evidence left out here (in `matrix-full.md`): ";
+  size_t budget = head.size() + kEvidenceHeading.size() + left_out_heading.size() + 2;
+  std::vector<bool> keep(m.rows.size(), false);
+  // Each left-out row costs its probe id in the closing list (bounded like a cell, escaped).
+  std::vector<std::string> names;
+  for (const core::Row& row : m.rows) {
+    MarkdownWriter n;
+    n.Markup("`").Text(row.probe, kCellBytes).Markup("`, ");
+    names.push_back(n.str());
+    budget += names.back().size();
+  }
+  if (budget <= max_bytes) {
+    for (const size_t i : order) {
+      if (budget + blocks[i].size() - names[i].size() > max_bytes) continue;
+      budget += blocks[i].size() - names[i].size();
+      keep[i] = true;
+    }
+  }
+  size_t shown = 0;
+  for (const bool k : keep) shown += k ? 1 : 0;
+  std::string out = Head(m, pointer(shown));
+  if (out.size() + kEvidenceHeading.size() > max_bytes) {
+    // Even the matrix does not fit: cut at a line, the pointer (above the matrix) stays.
+    const std::string_view tail = "\n… (cut here: the rest is in `matrix-full.md`)\n";
+    out.resize(max_bytes - tail.size());
+    out.resize(out.rfind('\n') + 1);
+    // A cut inside a multi-byte character cannot happen: '\n' ends a line on a boundary.
+    return out + std::string(tail.substr(1));
+  }
+  out += kEvidenceHeading;
+  std::string left_out;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    if (keep[i]) {
+      out += blocks[i];
+    } else {
+      left_out += names[i];
+    }
+  }
+  if (!left_out.empty()) {
+    left_out.resize(left_out.size() - 2);  // the last ", "
+    out += left_out_heading + left_out + "\n";
+  }
+  return Trimmed(std::move(out));
+}
+
 std::string RenderMarkdown(const core::Matrix& m) {
-  MarkdownWriter w;
-  WriteHeader(w, m);
-  WriteTable(w, m);
-  WriteSummary(w, m);
-  WriteDetails(w, m);
-  std::string out = w.str();
-  while (out.size() >= 2 && out.ends_with("\n\n")) out.pop_back();
-  return out;
+  return RenderMarkdownComment(m, kCommentMaxBytes);
 }
 
 }  // namespace sandprobe::report

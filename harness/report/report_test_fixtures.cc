@@ -217,4 +217,19 @@ core::Matrix NormalMatrix() {
   return m;
 }
 
+core::Matrix CriteriaMatrix() {
+  core::Matrix m = NormalMatrix();
+  m.run_id = "20250301T120000Z-c71e3a";
+  m.suite = "repl-acceptance";
+  // A row the run never reached (no cells, no verdict), as after an interrupted run.
+  m.rows.push_back({"net.udp", "udp", core::Level::kRequired});
+  m.criteria = {
+      {"No DNS", {"net.dns"}},
+      {"No writes to the user's files", {"fs.write-home", "net.dns"}},
+      {"Bounded execution", {"res.memory-balloon", "k8s.admission-privileged", "net.https-ip"}},
+      {"No egress | `code` <b>x</b> ]]> & \x1b[31mred\x1b[0m\nsecond line ```", {"net.udp"}},
+  };
+  return m;
+}
+
 }  // namespace sandprobe::report::fixtures

@@ -21,6 +21,15 @@ core::Matrix NormalMatrix();
 // in names, a forged-looking record line and a 10 MB stdout head.
 core::Matrix HostileMatrix();
 
+// The normal run with --repeat 5 and --expect: a flaky FAIL (one leak in five) whose control's
+// trials disagreed too, trials that agreed, an accepted FAIL and an expired acceptance.
+core::Matrix GateMatrix();
+
+// The normal run with acceptance criteria (suite criteria:): one that holds, one broken by a FAIL,
+// one by INCONCLUSIVE (advisory), SKIP and ERROR rows, and one with a hostile name broken by a row
+// the run never reached (no verdict).
+core::Matrix CriteriaMatrix();
+
 // Size of the hostile stdout head, bytes.
 inline constexpr size_t kHostileStdoutBytes = 10 * 1024 * 1024;
 
@@ -29,8 +38,9 @@ struct Fixture {
   core::Matrix (*make)();
 };
 inline const std::vector<Fixture>& Fixtures() {
-  static const std::vector<Fixture> fixtures = {{"normal", &NormalMatrix},
-                                                {"hostile", &HostileMatrix}};
+  static const std::vector<Fixture> fixtures = {
+      {"normal", &NormalMatrix}, {"hostile", &HostileMatrix}, {"gate", &GateMatrix},
+      {"criteria", &CriteriaMatrix}};
   return fixtures;
 }
 

@@ -164,12 +164,20 @@ TEST(Hostile, NoControlByteSurvivesAndOutputIsBounded) {
   const std::string md = RenderMarkdown(m);
   const std::string xml = RenderJunit(m);
   const std::string json = RenderJson(m);
+  const std::string tap = RenderTap(m);
+  const std::string html = RenderHtml(m);
+  const std::string full_md = RenderMarkdownFull(m);
   ExpectDisplaySafe(text, "text");
   ExpectDisplaySafe(md, "markdown");
+  ExpectDisplaySafe(full_md, "markdown (full)");
   ExpectDisplaySafe(xml, "junit");
+  ExpectDisplaySafe(tap, "tap");
+  ExpectDisplaySafe(html, "html");
   EXPECT_EQ(core::SanitizeUtf8(json), json) << "json: invalid UTF-8";
   EXPECT_TRUE(nlohmann::json::accept(json));
-  for (const std::string* out : {&text, &md, &xml, &json}) EXPECT_LT(out->size(), 200'000u);
+  for (const std::string* out : {&text, &md, &xml, &json, &tap, &html, &full_md}) {
+    EXPECT_LT(out->size(), 200'000u);
+  }
 }
 
 TEST(Hostile, ColourOnlyAddsOurOwnSgrSequences) {
@@ -184,6 +192,69 @@ TEST(Hostile, AnyTerminalWidthStaysSafe) {
   for (const size_t width : {0, 1, 20, 100, 1000}) {
     ExpectDisplaySafe(RenderText(HostileMatrix(), {.color = false, .width = width}), "text");
   }
+}
+
+// Every format opens with the acceptance checklist; a criterion holds only when every row in it
+// PASSes and names the rows that broke it (SKIP and a missing verdict included).
+TEST(Checklist, OpensEveryFormatAndNamesTheBrokenRows) {
+  const core::Matrix m = fixtures::CriteriaMatrix();
+  const std::string md = RenderMarkdown(m);
+  const size_t md_list = md.find("## Acceptance criteria");
+  ASSERT_NE(md_list, std::string::npos);
+  EXPECT_LT(md_list, md.find("- suite:"));
+  EXPECT_LT(md_list, md.find("| probe |"));
+  EXPECT_NE(md.find("**bubblewrap**: 1 of 4 criteria hold"), std::string::npos);
+  EXPECT_NE(md.find("- ✅ No DNS — holds"), std::string::npos);
+  EXPECT_NE(md.find("- ❌ No writes to the user's files — **broken by:** write $HOME "
+                    "(fs.write-home) **FAIL**\n"),
+            std::string::npos)
+      << md.substr(0, 2000);
+  EXPECT_NE(
+      md.find("memory 64m (res.memory-balloon) **INCONCLUSIVE** *(advisory)*, privileged "
+              "pod (k8s.admission-privileged) **SKIP**, https by ip (net.https-ip) **ERROR**"),
+      std::string::npos);
+  EXPECT_NE(md.find("udp (net.udp) **MISSING**"), std::string::npos);
+
+  const std::string json = RenderJson(m);
+  EXPECT_LT(json.find("\"criteria\""), json.find("\"arms\""));
+  const auto j = nlohmann::json::parse(json);
+  ASSERT_EQ(j.at("criteria").size(), 4u);
+  EXPECT_EQ(j["criteria"][0]["results"][0]["holds"], true);
+  EXPECT_EQ(j["criteria"][0]["results"][0]["candidate"], "bubblewrap");
+  EXPECT_EQ(j["criteria"][1]["results"][0]["holds"], false);
+  EXPECT_EQ(j["criteria"][1]["results"][0]["broken"].size(), 1u);  // net.dns PASSed
+  EXPECT_EQ(j["criteria"][1]["results"][0]["broken"][0]["verdict"], "FAIL");
+  EXPECT_EQ(j["criteria"][2]["results"][0]["broken"].size(), 3u);
+  EXPECT_EQ(j["criteria"][3]["results"][0]["broken"][0]["verdict"], "MISSING");
+  EXPECT_EQ(j["criteria"][3]["probes"], nlohmann::json::array({"net.udp"}));
+
+  const std::string xml = RenderJunit(m);
+  ExpectJunitCountsAddUp(xml, 4 + 6, 3 + 1, 2 + 1, 1);  // criteria + rows (udp: no verdict)
+  pugi::xml_document doc;
+  ASSERT_TRUE(doc.load_string(xml.c_str()));
+  const pugi::xml_node first = doc.child("testsuites").child("testsuite");
+  EXPECT_STREQ(first.attribute("name").value(), "acceptance criteria: bubblewrap");
+  EXPECT_EQ(Attr(first, "failures"), 3u);
+  const pugi::xml_node broken =
+      first.find_child_by_attribute("testcase", "name", "No DNS").next_sibling("testcase");
+  EXPECT_STREQ(broken.child("failure").attribute("message").value(),
+               "broken by: write $HOME (fs.write-home) FAIL");
+
+  const std::string text = RenderText(m, {});
+  const size_t text_list = text.find("acceptance criteria (");
+  ASSERT_NE(text_list, std::string::npos);
+  EXPECT_LT(text.find("https by ip"), text_list);   // after the streamed matrix rows...
+  EXPECT_LT(text_list, text.find("\nverdicts\n"));  // ...and before everything else
+  EXPECT_NE(text.find("bubblewrap: 1 of 4 hold"), std::string::npos);
+  EXPECT_NE(text.find("broken by: write $HOME (fs.write-home) FAIL"), std::string::npos);
+}
+
+TEST(Checklist, NoCriteriaNoChecklist) {
+  const core::Matrix m = NormalMatrix();
+  EXPECT_EQ(RenderMarkdown(m).find("Acceptance criteria"), std::string::npos);
+  EXPECT_EQ(RenderText(m, {}).find("acceptance criteria"), std::string::npos);
+  EXPECT_EQ(RenderJunit(m).find("acceptance criteria"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(RenderJson(m)).at("criteria"), nlohmann::json::array());
 }
 
 // An interrupted run can leave a probe without a verdict: never rendered as a pass.

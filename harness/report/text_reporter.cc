@@ -101,11 +101,13 @@ void TextReporter::Begin(const core::Matrix& m) {
     for (const core::Row& row : m.rows) {
       if (const core::Cell* cell = ShownCell(m, row.probe, *arm)) {
         any_cell = true;
+        // A flaky cell's "~" gets a column of its own, so the label itself is not cut for it.
         label_cols =
-            std::max(label_cols, DisplayWidth(TerminalText(cell->classification.label, kMaxCell)));
+            std::max(label_cols, DisplayWidth(TerminalText(cell->classification.label, kMaxCell)) +
+                                     (FlakyText(*cell).empty() ? 0 : 1));
       }
       if (const core::VerdictCell* v = candidate ? m.FindVerdict(row.probe, arm->name) : nullptr) {
-        verdict_cols = std::max(verdict_cols, core::ToString(v->verdict.kind).size());
+        verdict_cols = std::max(verdict_cols, ShownVerdictText(v).size());
       }
     }
     if (!any_cell) label_cols = kStreamLabelCols;
@@ -138,7 +140,12 @@ void TextReporter::RowDone(const core::Matrix& m, const std::string& probe) {
   for (const Column& c : columns_) {
     line += kGap;
     const core::Cell* cell = ShownCell(m, probe, *c.arm);
-    const std::string label = cell ? TerminalText(cell->classification.label, c.label_cols) : "-";
+    // A flaky cell (repeat trials disagreed) ends in "~"; End() lists the counts.
+    const bool flaky = cell != nullptr && !FlakyText(*cell).empty();
+    const std::string label =
+        cell ? TerminalText(cell->classification.label, c.label_cols - (flaky ? 1 : 0)) +
+                   (flaky ? "~" : "")
+             : "-";
     const std::string padding(c.label_cols - DisplayWidth(label), ' ');
     if (c.arm->role == core::ArmRole::kControl) {
       const bool exposed = cell && cell->classification.exposure == core::Exposure::kExposed;
@@ -147,15 +154,37 @@ void TextReporter::RowDone(const core::Matrix& m, const std::string& probe) {
     }
     line += label + padding + std::string(kGap);
     const core::VerdictCell* v = m.FindVerdict(probe, c.arm->name);
-    const std::string verdict = v ? std::string(core::ToString(v->verdict.kind)) : "-";
-    line += v ? Paint(verdict, VerdictColor(v->verdict.kind)) : verdict;
+    const std::string verdict = v ? ShownVerdictText(v) : "-";
+    line += v ? Paint(verdict, ShownColor(*v)) : verdict;
     line.append(c.verdict_cols - std::min(c.verdict_cols, verdict.size()), ' ');
   }
   while (!line.empty() && line.back() == ' ') line.pop_back();
   out_ << line << '\n';
 }
 
+std::string_view TextReporter::ShownColor(const core::VerdictCell& v) const {
+  return v.Accepted() ? kYellow : VerdictColor(v.verdict.kind);
+}
+
 void TextReporter::End(const core::Matrix& m) {
+  // The checklist comes first once every row is in (the matrix above streams as rows finish).
+  const auto checklist = Checklist(m);
+  if (!checklist.empty()) out_ << "\nacceptance criteria (" << kChecklistRule << ")\n";
+  for (const CandidateChecklist& list : checklist) {
+    out_ << "  " << TerminalText(list.candidate->name, kMaxCell)
+         << fmt::format(": {} of {} hold\n", list.holding, list.items.size());
+    for (const ChecklistItem& item : list.items) {
+      const std::string_view mark = item.holds ? "HOLDS " : "BROKEN";
+      out_ << "    " << Paint(mark, item.holds ? kGreen : kRed) << kGap
+           << Wrap(TerminalText(item.criterion->name, kReasonCols), options_.width, 12, 12) << '\n';
+      if (item.broken.empty()) continue;
+      std::string rows;
+      for (const BrokenRow& row : item.broken) {
+        rows += (rows.empty() ? "" : ", ") + TerminalText(BrokenRowText(row), kReasonCols);
+      }
+      out_ << "            " << Wrap("broken by: " + rows, options_.width, 12, 14) << '\n';
+    }
+  }
   for (const std::string& banner : m.banners) {
     out_ << '\n'
          << Paint("!! " + Wrap(TerminalText(banner, kReasonCols), options_.width, 3, 3),
@@ -170,6 +199,9 @@ void TextReporter::End(const core::Matrix& m) {
       line += fmt::format("{} {} {}", k == kVerdictOrder.front() ? "" : ",", counts.Of(k),
                           Paint(core::ToString(k), VerdictColor(k)));
     }
+    if (counts.accepted > 0) {
+      line += fmt::format(", {} {}", counts.accepted, Paint("ACCEPTED", kYellow));
+    }
     if (counts.missing > 0) line += fmt::format(", {} without verdict", counts.missing);
     out_ << line << '\n';
   }
@@ -183,14 +215,29 @@ void TextReporter::End(const core::Matrix& m) {
       }
       if (!heading) out_ << "\nnot passing\n";
       heading = true;
-      const std::string_view kind = core::ToString(v->verdict.kind);
+      const std::string kind = ShownVerdictText(v);
       const std::string head =
           fmt::format("  {}  {}  ", TerminalText(row.probe, 60), TerminalText(arm->name, kMaxCell));
       const std::string_view level = row.level == core::Level::kAdvisory ? " (advisory)" : "";
       const size_t reason_col = DisplayWidth(head) + kind.size() + level.size() + kGap.size();
-      out_ << head << Paint(kind, VerdictColor(v->verdict.kind)) << level << kGap
-           << Wrap(TerminalText(v->verdict.reason, kReasonCols), options_.width, reason_col, 6)
-           << '\n';
+      const std::string accepted = AcceptanceText(*v);
+      const std::string reason =
+          accepted.empty() ? v->verdict.reason : accepted + "; " + v->verdict.reason;
+      out_ << head << Paint(kind, ShownColor(*v)) << level << kGap
+           << Wrap(TerminalText(reason, kReasonCols), options_.width, reason_col, 6) << '\n';
+    }
+  }
+  heading = false;
+  for (const core::Row& row : m.rows) {
+    for (const core::ArmInfo* arm : ColumnArms(m)) {
+      for (const core::Cell* cell : CellsOf(m, row.probe, arm->name)) {
+        const std::string flaky = FlakyText(*cell);
+        if (flaky.empty()) continue;
+        if (!heading) out_ << "\nflaky (repeat trials disagreed; marked ~)\n";
+        heading = true;
+        out_ << "  " << TerminalText(row.probe, 60) << "  " << TerminalText(arm->name, kMaxCell)
+             << "  " << TerminalText(flaky, kReasonCols) << '\n';
+      }
     }
   }
   if (!m.notes.empty()) out_ << "\nnotes\n";

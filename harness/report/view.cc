@@ -2,6 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "core/criteria.h"
+#include "core/diff.h"
+#include "core/trials.h"
+
 namespace sandprobe::report {
 
 std::vector<const core::ArmInfo*> ColumnArms(const core::Matrix& m) {
@@ -48,7 +54,7 @@ std::vector<const core::Cell*> CellsOf(const core::Matrix& m, std::string_view p
 }
 
 size_t VerdictCounts::Total() const {
-  size_t total = missing;
+  size_t total = missing + accepted;
   for (size_t n : by_kind) total += n;
   return total;
 }
@@ -59,11 +65,76 @@ VerdictCounts CountVerdicts(const core::Matrix& m, std::string_view candidate) {
     const core::VerdictCell* v = m.FindVerdict(row.probe, candidate);
     if (v == nullptr) {
       ++counts.missing;
+    } else if (v->Accepted()) {
+      ++counts.accepted;
     } else {
       ++counts.by_kind[static_cast<size_t>(v->verdict.kind)];
     }
   }
   return counts;
+}
+
+std::string ShownVerdictText(const core::VerdictCell* v) {
+  return v == nullptr ? "no verdict" : core::ShownVerdict(v);
+}
+
+std::string AcceptanceText(const core::VerdictCell& v) {
+  if (!v.accepted) return "";
+  const core::Acceptance& a = v.accepted.value();
+  const std::string source = a.source.empty() ? "" : fmt::format(" ({})", a.source);
+  if (a.expired) {
+    return fmt::format("acceptance expired {} (FAIL again): {}{}", a.expires, a.reason, source);
+  }
+  return fmt::format("accepted until {}: {}{}", a.expires, a.reason, source);
+}
+
+std::string FlakyText(const core::Cell& cell) {
+  return core::Flaky(cell) ? "flaky: " + core::TrialCounts(cell) : "";
+}
+
+std::string TrialsText(const core::Cell& cell) {
+  if (cell.trials.empty()) return "";
+  if (core::Flaky(cell)) return fmt::format("{} trials, {}", cell.trials.size(), FlakyText(cell));
+  return fmt::format("{} trials, all {}", cell.trials.size(), cell.trials.front().label);
+}
+
+std::vector<CandidateChecklist> Checklist(const core::Matrix& m) {
+  std::vector<CandidateChecklist> out;
+  const auto judged = core::JudgeCriteria(m);  // [criterion][candidate]
+  const auto candidates = CandidateArms(m);
+  for (size_t j = 0; j < candidates.size() && !judged.empty(); ++j) {
+    CandidateChecklist& list = out.emplace_back();
+    list.candidate = candidates[j];
+    for (size_t i = 0; i < judged.size(); ++i) {
+      const core::CriterionResult& r = judged[i][j];
+      ChecklistItem& item = list.items.emplace_back();
+      item.criterion = &m.criteria[i];
+      item.holds = r.holds;
+      if (r.holds) ++list.holding;
+      for (const core::CriterionBreak& b : r.broken) {
+        BrokenRow& row = item.broken.emplace_back();
+        row.probe = b.probe;
+        const auto found = std::ranges::find(m.rows, b.probe, &core::Row::probe);
+        row.label = found != m.rows.end() ? found->label : b.probe;
+        row.level = found != m.rows.end() ? found->level : core::Level::kRequired;
+        if (b.verdict) {
+          row.verdict = core::ToString(*b.verdict);
+          const core::VerdictCell* v = m.FindVerdict(b.probe, r.candidate);
+          row.reason = v != nullptr ? v->verdict.reason : "";
+        } else {
+          row.verdict = "MISSING";
+          row.reason = m.interrupted ? "no verdict: the run was interrupted before this row ended"
+                                     : "no verdict: the row is missing from the run";
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::string BrokenRowText(const BrokenRow& row) {
+  return fmt::format("{} ({}) {}{}", row.label, row.probe, row.verdict,
+                     row.level == core::Level::kAdvisory ? " (advisory)" : "");
 }
 
 std::string_view ExitCodeMeaning(int code) {
@@ -163,10 +234,12 @@ std::vector<Fact> EvidenceFacts(const core::Cell& cell, const core::VerdictCell*
   if (verdict != nullptr) {
     facts.push_back({"verdict", fmt::format("{}: {}", core::ToString(verdict->verdict.kind),
                                             verdict->verdict.reason)});
+    if (verdict->accepted) facts.push_back({"expectation", AcceptanceText(*verdict)});
     facts.push_back({"validated by", verdict->verdict.validated_by.empty()
                                          ? "none"
                                          : verdict->verdict.validated_by});
   }
+  if (!cell.trials.empty()) facts.push_back({"trials", TrialsText(cell)});
   facts.push_back({"classification", fmt::format("{}: {}", cls.label, cls.reason)});
   facts.push_back({"exposure", fmt::format("{} ({})", core::ToString(cls.exposure),
                                            EvidenceText(cls.evidence))});

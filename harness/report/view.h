@@ -29,10 +29,12 @@ std::vector<const core::Cell*> CellsOf(const core::Matrix& m, std::string_view p
                                        std::string_view arm);
 
 // Verdicts of one candidate over the matrix rows, indexed by core::VerdictKind; `missing` counts
-// rows without a verdict (e.g. an interrupted run).
+// rows without a verdict (e.g. an interrupted run); `accepted` counts accepted FAILs
+// (core::VerdictCell::Accepted), which are not in by_kind[kFail]. An expired acceptance is a FAIL.
 struct VerdictCounts {
   std::array<size_t, 5> by_kind{};
   size_t missing = 0;
+  size_t accepted = 0;
   size_t Of(core::VerdictKind k) const { return by_kind[static_cast<size_t>(k)]; }
   size_t Total() const;
 };
@@ -40,6 +42,49 @@ VerdictCounts CountVerdicts(const core::Matrix& m, std::string_view candidate);
 inline constexpr std::array<core::VerdictKind, 5> kVerdictOrder = {
     core::VerdictKind::kPass, core::VerdictKind::kFail, core::VerdictKind::kInconclusive,
     core::VerdictKind::kSkip, core::VerdictKind::kError};
+
+// The verdict a candidate cell shows: "ACCEPTED" for an accepted FAIL, else the kind's name;
+// "no verdict" for nullptr. Every format shows this, never the bare FAIL of an accepted row.
+std::string ShownVerdictText(const core::VerdictCell* v);
+
+// The acceptance of a verdict as one line, "" when it has none:
+// "accepted until 2027-01-31: <reason> (expectations.yaml:3:5)", or for a past expiry
+// "acceptance expired 2026-01-31 (FAIL again): <reason> (...)".
+std::string AcceptanceText(const core::VerdictCell& v);
+
+// Repeat trials of a cell (core/trials.h): "flaky: blocked 4/5, REACHED 1/5" when the trials
+// disagreed, "" otherwise (a single run or N agreeing trials).
+std::string FlakyText(const core::Cell& cell);
+// Every cell's trials as one line for its evidence: "5 trials, flaky: blocked 4/5, REACHED 1/5"
+// or "5 trials, all blocked"; "" when the invocation ran once.
+std::string TrialsText(const core::Cell& cell);
+
+// The acceptance checklist every format opens with: the suite's criteria (core/criteria.h) for
+// each candidate, judged by core::JudgeCriteria (a criterion holds only when every row in it
+// PASSes), with the rows that broke each one looked up for display. Empty when the suite has no
+// criteria. Strings are raw (criterion names come from the suite file: escape them).
+struct BrokenRow {
+  std::string probe;    // probe id
+  std::string label;    // the row's label; the probe id when the matrix has no such row
+  std::string verdict;  // "FAIL", "INCONCLUSIVE", "ERROR", "SKIP", or "MISSING" (no verdict)
+  std::string reason;   // the verdict's reason, or why there is none
+  core::Level level = core::Level::kRequired;
+};
+struct ChecklistItem {
+  const core::Criterion* criterion = nullptr;  // points into the matrix
+  bool holds = false;
+  std::vector<BrokenRow> broken;  // in the criterion's order; empty when it holds
+};
+struct CandidateChecklist {
+  const core::ArmInfo* candidate = nullptr;
+  std::vector<ChecklistItem> items;  // in the suite's order
+  size_t holding = 0;                // items that hold
+};
+std::vector<CandidateChecklist> Checklist(const core::Matrix& m);
+// "memory balloon (res.memory-balloon) FAIL", with " (advisory)" for an advisory row.
+std::string BrokenRowText(const BrokenRow& row);
+inline constexpr std::string_view kChecklistRule =
+    "a criterion holds only when every row in it PASSes";
 
 // "0: every required probe PASS or SKIP", ... for core::RunExitCode values.
 std::string_view ExitCodeMeaning(int code);
@@ -58,10 +103,11 @@ struct Fact {
   std::string_view key;
   std::string value;
 };
-// The evidence of one cell, in a fixed order: for a candidate its verdict and validating control
-// (when `verdict` is given), then classification, exposure, ending, harness error, result record
-// (outcome, errno, detail), last progress, record counts, canary hits, driver facts, parameters,
-// output sizes. Values are raw and may be long; writers bound them.
+// The evidence of one cell, in a fixed order: for a candidate its verdict, its acceptance (if any)
+// and validating control (when `verdict` is given), then trials (when repeated), classification,
+// exposure, ending, harness error, result record (outcome, errno, detail), last progress, record
+// counts, canary hits, driver facts, parameters, output sizes. Values are raw and may be long;
+// writers bound them.
 std::vector<Fact> EvidenceFacts(const core::Cell& cell, const core::VerdictCell* verdict);
 
 }  // namespace sandprobe::report

@@ -195,6 +195,9 @@ core::Observation Invoke(const Task& task, const core::ProbeDescriptor& probe,
   for (core::CanaryHit& h : session.HitsFor(invocation)) obs.canary_hits.push_back(std::move(h));
   if (const std::string why = driver.NotJudgedReason(probe.measures); !why.empty()) {
     obs.driver_facts[core::fact::kNotJudged] = why;  // RowBook: SKIP with this reason
+  } else if (const std::string unclaimed = core::UnclaimedReason(probe, task.params);
+             !unclaimed.empty()) {
+    obs.driver_facts[core::fact::kNotJudged] = unclaimed;  // a claim row without the claim
   }
   if (CanaryNotPlanted(task, probe, driver, session)) {
     obs.driver_facts[core::fact::kCanaryNotPlanted] = true;  // core::Classify: no containment proof

@@ -21,10 +21,11 @@ namespace sandprobe::runner {
 // then says no_target); canary.cloud_sha256 the sha256 of the canary cloud credential the HTTP
 // canaries serve (CloudCredential).
 inline constexpr std::string_view kPlaceholders[] = {
-    "canary.http",         "canary.tcp",          "canary.dns",        "canary.udp",
-    "canary.host",         "canary.http_port",    "canary.tcp_port",   "canary.dns_port",
-    "canary.udp_port",     "canary.env_name",     "canary.env_sha256", "canary.token_file",
-    "canary.token_sha256", "host.kernel_release", "canary.http6",      "canary.cloud_sha256"};
+    "canary.http",         "canary.tcp",         "canary.dns",         "canary.udp",
+    "canary.host",         "canary.http_port",   "canary.tcp_port",    "canary.dns_port",
+    "canary.udp_port",     "canary.env_name",    "canary.env_sha256",  "canary.token_file",
+    "canary.token_sha256", "canary.docker",      "canary.docker_port", "host.kernel_release",
+    "canary.http6",        "canary.cloud_sha256"};
 
 // Placeholders an arm fills once prepared (drivers::Driver::Placeholders), not the runner: the
 // kubernetes driver's in-cluster canary (a Pod and a ClusterIP Service in the arm's namespace).

@@ -4,24 +4,29 @@
 
 #include "core/classify.h"
 #include "core/facts.h"
+#include "core/trials.h"
 
 namespace sandprobe::runner {
 
 RowBook::RowBook(const Plan& plan, const std::vector<core::ProbeDescriptor>& probes,
-                 core::Matrix& matrix, RunObserver& observer)
+                 core::Matrix& matrix, RunObserver& observer, size_t trials,
+                 std::span<const core::Expectation> expectations, std::string today)
     : plan_(plan),
       probes_(probes),
       matrix_(matrix),
       observer_(observer),
       pending_(plan.rows.size(), 0),
       done_(plan.rows.size(), false),
+      trials_(std::max<size_t>(trials, 1)),
+      expectations_(expectations),
+      today_(std::move(today)),
       results_(plan.tasks.size()) {
-  for (const Task& t : plan.tasks) ++pending_[t.row];
+  for (const Task& t : plan.tasks) pending_[t.row] += static_cast<int>(trials_);
 }
 
 void RowBook::Complete(size_t task_index, core::Observation obs) {
   std::lock_guard lock(mu_);
-  results_[task_index] = std::move(obs);
+  results_[task_index].push_back(std::move(obs));
   const size_t row = plan_.tasks[task_index].row;
   if (--pending_[row] == 0) FinalizeRow(row);
 }
@@ -42,14 +47,20 @@ void RowBook::FinalizeRow(size_t row) {
   for (size_t i = 0; i < plan_.tasks.size(); ++i) {
     const Task& task = plan_.tasks[i];
     if (task.row != row) continue;
-    core::Observation obs = results_[i].value_or(core::Observation{});
-    obs.probe = task.probe;
-    obs.arm = task.arm;
-    obs.params = task.params;
-    obs.params_key = task.params_key;
-    obs.deadline_s = task.deadline_s;
-    core::Classification cls = core::Classify(probe, obs);
-    matrix_.cells.push_back({std::move(obs), std::move(cls)});
+    std::vector<core::Observation>& observed = results_[i];
+    // Only an interrupt leaves trials missing: each becomes "not run", never a pass.
+    observed.resize(std::max(observed.size(), trials_));
+    std::vector<core::Cell> trials;
+    for (core::Observation& obs : observed) {
+      obs.probe = task.probe;
+      obs.arm = task.arm;
+      obs.params = task.params;
+      obs.params_key = task.params_key;
+      obs.deadline_s = task.deadline_s;
+      core::Classification cls = core::Classify(probe, obs);
+      trials.push_back({std::move(obs), std::move(cls)});
+    }
+    matrix_.cells.push_back(core::AggregateTrials(std::move(trials)));
   }
   std::vector<core::ArmView> controls;
   for (size_t c = first_cell; c < matrix_.cells.size(); ++c) {
@@ -81,6 +92,7 @@ void RowBook::FinalizeRow(size_t row) {
               : core::Judge(probe, controls, {arm.name, &cell->observation, cell->classification});
     }
     matrix_.verdicts.push_back({r.probe, arm.name, std::move(v)});
+    core::Accept(matrix_.verdicts.back(), expectations_, today_);
   }
   observer_.OnRow(matrix_, r.probe);
 }

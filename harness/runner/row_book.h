@@ -1,12 +1,16 @@
-// The row book: collects each task's observation and, when the last cell of a row is in,
-// stamps the cells' identity, classifies them, judges every candidate of the row and appends
-// cells and verdicts to the matrix. Thread-safe; rows complete in whatever order tasks finish.
+// The row book: collects each task's observations (one per trial, `run --repeat N`) and, when the
+// last one of a row is in, stamps the cells' identity, classifies every trial, folds the trials of
+// a task into one cell (core::AggregateTrials: one leak in N is shown and judged), judges every
+// candidate of the row and appends cells and verdicts to the matrix. Thread-safe; rows complete in
+// whatever order tasks finish.
 #pragma once
 
 #include <mutex>
 #include <optional>
+#include <span>
 #include <vector>
 
+#include "core/expect.h"
 #include "core/matrix.h"
 #include "core/observation.h"
 #include "core/probe.h"
@@ -17,17 +21,19 @@ namespace sandprobe::runner {
 
 class RowBook {
  public:
-  // `plan`, `probes` (every probe the plan names), `matrix` (arms and rows already filled) and
-  // `observer` must outlive the book.
+  // `plan`, `probes` (every probe the plan names), `matrix` (arms and rows already filled),
+  // `observer` and `expectations` must outlive the book.
+  // Each task runs `trials` times (>= 1).
   RowBook(const Plan& plan, const std::vector<core::ProbeDescriptor>& probes, core::Matrix& matrix,
-          RunObserver& observer);
+          RunObserver& observer, size_t trials = 1,
+          std::span<const core::Expectation> expectations = {}, std::string today = "");
 
-  // Stores the observation of plan.tasks[task_index]; finalizes its row when it was the row's
-  // last task (then observer.OnRow is called, under the book's lock).
+  // Stores one trial's observation of plan.tasks[task_index]; finalizes its row when it was the
+  // row's last one (then observer.OnRow is called, under the book's lock).
   void Complete(size_t task_index, core::Observation obs);
 
   // Finalizes rows not finalized yet: rows with no tasks (every candidate skipped) and rows left
-  // incomplete by an interrupt (a missing observation becomes a default one: not run).
+  // incomplete by an interrupt (a missing trial becomes a default observation: not run).
   void FinalizeRemaining();
 
  private:
@@ -43,7 +49,10 @@ class RowBook {
   std::mutex mu_;
   std::vector<int> pending_;
   std::vector<bool> done_;
-  std::vector<std::optional<core::Observation>> results_;
+  size_t trials_;
+  std::span<const core::Expectation> expectations_;
+  std::string today_;
+  std::vector<std::vector<core::Observation>> results_;  // per task, in the order trials ended
 };
 
 }  // namespace sandprobe::runner

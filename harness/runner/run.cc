@@ -66,11 +66,13 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
   core::Matrix matrix;
   matrix.started_at = NowRfc3339();
   // Declared before the arms: closed (canaries stopped, secrets removed) after their cleanup.
-  auto session = Session::Open(options.canary_dir, options.canary_bind, options.canary_bind6);
+  auto session = Session::Open(options.canary_dir, options.canary_bind, options.canary_dns_port,
+                               options.canary_bind6);
   if (!session) return std::unexpected(session.error());
   matrix.run_id = (*session)->run_id();
   matrix.nonce_hash = (*session)->nonce_hash();
   matrix.suite = options.suite.name;
+  matrix.criteria = options.suite.criteria;
 
   // Arms first: an arm may fill placeholders of its own (the in-cluster canary's addresses),
   // and every arm's parameters are resolved from one map so controls and candidates stay
@@ -104,18 +106,36 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
     return std::unexpected(ok.error());
   }
 
-  observer.OnMessage(fmt::format("run {}: {} probes x {} arms, {} invocations, --jobs {}",
-                                 matrix.run_id, plan->rows.size(), plan->arms.size(),
-                                 plan->tasks.size(), options.jobs));
+  const size_t trials = static_cast<size_t>(std::clamp(options.repeat, 1, 100));
+  if (trials > 1) {
+    matrix.notes.push_back(fmt::format(
+        "--repeat {}: every invocation ran {} times; one exposed trial makes a FAIL, a control "
+        "exposed in one trial validates its row; cells whose trials disagreed are marked flaky",
+        trials, trials));
+  }
+  observer.OnMessage(
+      fmt::format("run {}: {} probes x {} arms, {} invocations{}, --jobs {}", matrix.run_id,
+                  plan->rows.size(), plan->arms.size(), plan->tasks.size() * trials,
+                  trials > 1 ? fmt::format(" ({} trials each)", trials) : "", options.jobs));
   observer.OnBegin(matrix);
-  RowBook book(*plan, options.probes, matrix, observer);
-  const std::vector<size_t> order = StartOrder(*plan, options.probes);
+  const std::string today = options.today.empty()
+                                ? fmt::format("{:%Y-%m-%d}", fmt::gmtime(std::time(nullptr)))
+                                : options.today;
+  RowBook book(*plan, options.probes, matrix, observer, trials, options.expectations, today);
+  // Trial t of every task before trial t + 1 of any: a row's trials spread over the run.
+  std::vector<size_t> order;
+  for (size_t t = 0; t < trials; ++t) {
+    for (size_t i : StartOrder(*plan, options.probes)) order.push_back(i + t * plan->tasks.size());
+  }
   std::atomic<size_t> next{0};
   auto worker = [&] {
     for (size_t n = next.fetch_add(1); n < order.size(); n = next.fetch_add(1)) {
-      const size_t i = order[n];
+      const size_t i = order[n] % plan->tasks.size();
+      const size_t trial = order[n] / plan->tasks.size();
       const Task& task = plan->tasks[i];
-      const std::string invocation = fmt::format("i{:03d}{}", i, RandomHex(2));
+      const std::string invocation = trials > 1
+                                         ? fmt::format("i{:03d}t{}{}", i, trial + 1, RandomHex(2))
+                                         : fmt::format("i{:03d}{}", i, RandomHex(2));
       if (cancel.load()) {
         core::Observation not_run;
         not_run.invocation = invocation;
@@ -134,6 +154,11 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
   book.FinalizeRemaining();
 
   arms.CollectRunNotes(matrix.notes);
+  for (const std::string& warning :
+       core::ApplyExpectations(matrix, options.expectations, today)) {  // marks are unchanged
+    observer.OnMessage("warning: " + warning);
+    matrix.notes.push_back("warning: " + warning);
+  }
   matrix.banners = core::PolicyBanners(matrix);
   matrix.interrupted = cancel.load();
   if (matrix.interrupted) matrix.notes.push_back("run interrupted: unfinished probes are not run");

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <expected>
 #include <filesystem>
 #include <functional>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/expect.h"
 #include "core/manifest.h"
 #include "core/matrix.h"
 #include "core/probe.h"
@@ -32,11 +34,20 @@ struct RunOptions {
   std::vector<core::ProbeDescriptor> probes;
   std::vector<core::Manifest> candidates;
   std::vector<core::Manifest> controls;
-  std::string preamble;     // probes/lib/preamble.py
-  int jobs = 4;             // invocations in flight at once
+  std::string preamble;  // probes/lib/preamble.py
+  int jobs = 4;          // invocations in flight at once
+  // Trials of every invocation (`run --repeat N`, 1..100): one leak in N is a FAIL, a control
+  // exposed in one trial validates (core/trials.h). Never retried until green.
+  int repeat = 1;
+  // Known FAILs accepted (`run --expect`, core/expect.h), applied to each verdict as it is made,
+  // so the streamed matrix already shows ACCEPTED; expiry against `today` (YYYY-MM-DD; "" = the
+  // UTC date when the run starts).
+  std::vector<core::Expectation> expectations;
+  std::string today;
   Timing timing;            // default timeout and grace, seconds
   double kill_grace_s = 2;  // SIGTERM -> SIGKILL, seconds
   std::string canary_bind = "127.0.0.1";
+  uint16_t canary_dns_port = 0;      // the DNS canary's UDP and TCP port; 0: kernel-chosen
   std::string canary_bind6;          // "" = ::1 if the host has it; "none"; or an IPv6 address
   std::filesystem::path canary_dir;  // where the canary token file is planted
   std::string reaper_path;

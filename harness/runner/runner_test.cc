@@ -193,6 +193,36 @@ TEST_F(RunnerTest, RunnerStampsIdentityAndPassesDeployMode) {
   EXPECT_EQ(rows[1].category, "platform");  // carried for banners, never rendered
 }
 
+// --repeat N: every invocation runs N times, each trial with its own invocation tag; the trials
+// fold into one cell per (probe, arm) that lists them all, and the row is judged on that cell.
+TEST_F(RunnerTest, RepeatRunsEveryInvocationNTimesIntoOneCell) {
+  FakeArm open{
+      .acts = {{"t.a", FakeAct{.result = {{"outcome", "reached"}, {"evidence", "positive"}}}}}};
+  RunOptions o = Options({Probe("t.a"), Probe("t.b")}, {{"local", open}});
+  o.repeat = 3;
+  auto m = RunIt(o);
+  ASSERT_TRUE(m) << m.error().message;
+  std::map<std::pair<std::string, std::string>, std::set<std::string>> tags;
+  for (const FakeCall& c : book_->ProbeCalls()) tags[{c.probe, c.arm}].insert(c.invocation);
+  ASSERT_EQ(tags.size(), 4u);
+  for (const auto& [key, invocations] : tags) {
+    EXPECT_EQ(invocations.size(), 3u) << key.first << " in " << key.second;
+  }
+  ASSERT_EQ(m->cells.size(), 4u);
+  for (const core::Cell& cell : m->cells) {
+    ASSERT_EQ(cell.trials.size(), 3u);
+    std::set<std::string> seen;
+    for (const core::Trial& t : cell.trials) seen.insert(t.invocation);
+    EXPECT_EQ(seen, (tags[{cell.observation.probe, cell.observation.arm}]));
+    EXPECT_TRUE(cell.observation.invocation.find("t") != std::string::npos);
+  }
+  EXPECT_EQ(VerdictOf(*m, "t.a", "cand").kind, core::VerdictKind::kPass);  // local reached t.a
+  EXPECT_EQ(VerdictOf(*m, "t.b", "cand").kind, core::VerdictKind::kInconclusive);
+  EXPECT_TRUE(std::ranges::any_of(m->notes, [](const std::string& n) {
+    return n.starts_with("--repeat 3: every invocation ran 3 times");
+  }));
+}
+
 TEST_F(RunnerTest, MultiCallPassesPreviousAndKeepsEarlierCalls) {
   core::ProbeDescriptor twice = Probe("state.twice");
   twice.calls = 2;

@@ -19,13 +19,14 @@ std::pair<std::string, std::string> SplitHostPort(const std::string& hostport) {
 
 std::expected<std::unique_ptr<Session>, RunError> Session::Open(
     const std::filesystem::path& canary_dir, const std::string& canary_bind,
-    const std::string& canary_bind6) {
+    uint16_t canary_dns_port, const std::string& canary_bind6) {
   std::string run_id =
       fmt::format("sp-{:%Y%m%dT%H%M%SZ}-{}", fmt::gmtime(std::time(nullptr)), RandomHex(3));
   std::string nonce = RandomHex(8);
   auto secrets = PlantedSecrets::Plant(canary_dir, run_id);
   if (!secrets) return std::unexpected(RunError{secrets.error(), "pass --canary-dir DIR"});
   canary::CanaryOptions options;
+  options.dns_port = canary_dns_port;
   options.cloud_credential = CloudCredential(nonce);
   options.http6_bind = canary_bind6.empty() ? "::1" : canary_bind6 == "none" ? "" : canary_bind6;
   options.http6_optional = canary_bind6.empty();
@@ -33,8 +34,8 @@ std::expected<std::unique_ptr<Session>, RunError> Session::Open(
   if (!canaries) {
     return std::unexpected(
         RunError{"cannot start canaries: " + canaries.error(),
-                 "pass --canary-bind with a loopback address (--canary-bind6: an IPv6 one, or "
-                 "none)"});
+                 "pass --canary-bind with a loopback address (and a free --canary-dns-port; "
+                 "--canary-bind6: an IPv6 one, or none)"});
   }
   return std::unique_ptr<Session>(new Session(std::move(run_id), std::move(nonce), canary_bind,
                                               std::move(*secrets), std::move(*canaries)));
@@ -52,11 +53,13 @@ Session::Session(std::string run_id, std::string nonce, std::string bind, Plante
   subs_["canary.tcp"] = canaries_->tcp_address();
   subs_["canary.dns"] = canaries_->dns_address();
   subs_["canary.udp"] = canaries_->udp_address();
+  subs_["canary.docker"] = canaries_->docker_address();
   subs_["canary.host"] = SplitHostPort(canaries_->http_address()).first;
   subs_["canary.http_port"] = SplitHostPort(canaries_->http_address()).second;
   subs_["canary.tcp_port"] = SplitHostPort(canaries_->tcp_address()).second;
   subs_["canary.dns_port"] = SplitHostPort(canaries_->dns_address()).second;
   subs_["canary.udp_port"] = SplitHostPort(canaries_->udp_address()).second;
+  subs_["canary.docker_port"] = SplitHostPort(canaries_->docker_address()).second;
   subs_["canary.http6"] = canaries_->http6_address();  // "" without an IPv6 canary
   subs_["canary.cloud_sha256"] = Sha256Hex(CloudCredential(nonce_));
   struct utsname host {};
@@ -91,8 +94,9 @@ std::string Session::CanaryNote() const {
   } else {
     v6 = "http6 " + v6;
   }
-  return fmt::format("canaries listen on {} (http {}, tcp {}, dns {}; {})", bind_,
-                     subs_.at("canary.http"), subs_.at("canary.tcp"), subs_.at("canary.dns"), v6);
+  return fmt::format("canaries listen on {} (http {}, tcp {}, dns {}, docker api {}; {})", bind_,
+                     subs_.at("canary.http"), subs_.at("canary.tcp"), subs_.at("canary.dns"),
+                     subs_.at("canary.docker"), v6);
 }
 
 void Session::Close() {

@@ -4,6 +4,7 @@
 // secrets.
 #pragma once
 
+#include <cstdint>
 #include <expected>
 #include <filesystem>
 #include <map>
@@ -23,14 +24,15 @@ class Session {
  public:
   // Draws the run id ("sp-<UTC yyyymmddThhmmssZ>-<6 hex>") and a 16-hex nonce, plants the canary
   // secrets under `canary_dir`/<run id> and starts the canaries on `canary_bind` (an IPv4
-  // address) and the IPv6 HTTP canary on `canary_bind6`: "" for ::1 when the host has it (else
-  // the run goes on without, and the note says why), "none" for no IPv6 canary, or an address
-  // that must bind. The HTTP canaries serve CloudCredential(nonce) on the metadata credential
-  // paths. Errors: RunError naming what failed, with a hint (--canary-dir, --canary-bind,
-  // --canary-bind6); nothing is left behind.
+  // address), the DNS canary on `canary_dns_port` (UDP and TCP; 0: kernel-chosen) and the IPv6
+  // HTTP canary on `canary_bind6`: "" for ::1 when the host has it (else the run goes on
+  // without, and the note says why), "none" for no IPv6 canary, or an address that must bind.
+  // The HTTP canaries serve CloudCredential(nonce) on the metadata credential paths. Errors:
+  // RunError naming what failed, with a hint (--canary-dir, --canary-bind, --canary-bind6);
+  // nothing is left behind.
   static std::expected<std::unique_ptr<Session>, RunError> Open(
       const std::filesystem::path& canary_dir, const std::string& canary_bind,
-      const std::string& canary_bind6 = "");
+      uint16_t canary_dns_port = 0, const std::string& canary_bind6 = "");
   ~Session();  // Close()
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;

@@ -246,6 +246,31 @@ def pids_named(name):
                 pass
     return found
 
+# --- shared by the lateral-movement probes (net.gateway, net.docker-api, net.sibling)
+def ipv4_routes():
+    """/proc/net/route -> [{"iface", "dest", "gateway", "prefix"}] (dotted quads, prefix 0..32);
+    [] when the file is missing or unreadable. Reading it sends nothing."""
+    routes = []
+    try:
+        with open("/proc/net/route") as f:
+            lines = f.read().splitlines()[1:]
+    except OSError:
+        return routes
+    quad = lambda h: socket.inet_ntoa(int(h, 16).to_bytes(4, "little"))
+    for line in lines:
+        cols = line.split()
+        if len(cols) >= 8 and len(cols[1]) == 8:
+            mask = int(cols[7], 16).to_bytes(4, "little")
+            routes.append(dict(iface=cols[0], dest=quad(cols[1]), gateway=quad(cols[2]),
+                               prefix=bin(int.from_bytes(mask, "big")).count("1")))
+    return routes
+
+def default_gateways():
+    """The next hops of the default routes (a fact to report: probes connect only to targets
+    that the suite gives, never to a gateway they found, docs/design.md "Traffic rule")."""
+    return list(dict.fromkeys(r["gateway"] for r in ipv4_routes()
+                              if r["prefix"] == 0 and r["gateway"] != "0.0.0.0"))
+
 def _crash(kind, exc, tb):  # an uncaught exception still ends in a result record
     result("error", "absence", errno_name(exc), "probe crashed: %s" % kind.__name__)
     sys.__excepthook__(kind, exc, tb)

@@ -46,23 +46,27 @@ def outcomes_emitted(tree, source):
 
 
 class DescriptorTest(unittest.TestCase):
-    EXPECTED_IDS = ["cred.cloud-metadata", "cred.env-secrets", "cred.sa-token", "fs.dev-shm",
-                    "fs.docker-socket", "fs.fill-tmp", "fs.write-root",
-                    "kernel.boundary", "net.dns", "net.http-by-name", "net.interfaces",
-                    "net.k8s-api", "net.metadata", "net.metadata-alt", "net.metadata-azure",
-                    "net.metadata-gcp", "net.metadata-imdsv2", "net.metadata-ipv6",
-                    "net.tcp-by-ip", "net.udp",
+    EXPECTED_IDS = ["cred.cloud-metadata", "cred.env-secrets", "cred.sa-token",
+                    "cred.sa-token-power", "fs.dev-shm", "fs.docker-socket", "fs.fill-tmp",
+                    "fs.write-exec", "fs.write-root", "kernel.boundary", "kernel.syscalls",
+                    "net.dns", "net.dns-resolver", "net.docker-api", "net.gateway",
+                    "net.http-by-name", "net.interfaces", "net.k8s-api", "net.metadata",
+                    "net.metadata-alt", "net.metadata-azure", "net.metadata-gcp",
+                    "net.metadata-imdsv2", "net.metadata-ipv6", "net.sibling", "net.tcp-by-ip",
+                    "net.udp",
                     "platform.runtime-class", "priv.capabilities", "priv.no-new-privs",
-                    "priv.uid", "proc.host-pids", "proc.outlives-call", "proc.sibling",
+                    "priv.setuid", "priv.uid", "priv.userns", "proc.host-pids", "proc.outlives-call", "proc.sibling",
                     "res.cpu-loop",
                     "res.fork-bomb", "res.memory-balloon", "res.output-flood",
                     "state.persists"]
+    NO_CONTROL = {"platform.runtime-class", "cred.sa-token-power"}
     KEYS = ["id", "label", "category", "description", "requires_control", "drivers", "params",
             "classify"]
     EXPOSURES = {"exposed", "contained", "unknown"}
     # multi-call probes; late evidence (http driver); what the harness plants; how it deploys;
-    # what it measures when that is not traffic (not judged where the mechanism cannot change it)
-    OPTIONAL = ["calls", "concurrent", "after_call_s", "needs", "deploy", "measures"]
+    # what it measures when that is not traffic (not judged where the mechanism cannot change it);
+    # the claim of limits it judges (not judged without it)
+    OPTIONAL = ["calls", "concurrent", "after_call_s", "needs", "deploy", "measures", "claim"]
 
     def test_catalogue_is_complete(self):
         self.assertEqual(all_probe_ids(), self.EXPECTED_IDS)
@@ -78,7 +82,8 @@ class DescriptorTest(unittest.TestCase):
                 self.assertEqual(d["category"], pid.split(".")[0])
                 self.assertTrue(0 < len(d["label"]) <= 32 and d["description"])
                 kube = pid == "platform.runtime-class"
-                self.assertIs(d["requires_control"], not kube)
+                # Judged on the API server's own answer (admission, the token's reviews).
+                self.assertIs(d["requires_control"], pid not in self.NO_CONTROL)
                 self.assertEqual(d["drivers"], ["kubernetes"] if kube else ["all"])
                 for name, spec in d["params"].items():
                     self.assertLessEqual(set(spec), {"default", "description", "from_limit",
@@ -99,6 +104,8 @@ class DescriptorTest(unittest.TestCase):
                                           c["fact"].get("zero", "contained")}, self.EXPOSURES)
                 endings = {c[k] for k in ("killed", "timed_out", "deadline") if k in c}
                 self.assertLessEqual(set(c["outcomes"].values()) | endings, self.EXPOSURES)
+                if "claim" in d:  # a claim row names a parameter that carries a claim of limits
+                    self.assertIn(d["params"][d["claim"]].get("from_limit"), ("noexec", "seccomp"))
                 if "exceeds" in c:  # the claim check names a parameter sized from a limit
                     self.assertIn(c["exceeds"]["param"], d["params"])
                     self.assertIn("from_limit", d["params"][c["exceeds"]["param"]])
@@ -154,6 +161,8 @@ class SandboxedTest(unittest.TestCase):
                                           "canary_sha256": "00", "timeout_s": 1},
                   "net.k8s-api": {"target": "127.0.0.1:443", "timeout_s": 1},
                   "net.tcp-by-ip": {"target": "127.0.0.1:80", "timeout_s": 1},
+                  "net.gateway": {"targets": ["127.0.0.1:80"], "timeout_s": 1},
+                  "net.docker-api": {"targets": ["127.0.0.1:2375"], "timeout_s": 1},
                   "net.dns": {"server": "127.0.0.1:53", "timeout_s": 1},
                   "net.http-by-name": {"url": "http://127.0.0.1:80/", "timeout_s": 1},
                   "res.memory-balloon": {"target_mib": 32},

@@ -82,9 +82,9 @@ class Cli(unittest.TestCase):
         self.assertIn("net.no-such-probe", r.stderr)
 
     def test_bad_format_exit_3(self):
-        r = self.run_args("--format", "json,html", suite_ids=["cred.env-secrets"])
+        r = self.run_args("--format", "json,csv", suite_ids=["cred.env-secrets"])
         self.assertEqual(r.returncode, 3, r.describe())
-        self.assertIn("html", r.stderr)
+        self.assertIn("csv", r.stderr)
 
     def test_unknown_option_exit_3(self):
         r = u.run_sandprobe(["run", "--no-such-option"])

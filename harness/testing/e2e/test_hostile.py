@@ -74,7 +74,7 @@ class HostileOutput(unittest.TestCase):
              "--canary-dir", os.path.join(base, "canary"), "--default-timeout", "20",
              "--grace", "2"], timeout=90)
         cls.files = {}
-        for name in ("matrix.md", "report.json", "junit.xml"):
+        for name in ("matrix.md", "report.json", "junit.xml", "report.tap", "report.html"):
             path = os.path.join(cls.out, name)
             if os.path.exists(path):
                 with open(path, "rb") as f:
@@ -85,8 +85,8 @@ class HostileOutput(unittest.TestCase):
         cls.tmp.cleanup()
 
     def setUp(self):
-        self.assertEqual(sorted(self.files), ["junit.xml", "matrix.md", "report.json"],
-                         self.res.describe())
+        self.assertEqual(sorted(self.files), ["junit.xml", "matrix.md", "report.html",
+                                              "report.json", "report.tap"], self.res.describe())
         import json
         self.report = json.loads(self.files["report.json"].decode("utf-8"))
 
@@ -147,6 +147,18 @@ class HostileOutput(unittest.TestCase):
         self.assertNotIn(b"<script>", self.files["junit.xml"])
         self.assertIsNone(u.CONTROL_BYTES.search(self.files["junit.xml"]))
         u.check_junit(os.path.join(self.out, "junit.xml"), self.report)
+
+    def test_tap_and_html_have_no_control_bytes_and_no_markup(self):
+        for name in ("report.tap", "report.html"):
+            data = self.files[name]
+            data.decode("utf-8")  # valid UTF-8
+            self.assertIsNone(u.CONTROL_BYTES.search(data), name)
+        self.assertNotIn(b"<script", self.files["report.html"])
+        self.assertIn(b"&lt;script&gt;", self.files["report.html"])
+
+    def test_tap_reads_in_a_real_tap14_consumer(self):
+        r = u.tap_check(os.path.join(self.out, "report.tap"), ok="true", points=3, bailout="false")
+        self.assertEqual(r["tap_errors"], [])
 
     def test_markdown_has_no_control_bytes(self):
         md = self.files["matrix.md"]

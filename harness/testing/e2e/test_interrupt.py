@@ -107,7 +107,7 @@ class Interrupt(unittest.TestCase):
             self.assertTrue(os.path.exists(os.path.join(out, "matrix.md")))
             u.check_junit(os.path.join(out, "junit.xml"), report)
             with open(os.path.join(out, "matrix.md"), encoding="utf-8") as f:
-                self.assertIn("**interrupted**", f.read())
+                self.assertIn("**Interrupted**: the run stopped before every probe ended", f.read())
 
             # The rows measured before the signal are in the report, with real observations.
             labels = {r["label"]: r["probe"] for r in report["rows"]}

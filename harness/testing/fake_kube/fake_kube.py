@@ -20,6 +20,12 @@ Two kubelets (--kubelet):
 
 Real behaviours it models:
   - bearer-token or client-certificate auth over TLS (CA made with the `openssl` CLI), 401 Status;
+    the kubeconfig's credentials are an administrator (system:masters), each service account's
+    token (mounted in its pods; POST /fake/token) is that account;
+  - RBAC (kube_rbac.py): Role, RoleBinding, ClusterRole, ClusterRoleBinding created, read and
+    deleted through rbac.authorization.k8s.io/v1, the bootstrap roles and bindings of a new
+    cluster; every API request authorized (403 Status in the authorizer's words);
+    authorization.k8s.io/v1 SelfSubjectRulesReview / SelfSubjectAccessReview answered from them;
   - object metadata (uid, one global resourceVersion, creationTimestamp, labels), XList responses,
     Status errors 400/401/403/404/405/409/410/422/429 (+ Retry-After);
   - labelSelector (=, ==, !=, exists, !exists, in, notin; comma = AND), fieldSelector
@@ -52,9 +58,10 @@ network namespace with a down loopback; NetworkPolicy egress rules are all-or-no
 deny all, any = allow all); pod processes run the host's binaries (the image is ignored).
 The docker kubelet's model and limits: kube_docker.py and kube_netpol.py docstrings.
 NOT modelled: pagination (limit/continue are ignored, everything comes in one page), PATCH/PUT,
-RBAC (only the scripted `forbid` fault), ResourceQuota objects (quota is the `quota-jobs` /
-`quota-pods` faults), most defaulting, server-side apply, Endpoints/EndpointSlice objects
-(endpoints are computed internally), any resource not listed above, HTTP/2.
+RBAC escalation checks and aggregated roles, ServiceAccount objects, ResourceQuota objects
+(quota is the `quota-jobs` / `quota-pods` faults), most defaulting, server-side apply,
+Endpoints/EndpointSlice objects (endpoints are computed internally), any resource not listed
+above, HTTP/2.
 
 Faults (--fault, repeatable; POST /fake/script {"faults": [...]} replaces them at runtime):
   watch-break-after=N      every watch stream is cut (socket closed mid-stream) after N events
@@ -73,9 +80,11 @@ A PROBE matches a label or annotation value of the Job or its pod template (e.g.
 sandprobe.io/probe: net.dns), or a substring of the container command/args.
 Control endpoints (no auth, never faulted): GET /fake/state (every stored object, pod network
 decisions, settings; docker mode adds "docker": {network, nodes}, "dns_queries" and
-"serviceAccountToken": {sha256, length, path} - never the token), GET /fake/processes (pids of
+"serviceAccountTokens": {"ns/name": {sha256, length, path}} - never a token), POST /fake/token
+({"namespace", "serviceAccount"} -> {"token"}: a test's TokenRequest), GET /fake/processes (pids of
 running pod processes), GET /fake/containers (this instance's docker containers; [] in process
-mode), GET /fake/requests (method, path, status of each API request), POST /fake/script (JSON:
+mode), GET /fake/requests (method, path, status, listener ("loopback" or, for what pods asked,
+"pod network") of each API request), POST /fake/script (JSON:
 "network-policy" (enforce | ignore | enforce-on=n1,n2 | enforce-after=S, the last docker mode
 only), "policy-delay", "admission", "faults", "add-faults", "compact": true drops the watch
 history).
@@ -111,7 +120,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from kube_cluster import Cluster  # noqa: E402
 from kube_procs import become_subreaper, netns_wrapper  # noqa: E402
-from kube_docker import SA_DIR, token_fingerprint  # noqa: E402
+import kube_rbac  # noqa: E402
+from kube_docker import SA_DIR  # noqa: E402
 from kube_store import (RESOURCES, ApiError, check_field_selector, not_found,  # noqa: E402
                         parse_field_selector, parse_label_selector, status)
 from kube_schema import (MODES, ROOTS, Pairs, decode, loads_pairs, plain,  # noqa: E402
@@ -119,7 +129,9 @@ from kube_schema import (MODES, ROOTS, Pairs, decode, loads_pairs, plain,  # noq
 
 GROUPS = {"pods": "v1", "events": "v1", "namespaces": "v1", "nodes": "v1", "jobs": "batch/v1",
           "networkpolicies": "networking.k8s.io/v1", "services": "v1",
-          "runtimeclasses": "node.k8s.io/v1", "daemonsets": "apps/v1"}
+          "runtimeclasses": "node.k8s.io/v1", "daemonsets": "apps/v1",
+          "roles": kube_rbac.RBAC_GV, "rolebindings": kube_rbac.RBAC_GV,
+          "clusterroles": kube_rbac.RBAC_GV, "clusterrolebindings": kube_rbac.RBAC_GV}
 CNIS = ("flannel", "k3s", "calico", "cilium", "none")
 ADMISSION_MODES = ("admit", "warn", "webhook-403", "psa-403", "vap-422")
 VERSION = {"major": "1", "minor": "31", "gitVersion": "v1.31.4+fake", "gitCommit": "fake",
@@ -175,27 +187,8 @@ def apply_network_policy(settings, text, docker_mode=False):
 
 def forbidden(method, path, query):
     """403 Forbidden Status as the RBAC authorizer words it (scripted by --fault forbid=RE)."""
-    parts = path.strip("/").split("/")
-    group, rest = ("", parts[2:]) if parts[:1] == ["api"] else (
-        parts[1] if len(parts) > 1 else "", parts[3:])
-    ns = None
-    if len(rest) >= 3 and rest[0] == "namespaces":
-        ns, rest = rest[1], rest[2:]
-    resource = rest[0] if rest else (parts[-1] if parts else "")
-    name = rest[1] if len(rest) > 1 else None
-    if len(rest) > 2:
-        resource += "/" + rest[2]
-    watch = query.get("watch") in ("1", "true", "True")
-    verb = {"GET": "watch" if watch else ("get" if name else "list"),
-            "POST": "create", "PUT": "update", "PATCH": "patch",
-            "DELETE": "delete" if name else "deletecollection"}.get(method, method.lower())
-    who = 'User "system:serviceaccount:sandprobe:sandprobe"'
-    where = f'in the namespace "{ns}"' if ns else "at the cluster scope"
-    qual = f"{resource}.{group}" if group else resource
-    subject = f'{qual} "{name}"' if name else qual
-    return ApiError(403, "Forbidden", f'{subject} is forbidden: {who} cannot {verb} resource '
-                    f'"{resource}" in API group "{group}" {where}',
-                    {"name": name or "", "group": group, "kind": resource.split("/")[0]})
+    return kube_rbac.forbidden("system:serviceaccount:sandprobe:sandprobe",
+                               kube_rbac.request_attributes(method, path, query))
 
 
 def settings_json(settings):
@@ -335,6 +328,7 @@ class FakeServer(ThreadingHTTPServer):
         self.hang = threading.Event()  # set at shutdown: hung handlers return
         self.api_requests = 0
         self.request_log = []
+        self.listener = "loopback"  # "pod network": the gateway:6443 listener pods reach
         self.counter_lock = threading.Lock()
         self.watch_count = 0
 
@@ -427,18 +421,25 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(400, "BadRequest", f"the body of the request was in an unknown "
                            f"format - accepted media types include: application/json ({e})")
 
-    def authorized(self):
+    def authenticate(self):
+        """The user (name, groups) of the request's credentials, or None (kube_rbac.py): the
+        kubeconfig's token or client certificate is the administrator, a service-account token
+        that account."""
         auth = self.headers.get("Authorization", "")
-        if auth.startswith("Bearer ") and secrets.compare_digest(auth[7:].strip(),
-                                                                 self.server.token):
-            return True
-        sa = self.server.cluster.sa_token
-        if sa and auth.startswith("Bearer ") and secrets.compare_digest(auth[7:].strip(), sa):
-            return True
+        if auth.startswith("Bearer "):
+            given = auth[7:].strip()
+            if secrets.compare_digest(given, self.server.token):
+                return kube_rbac.ADMIN
+            cluster = self.server.cluster
+            with cluster.store.cond:
+                accounts = list(cluster.sa_tokens.items())
+            for token, (ns, name) in accounts:
+                if secrets.compare_digest(given, token):
+                    return kube_rbac.sa_user(ns, name)
         try:
-            return bool(self.request.getpeercert())
+            return kube_rbac.ADMIN if self.request.getpeercert() else None
         except (ValueError, ssl.SSLError):
-            return False
+            return None
 
     def dispatch(self, method):
         self.status_sent = None
@@ -462,8 +463,14 @@ class Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 return
             self.body = self.read_body()
-            if not self.authorized():
+            self.user = self.authenticate()
+            if self.user is None:
                 raise ApiError(401, "Unauthorized", "Unauthorized")
+            attrs = kube_rbac.request_attributes(method, path, query)
+            with srv.cluster.store.cond:
+                allowed, _ = kube_rbac.authorize(srv.cluster.store, self.user, attrs)
+            if not allowed:
+                raise kube_rbac.forbidden(self.user[0], attrs)
             for regex in faults.get("forbid") or []:
                 if re.search(regex, self.path):
                     raise forbidden(method, path, query)
@@ -496,7 +503,7 @@ class Handler(BaseHTTPRequestHandler):
         with self.server.counter_lock:
             log = self.server.request_log
             log.append({"method": method, "path": self.path, "status": self.status_sent,
-                        "time": time.time()})
+                        "time": time.time(), "listener": self.server.listener})
             if len(log) > 20000:
                 del log[:1000]
 
@@ -504,6 +511,15 @@ class Handler(BaseHTTPRequestHandler):
         parts = path.strip("/").split("/")
         if path == "/version":
             return self.send_json(200, VERSION)
+        if len(parts) == 3 and parts[0] == "apis" and f"{parts[1]}/{parts[2]}" == \
+                kube_rbac.AUTHZ_GV:
+            return self.send_json(200, {
+                "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": kube_rbac.AUTHZ_GV,
+                "resources": [{"name": r, "singularName": "", "namespaced": False, "kind": k,
+                               "verbs": ["create"]} for r, k in kube_rbac.REVIEWS.items()]})
+        if len(parts) == 4 and "/".join(parts[1:3]) == kube_rbac.AUTHZ_GV and \
+                parts[0] == "apis" and parts[3] in kube_rbac.REVIEWS:
+            return self.review(method, parts[3])
         if len(parts) == 3 and parts[0] == "apis" and f"{parts[1]}/{parts[2]}" in \
                 set(GROUPS.values()):
             gv = f"{parts[1]}/{parts[2]}"
@@ -523,7 +539,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
                 {"name": g, "versions": [{"groupVersion": f"{g}/v1", "version": "v1"}],
                  "preferredVersion": {"groupVersion": f"{g}/v1", "version": "v1"}}
-                for g in ("apps", "batch", "networking.k8s.io", "node.k8s.io")]})
+                for g in ("apps", "authorization.k8s.io", "batch", "networking.k8s.io",
+                          "node.k8s.io", "rbac.authorization.k8s.io")]})
         # /api/v1/... or /apis/<group>/<version>/...
         if parts[0] == "api" and len(parts) >= 3 and parts[1] == "v1":
             gv, rest = "v1", parts[2:]
@@ -739,6 +756,17 @@ class Handler(BaseHTTPRequestHandler):
         if resource == "services":
             svc = cluster.create_service(ns, body, dry_run)
             return self.send_json(201, svc, headers)
+        if resource in ("roles", "rolebindings", "clusterroles", "clusterrolebindings"):
+            kube_rbac.validate(resource, body)
+            obj = copy.deepcopy(body)
+            if ns is not None:
+                obj.setdefault("metadata", {})["namespace"] = ns
+            if dry_run:
+                return self.send_json(201, obj, headers)
+            with cluster.store.cond:
+                if ns is not None:
+                    cluster.require_namespace_locked(ns)
+                return self.send_json(201, cluster.store.create_locked(resource, obj), headers)
         if resource == "namespaces":
             with cluster.store.cond:
                 obj = copy.deepcopy(body)
@@ -746,6 +774,24 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send_json(201, cluster.store.create_locked("namespaces", obj),
                                       headers)
         raise ApiError(405, "MethodNotAllowed", f"fake-kube does not create {resource}")
+
+    def review(self, method, resource):
+        """POST selfsubjectrulesreviews / selfsubjectaccessreviews: answered for the caller from
+        the stored RBAC objects (kube_rbac.py), 201 Created, nothing stored."""
+        if method != "POST":
+            raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on "
+                           "the requested resource")
+        body = self.body
+        if not isinstance(body, dict):
+            raise ApiError(400, "BadRequest", "the body of the request was empty or not an object")
+        if body.get("kind") not in (None, kube_rbac.REVIEWS[resource]):
+            raise ApiError(400, "BadRequest", f"kind {body.get('kind')} is not "
+                           f"{kube_rbac.REVIEWS[resource]}")
+        store = self.server.cluster.store
+        answer = kube_rbac.rules_review if resource == "selfsubjectrulesreviews" else \
+            kube_rbac.access_review
+        with store.cond:
+            return self.send_json(201, answer(store, self.user, body))
 
     def delete(self, resource, ns, name, query):
         cluster = self.server.cluster
@@ -777,16 +823,18 @@ class Handler(BaseHTTPRequestHandler):
             return cluster.delete_pod(ns, name)
         if resource == "services":
             return cluster.delete_service(ns, name)
-        if resource == "networkpolicies":
+        if resource in ("networkpolicies", "roles", "rolebindings", "clusterroles",
+                        "clusterrolebindings"):
             with cluster.store.cond:
                 obj = cluster.store.delete_locked(resource, ns, name)
                 if obj is None:
-                        raise not_found(resource, name, "networking.k8s.io")
+                    raise not_found(resource, name, GROUPS[resource].split("/")[0])
                 return obj
         raise ApiError(405, "MethodNotAllowed", f"fake-kube does not delete {resource}")
 
     def delete_collection(self, resource, ns, query, propagation):
-        if resource not in ("jobs", "pods", "networkpolicies", "services"):
+        if resource not in ("jobs", "pods", "networkpolicies", "services", "roles",
+                            "rolebindings", "clusterroles", "clusterrolebindings"):
             raise ApiError(405, "MethodNotAllowed", f"fake-kube: no deletecollection of {resource}")
         lreqs, freqs = self.selectors(resource, query)
         store = self.server.cluster.store
@@ -849,9 +897,9 @@ class Handler(BaseHTTPRequestHandler):
                         "settings": settings_json(cluster.settings),
                         "apiRequests": self.server.api_requests,
                         "watches": self.server.watch_count}
-                if cluster.sa_token:
-                    body["serviceAccountToken"] = dict(token_fingerprint(cluster.sa_token),
-                                                       path=SA_DIR)
+                body["serviceAccountTokens"] = {
+                    f"{ns}/{name}": dict(kube_rbac.token_fingerprint(token), path=SA_DIR)
+                    for token, (ns, name) in cluster.sa_tokens.items()}
             if cluster.docker is not None:
                 body["docker"] = cluster.docker.state()
                 body["dns_queries"] = body["docker"].pop("dns_queries")
@@ -869,6 +917,15 @@ class Handler(BaseHTTPRequestHandler):
         if method == "GET" and path == "/fake/requests":
             with self.server.counter_lock:
                 return self.send_json(200, {"requests": list(self.server.request_log)})
+        if method == "POST" and path == "/fake/token":
+            # A test's TokenRequest: the bearer token of {"namespace", "serviceAccount"} (the
+            # one a pod of that account has mounted). Only this control endpoint returns it.
+            body = self.body or {}
+            if not body.get("namespace") or not body.get("serviceAccount"):
+                return self.send_json(400, status(400, "BadRequest", "namespace and "
+                                                  "serviceAccount are required"))
+            return self.send_json(200, {"token": cluster.sa_token_for(
+                body["namespace"], body["serviceAccount"])})
         if method == "POST" and path == "/fake/script":
             body = self.body or {}
             try:
@@ -1009,11 +1066,14 @@ def main(argv=None):
         servers = [server]
         if kubelet is not None:
             import kube_docker
-            cluster.sa_token = kube_docker.make_sa_token(instance)
             kubelet.cluster = cluster
             cluster.docker = kubelet
             kubelet.start_dns()
-            servers.append(FakeServer(cluster, ctx, token, (kubelet.gateway, 6443)))
+            pods_api = FakeServer(cluster, ctx, token, (kubelet.gateway, 6443))
+            # One request log for both listeners: /fake/requests shows what pods asked too.
+            pods_api.request_log, pods_api.counter_lock = server.request_log, server.counter_lock
+            pods_api.listener = "pod network"
+            servers.append(pods_api)
     except BaseException as e:
         if kubelet is not None:
             kubelet.shutdown()

@@ -33,6 +33,7 @@ import threading
 import time
 import uuid
 
+import kube_rbac
 from kube_procs import PodProcess, proc_table, read_marker, reap_orphans, rss_bytes
 from kube_store import ApiError, Store, not_found, now_rfc3339
 
@@ -194,7 +195,7 @@ class Cluster:
         self.settings = settings
         self.runtime_classes = set(runtime_classes)
         self.docker = None  # kube_docker.DockerKubelet in --kubelet docker mode
-        self.sa_token = None  # service account token canary (docker mode)
+        self.sa_tokens = {}  # bearer token -> (namespace, service account); sa_token_for()
         self.service_ips = set()
         self.as_root = as_root
         self.netns_prefix = netns_prefix
@@ -233,7 +234,20 @@ class Cluster:
                                         "targetPort": 53}]}})
                 for ds in cni_daemonsets(cni):
                     self.store.create_locked("daemonsets", ds)
+            for resource, obj in kube_rbac.bootstrap_objects():
+                self.store.create_locked(resource, obj)
         threading.Thread(target=self._sweeper, daemon=True, name="sweeper").start()
+
+    # ------------------------------------------------------------------ service accounts
+    def sa_token_for(self, ns, name):
+        """The bearer token of service account ns/name (minted once, a canary: kube_rbac.py)."""
+        with self.store.cond:
+            for token, account in self.sa_tokens.items():
+                if account == (ns, name):
+                    return token
+            token = kube_rbac.make_sa_token(self.instance, ns, name)
+            self.sa_tokens[token] = (ns, name)
+            return token
 
     # ------------------------------------------------------------------ helpers
     def _event_locked(self, obj, etype, reason, message, component="job-controller"):

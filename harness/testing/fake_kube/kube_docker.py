@@ -50,9 +50,7 @@ Limitations (also in CONTRACT.md):
   - SIGKILL of the fake leaves its containers and network until the next fake starts (it removes
     objects whose io.sandprobe.fake-kube.pid label names a dead process).
 """
-import base64
 import copy
-import hashlib
 import json
 import os
 import shutil
@@ -590,7 +588,8 @@ class DockerKubelet:
         if spec.get("automountServiceAccountToken") is not False:
             sa = os.path.join(pdir, "serviceaccount")
             os.makedirs(sa, exist_ok=True)
-            for name, data in (("token", self.cluster.sa_token),
+            account = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
+            for name, data in (("token", self.cluster.sa_token_for(ns, account)),
                                ("ca.crt", open(os.path.join(self.state_dir, "ca.crt")).read()),
                                ("namespace", ns)):
                 with open(os.path.join(sa, name), "w") as f:
@@ -920,21 +919,3 @@ class DockerKubelet:
         if self.host_jumps:
             remove_host_chains(self.instance, self.bridge)
         shutil.rmtree(self.pod_dir, ignore_errors=True)
-
-
-def make_sa_token(instance):
-    """A JWT-shaped canary: base64url(header).base64url(claims).base64url(random signature)."""
-    def b64(data):
-        return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-    header = b64(json.dumps({"alg": "RS256", "kid": f"fake-kube-{instance}"}).encode())
-    now = int(time.time())
-    claims = b64(json.dumps({
-        "aud": ["https://kubernetes.default.svc.cluster.local"], "exp": now + 3600, "iat": now,
-        "iss": "https://kubernetes.default.svc.cluster.local", "nbf": now,
-        "sub": "system:serviceaccount:sandprobe:default",
-        "canary": f"sandprobe-fake-kube-{instance}"}).encode())
-    return f"{header}.{claims}.{b64(os.urandom(64))}"
-
-
-def token_fingerprint(token):
-    return {"sha256": hashlib.sha256(token.encode()).hexdigest(), "length": len(token)}

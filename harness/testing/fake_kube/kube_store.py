@@ -26,6 +26,10 @@ RESOURCES = {
     "services": ("Service", "v1", True),
     "runtimeclasses": ("RuntimeClass", "node.k8s.io/v1", False),
     "daemonsets": ("DaemonSet", "apps/v1", True),
+    "roles": ("Role", "rbac.authorization.k8s.io/v1", True),
+    "rolebindings": ("RoleBinding", "rbac.authorization.k8s.io/v1", True),
+    "clusterroles": ("ClusterRole", "rbac.authorization.k8s.io/v1", False),
+    "clusterrolebindings": ("ClusterRoleBinding", "rbac.authorization.k8s.io/v1", False),
 }
 
 

@@ -1166,5 +1166,143 @@ class NetpolRulesTest(unittest.TestCase):
                                    "-j REJECT --reject-with icmp-port-unreachable"])
 
 
+class RbacTest(unittest.TestCase):
+    """Authorization as an RBAC API server does it: service-account tokens (POST /fake/token)
+    against the bootstrap roles and the RBAC objects created here; the reviews' shapes."""
+    RBAC = "/apis/rbac.authorization.k8s.io/v1"
+    REVIEWS = "/apis/authorization.k8s.io/v1"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.kube = FakeKube()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.kube.proc.terminate()
+        cls.kube.proc.communicate(timeout=30)
+        cls.kube.dir.cleanup()
+
+    def token(self, account, ns=NS):
+        status, _, body = self.kube.request("POST", "/fake/token", {
+            "namespace": ns, "serviceAccount": account}, token=False)
+        self.assertEqual(status, 200, body)
+        return body["token"]
+
+    def rules(self, token, ns=NS):
+        status, _, body = self.kube.request("POST", f"{self.REVIEWS}/selfsubjectrulesreviews", {
+            "kind": "SelfSubjectRulesReview", "apiVersion": "authorization.k8s.io/v1",
+            "spec": {"namespace": ns}}, token=token)
+        self.assertEqual(status, 201, body)
+        return body
+
+    def can(self, token, **attrs):
+        status, _, body = self.kube.request("POST", f"{self.REVIEWS}/selfsubjectaccessreviews", {
+            "spec": {"resourceAttributes": attrs}}, token=token)
+        self.assertEqual(status, 201, body)
+        return body["status"]
+
+    def test_a_token_is_its_account_and_rbac_denies_in_the_authorizers_words(self):
+        tok = self.token("nobody-bound")
+        self.assertEqual(tok, self.token("nobody-bound"))  # one token per account
+        status, _, body = self.kube.request("GET", f"/api/v1/namespaces/{NS}/pods", token=tok)
+        self.assertEqual((status, body["reason"]), (403, "Forbidden"))
+        self.assertEqual(body["message"], 'pods is forbidden: User "system:serviceaccount:'
+                         f'{NS}:nobody-bound" cannot list resource "pods" in API group "" in '
+                         f'the namespace "{NS}"')
+        status, _, body = self.kube.request("GET", "/metrics", token=tok)
+        self.assertEqual(body["message"], 'forbidden: User "system:serviceaccount:'
+                         f'{NS}:nobody-bound" cannot get path "/metrics"')
+        # Discovery and /version are every authenticated subject's (system:discovery).
+        self.assertEqual(self.kube.request("GET", "/version", token=tok)[0], 200)
+        self.assertEqual(self.kube.request("GET", "/apis/batch/v1", token=tok)[0], 200)
+        self.assertEqual(self.kube.request("GET", "/version", token="forged")[0], 401)
+
+    def test_rules_review_of_a_default_account_lists_the_bootstrap_rules_only(self):
+        body = self.rules(self.token("plain"))
+        self.assertEqual((body["kind"], body["apiVersion"], body["spec"]),
+                         ("SelfSubjectRulesReview", "authorization.k8s.io/v1",
+                          {"namespace": NS}))
+        st = body["status"]
+        self.assertIs(st["incomplete"], False)
+        self.assertNotIn("evaluationError", st)
+        self.assertEqual(sorted(g for r in st["resourceRules"] for g in r["apiGroups"]),
+                         ["authentication.k8s.io", "authorization.k8s.io"])
+        urls = {u for r in st["nonResourceRules"] for u in r["nonResourceURLs"]}
+        self.assertIn("/apis/*", urls)
+        self.assertIn("/openid/v1/jwks", urls)  # issuer discovery: every service account's
+        self.assertEqual({v for r in st["nonResourceRules"] for v in r["verbs"]}, {"get"})
+
+    def test_bindings_grant_what_they_name_where_they_apply(self):
+        k, tok = self.kube, self.token("worker")
+        k.ok("POST", f"{self.RBAC}/namespaces/{NS}/roles", {
+            "metadata": {"name": "pod-maker"},
+            "rules": [{"apiGroups": [""], "resources": ["pods", "pods/exec"],
+                       "verbs": ["create"]},
+                      {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"],
+                       "resourceNames": ["one"]}]})
+        k.ok("POST", f"{self.RBAC}/namespaces/{NS}/rolebindings", {
+            "metadata": {"name": "worker-makes-pods"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                        "name": "pod-maker"},
+            "subjects": [{"kind": "ServiceAccount", "name": "worker"}]})
+        made = self.can(tok, namespace=NS, verb="create", resource="pods")
+        self.assertEqual(made, {"allowed": True, "reason": 'RBAC: allowed by RoleBinding '
+                                '"worker-makes-pods/sandprobe" of Role "pod-maker" to '
+                                'ServiceAccount "worker/sandprobe"'})
+        self.assertIs(self.can(tok, namespace=NS, verb="create", resource="pods",
+                               subresource="exec")["allowed"], True)
+        self.assertEqual(self.can(tok, namespace="default", verb="create", resource="pods"),
+                         {"allowed": False})  # a RoleBinding grants in its namespace only
+        self.assertIs(self.can(tok, namespace=NS, verb="get", resource="secrets",
+                               name="one")["allowed"], True)
+        self.assertIs(self.can(tok, namespace=NS, verb="get", resource="secrets",
+                               name="two")["allowed"], False)
+        st = self.rules(tok)["status"]
+        self.assertIn({"verbs": ["get"], "apiGroups": [""], "resources": ["secrets"],
+                       "resourceNames": ["one"]}, st["resourceRules"])
+        self.assertEqual(self.rules(tok, "default")["status"]["resourceRules"],
+                         self.rules(self.token("plain"))["status"]["resourceRules"])
+        # The request itself is authorized the same way.
+        status, _, _ = k.request("GET", f"/api/v1/namespaces/{NS}/secrets/one", token=tok)
+        self.assertEqual(status, 404)  # allowed, and the fake serves no secrets
+        k.ok("DELETE", f"{self.RBAC}/namespaces/{NS}/rolebindings/worker-makes-pods")
+        self.assertIs(self.can(tok, namespace=NS, verb="create", resource="pods")["allowed"],
+                      False)
+
+    def test_a_binding_to_a_missing_role_is_an_evaluation_error(self):
+        self.kube.ok("POST", f"{self.RBAC}/namespaces/{NS}/rolebindings", {
+            "metadata": {"name": "dangling"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "gone"},
+            "subjects": [{"kind": "ServiceAccount", "name": "dangler", "namespace": NS}]})
+        st = self.rules(self.token("dangler"))["status"]
+        self.assertEqual(st["evaluationError"], 'role.rbac.authorization.k8s.io "gone" not found')
+        self.assertEqual(self.can(self.token("dangler"), namespace=NS, verb="get",
+                                  resource="pods"),
+                         {"allowed": False,
+                          "reason": 'RBAC: role.rbac.authorization.k8s.io "gone" not found'})
+
+    def test_review_errors_and_the_administrator(self):
+        tok = self.token("plain")
+        status, _, body = self.kube.request("POST", f"{self.REVIEWS}/selfsubjectrulesreviews",
+                                            {"spec": {}}, token=tok)
+        self.assertEqual((status, body["message"]), (400, "no namespace on request"))
+        status, _, body = self.kube.request("POST", f"{self.REVIEWS}/selfsubjectaccessreviews",
+                                            {"spec": {}}, token=tok)
+        self.assertEqual((status, body["reason"]), (422, "Invalid"))
+        # Authorization comes before the handler: list is nobody's but the administrator's.
+        path = f"{self.REVIEWS}/selfsubjectrulesreviews"
+        self.assertEqual(self.kube.request("GET", path, token=tok)[0], 403)
+        self.assertEqual(self.kube.request("GET", path)[0], 405)
+        admin = self.rules(True)["status"]
+        self.assertIn({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]},
+                      admin["resourceRules"])
+        status, _, body = self.kube.request("POST", f"{self.RBAC}/clusterrolebindings", {
+            "metadata": {"name": "bad"}, "roleRef": {"kind": "Role", "name": "x"}})
+        self.assertEqual((status, body["reason"]), (422, "Invalid"))
+        groups = [g["name"] for g in self.kube.ok("GET", "/apis")["groups"]]
+        self.assertIn("rbac.authorization.k8s.io", groups)
+        self.assertIn("authorization.k8s.io", groups)
+
+
 if __name__ == "__main__":
     unittest.main()

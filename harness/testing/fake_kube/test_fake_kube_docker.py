@@ -345,21 +345,39 @@ class DockerKubeletTest(unittest.TestCase):
                   "print(sorted(os.listdir(p)) if os.path.isdir(p) else 'ABSENT')\n"
                   "print(len(open(p+'/token').read()) if os.path.isdir(p) else 0)")
         _, log = self.pod("sa", script)
-        fp = self.kube.state()["serviceAccountToken"]
+        fp = self.kube.state()["serviceAccountTokens"][f"{NS}/default"]
         self.assertEqual(log.split(), ["['ca.crt',", "'namespace',", "'token']",
                                        str(fp["length"])])
         _, log = self.pod("nosa", script, spec={"automountServiceAccountToken": False})
         self.assertEqual(log.split(), ["ABSENT", "0"])
 
-    def test_23b_token_accepted_by_api_from_pod(self):
-        script = ("import json, ssl, urllib.request\n"
+    def test_23b_token_accepted_by_api_from_pod_and_authorized_by_rbac(self):
+        script = ("import json, ssl, urllib.error, urllib.request\n"
                   "p = '/var/run/secrets/kubernetes.io/serviceaccount/'\n"
                   "ctx = ssl.create_default_context(cafile=p + 'ca.crt')\n"
                   "req = urllib.request.Request('https://kubernetes.default.svc/api/v1/namespaces/'"
                   " + open(p + 'namespace').read() + '/pods', headers={'Authorization': "
                   "'Bearer ' + open(p + 'token').read()})\n"
-                  "print(json.load(urllib.request.urlopen(req, context=ctx, timeout=10))['kind'])")
-        _, log = self.pod("api", script)
+                  "try:\n"
+                  "    print(json.load(urllib.request.urlopen(req, context=ctx, timeout=10))"
+                  "['kind'])\n"
+                  "except urllib.error.HTTPError as e:\n"
+                  "    print(e.code, json.load(e)['message'])")
+        # The account is authenticated (403, not 401) and RBAC gives it no pods until bound.
+        _, log = self.pod("api", script, spec={"serviceAccountName": "lister"})
+        self.assertEqual(log.strip(), '403 pods is forbidden: User "system:serviceaccount:'
+                         f'{NS}:lister" cannot list resource "pods" in API group "" in the '
+                         f'namespace "{NS}"')
+        rbac = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{NS}/rolebindings"
+        self.kube.ok("POST", rbac, {
+            "metadata": {"name": "lister-views"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                        "name": "view"},
+            "subjects": [{"kind": "ServiceAccount", "name": "lister", "namespace": NS}]})
+        try:
+            _, log = self.pod("api2", script, spec={"serviceAccountName": "lister"})
+        finally:
+            self.kube.ok("DELETE", rbac + "/lister-views")
         self.assertEqual(log.strip(), "PodList")
 
     def test_23c_job_like_the_driver_submits(self):

@@ -1,0 +1,255 @@
+// report.html: the matrix as one self-contained page. The only markup written directly is this
+// file's own; every untrusted string passes through HtmlBody/HtmlAttr (escape.h). The page has no
+// script and loads nothing: its Content-Security-Policy (a meta tag) is default-src 'none' and
+// allows exactly the one inline <style> below by its sha256. Tags are always closed and void
+// elements self-closed, so the page also parses as XML (tap_html_test.cc relies on it).
+#include <fmt/format.h>
+#include <openssl/evp.h>
+
+#include <cctype>
+#include <tuple>
+
+#include "report/escape.h"
+#include "report/reporters.h"
+#include "report/view.h"
+
+namespace sandprobe::report {
+namespace {
+
+constexpr size_t kNameBytes = 256;
+constexpr size_t kCellBytes = 120;
+constexpr size_t kFactBytes = 1024;
+constexpr size_t kExcerptBytes = 2048;
+
+// Verdict colours: FAIL red, PASS green, INCONCLUSIVE/ERROR/no verdict amber, SKIP grey, controls
+// neutral blue-grey. The e2e test looks for these backgrounds in the screenshot.
+constexpr std::string_view kCss =
+    "body{font:14px/1.4 system-ui,sans-serif;margin:16px;color:#1f2328;background:#fff}"
+    "h1{font-size:20px;margin:0 0 8px}"
+    ".banner{background:#cf222e;color:#fff;font-weight:bold;padding:8px 12px;margin:8px 0;"
+    "border-radius:4px}"
+    ".summary{font-size:15px;margin:8px 0}.meta{color:#59636e}"
+    "table.matrix{border-collapse:collapse;margin:12px 0}"
+    ".matrix th,.matrix td{border:1px solid #d1d9e0;padding:4px 8px;vertical-align:top;"
+    "text-align:left}"
+    ".matrix thead th{background:#f6f8fa}.matrix small{color:#59636e;font-weight:normal}"
+    "td.v-pass{background:#c8f0d0}td.v-fail{background:#ffc1bd}"
+    "td.v-inconclusive,td.v-error,td.v-none{background:#fde68a}"
+    "td.v-skip{background:#e6e8eb;color:#59636e}td.control{background:#eef3fb}"
+    ".verdict{font-weight:bold}"
+    "summary{cursor:pointer;white-space:nowrap}"
+    ".evidence{max-width:70ch;font-size:12px;background:#fff;border:1px solid #d1d9e0;"
+    "padding:6px;margin-top:4px}"
+    ".evidence dt{font-weight:bold}.evidence dd{margin:0 0 4px 12px;overflow-wrap:anywhere}"
+    "pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f8fa;padding:4px;margin:4px 0}";
+
+std::string Sha256Base64(std::string_view text) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(text.data(), text.size(), digest, &len, EVP_sha256(), nullptr);
+  std::string b64(4 * ((len + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(b64.data()), digest, len);
+  b64.resize(n);
+  return b64;
+}
+
+std::string VerdictClass(const core::VerdictCell* v) {
+  if (v == nullptr) return "v-none";
+  std::string name(core::ToString(v->verdict.kind));
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return "v-" + name;
+}
+
+void WriteFacts(std::string& out, const core::Cell& cell, const core::VerdictCell* v) {
+  out += "<dl>";
+  for (const Fact& fact : EvidenceFacts(cell, v)) {
+    out += fmt::format("<dt>{}</dt><dd>{}</dd>", HtmlBody(fact.key, kNameBytes),
+                       HtmlBody(fact.value, kFactBytes));
+  }
+  out += "</dl>";
+  const core::Observation& obs = cell.observation;
+  // Raw stdout repeats the records above when a result came back and nothing was odd (as in
+  // matrix.md); it is shown where it is the evidence. report.json has every excerpt.
+  const bool stdout_is_evidence = !obs.result || obs.foreign_lines > 0 || obs.dropped_records > 0;
+  for (const auto& [stream, head, bytes] :
+       {std::tuple{"stdout", &obs.stdout_head, obs.stdout_bytes},
+        std::tuple{"stderr", &obs.stderr_head, obs.stderr_bytes}}) {
+    if (head->empty() || (head == &obs.stdout_head && !stdout_is_evidence)) continue;
+    out += fmt::format("<p>{} ({} bytes; at most the first {} shown, cleaned):</p><pre>{}</pre>",
+                       stream, bytes, kExcerptBytes, HtmlBody(*head, kExcerptBytes));
+  }
+}
+
+void WriteCell(std::string& out, const core::Matrix& m, const core::Row& row,
+               const core::ArmInfo& arm) {
+  const bool candidate = arm.role == core::ArmRole::kCandidate;
+  const core::VerdictCell* v = candidate ? m.FindVerdict(row.probe, arm.name) : nullptr;
+  const core::Cell* shown = ShownCell(m, row.probe, arm);
+  out += fmt::format("<td class=\"cell {}\" data-probe=\"{}\" data-arm=\"{}\"",
+                     candidate ? VerdictClass(v) : "control", HtmlAttr(row.probe, kNameBytes),
+                     HtmlAttr(arm.name, kNameBytes));
+  if (candidate) {
+    out += fmt::format(" data-verdict=\"{}\"", v ? core::ToString(v->verdict.kind) : "none");
+  }
+  out += "><details><summary><span class=\"label\">";
+  out += shown ? HtmlBody(shown->classification.label, kCellBytes) : "—";
+  out += "</span>";
+  if (candidate) {
+    out += fmt::format(" <span class=\"verdict\">{}</span>",
+                       HtmlBody(ShownVerdictText(v), kCellBytes));
+    if (const core::Cell* cell = m.Find(row.probe, arm.name)) {
+      if (const std::string flaky = FlakyText(*cell); !flaky.empty()) {
+        out += " <small class=\"flaky\">" + HtmlBody(flaky, kCellBytes) + "</small>";
+      }
+    }
+  }
+  out += "</summary><div class=\"evidence\">";
+  const auto cells = CellsOf(m, row.probe, arm.name);
+  if (cells.empty()) {
+    if (v != nullptr) {
+      out += "<p>verdict reason: " + HtmlBody(v->verdict.reason, kFactBytes) + "</p>";
+    }
+    out += "<p>no observation</p>";
+  }
+  if (v != nullptr && v->accepted) {
+    out += "<p>" + HtmlBody(AcceptanceText(*v), kFactBytes) + "</p>";
+  }
+  for (size_t i = 0; i < cells.size(); ++i) {
+    if (cells.size() > 1) {
+      out += fmt::format("<p>cell {} of {}{}</p>", i + 1, cells.size(),
+                         cells[i] == shown ? " (shown in the matrix)" : "");
+    }
+    WriteFacts(out, *cells[i], v);
+  }
+  out += "</div></details></td>";
+}
+
+// The acceptance checklist (suite criteria:), under the banners.
+void WriteChecklist(std::string& out, const core::Matrix& m) {
+  const auto checklist = Checklist(m);
+  if (checklist.empty()) return;
+  out += "<section class=\"criteria\"><h2>Acceptance criteria</h2><p class=\"meta\">";
+  out += HtmlBody(kChecklistRule, kFactBytes) + "</p>\n";
+  for (const CandidateChecklist& list : checklist) {
+    out += fmt::format("<p><b>{}</b>: {} of {} criteria hold</p><ul>\n",
+                       HtmlBody(list.candidate->name, kCellBytes), list.holding,
+                       list.items.size());
+    for (const ChecklistItem& item : list.items) {
+      out += fmt::format("<li data-criterion=\"{}\" data-holds=\"{}\">{} {}",
+                         HtmlAttr(item.criterion->name, kNameBytes), item.holds ? "true" : "false",
+                         item.holds ? "&#x2705;" : "&#x274C;",
+                         HtmlBody(item.criterion->name, kFactBytes));
+      for (size_t i = 0; i < item.broken.size(); ++i) {
+        out += (i == 0 ? " &#x2014; broken by: " : ", ") +
+               HtmlBody(BrokenRowText(item.broken[i]), kCellBytes);
+      }
+      out += "</li>\n";
+    }
+    out += "</ul>\n";
+  }
+  out += "</section>\n";
+}
+
+void WriteSummary(std::string& out, const core::Matrix& m) {
+  out += "<p class=\"summary\"><b>Summary:</b> ";
+  bool first = true;
+  for (const core::ArmInfo* arm : CandidateArms(m)) {
+    out += first ? "" : "; ";
+    first = false;
+    out += "<b>" + HtmlBody(arm->name, kCellBytes) + "</b>:";
+    const VerdictCounts counts = CountVerdicts(m, arm->name);
+    for (const core::VerdictKind k : kVerdictOrder) {
+      out += fmt::format("{} {} {}", k == kVerdictOrder.front() ? "" : ",", counts.Of(k),
+                         core::ToString(k));
+    }
+    if (counts.accepted > 0) out += fmt::format(", {} ACCEPTED", counts.accepted);
+    if (counts.missing > 0) out += fmt::format(", {} without verdict", counts.missing);
+  }
+  const int code = core::RunExitCode(m);
+  out += fmt::format(" · exit code <b class=\"exit\">{}</b> ({})</p>\n", code,
+                     HtmlBody(ExitCodeMeaning(code), kFactBytes));
+}
+
+void WriteTable(std::string& out, const core::Matrix& m) {
+  const auto arms = ColumnArms(m);
+  out += "<table class=\"matrix\">\n<thead><tr><th>probe</th>";
+  for (const core::ArmInfo* arm : arms) {
+    const bool control = arm->role == core::ArmRole::kControl;
+    out +=
+        fmt::format("<th class=\"arm\" data-arm=\"{}\">{}{}</th>", HtmlAttr(arm->name, kNameBytes),
+                    HtmlBody(arm->name, kCellBytes), control ? " <small>(control)</small>" : "");
+  }
+  out += "</tr></thead>\n<tbody>\n";
+  for (const core::Row& row : m.rows) {
+    out += fmt::format("<tr data-probe=\"{}\"><th scope=\"row\">{} <small>{}{}</small></th>",
+                       HtmlAttr(row.probe, kNameBytes), HtmlBody(row.label, kCellBytes),
+                       HtmlBody(row.probe, kCellBytes),
+                       row.level == core::Level::kAdvisory ? " · advisory" : "");
+    for (const core::ArmInfo* arm : arms) WriteCell(out, m, row, *arm);
+    out += "</tr>\n";
+  }
+  out += "</tbody>\n</table>\n";
+}
+
+void WriteRunFacts(std::string& out, const core::Matrix& m) {
+  out += "<h2>Arms</h2>\n<ul>\n";
+  for (const core::ArmInfo* arm : ColumnArms(m)) {
+    out += "<li><b>" + HtmlBody(arm->name, kCellBytes) + "</b>: ";
+    out +=
+        fmt::format("{}, driver {}", core::ToString(arm->role), HtmlBody(arm->driver, kCellBytes));
+    if (!arm->control.empty()) out += ", control " + HtmlBody(arm->control, kCellBytes);
+    if (!arm->description.empty()) out += " — " + HtmlBody(arm->description, kFactBytes);
+    if (const std::string claims = core::DescribeLimits(arm->limits); !claims.empty()) {
+      out += " — claims: " + HtmlBody(claims, kFactBytes);
+    }
+    if (!arm->source_path.empty()) out += " (" + HtmlBody(arm->source_path, kCellBytes) + ")";
+    out += "</li>\n";
+  }
+  out += "</ul>\n";
+  bool heading = false;
+  for (const core::ArmInfo* arm : ColumnArms(m)) {
+    for (const std::string& weakens : arm->weakens) {
+      if (!heading) out += "<h2>Weakened isolation (declared by the manifests)</h2>\n<ul>\n";
+      heading = true;
+      out += "<li><b>" + HtmlBody(arm->name, kCellBytes) +
+             "</b>: " + HtmlBody(weakens, kFactBytes) + "</li>\n";
+    }
+  }
+  if (heading) out += "</ul>\n";
+  if (!m.notes.empty()) out += "<h2>Notes</h2>\n<ul>\n";
+  for (const std::string& note : m.notes) out += "<li>" + HtmlBody(note, kFactBytes) + "</li>\n";
+  if (!m.notes.empty()) out += "</ul>\n";
+}
+
+}  // namespace
+
+std::string RenderHtml(const core::Matrix& m) {
+  std::string out = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\" />\n";
+  out += fmt::format(
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src "
+      "'sha256-{}'; base-uri 'none'; form-action 'none'\" />\n",
+      Sha256Base64(kCss));
+  out += "<meta name=\"generator\" content=\"sandprobe\" />\n";
+  out += "<title>sandprobe run " + HtmlBody(m.run_id, kNameBytes) + "</title>\n";
+  out += fmt::format("<style>{}</style>\n</head>\n<body>\n", kCss);
+  out += "<h1>sandprobe run " + HtmlBody(m.run_id, kNameBytes) + "</h1>\n";
+  for (const std::string& banner : m.banners) {
+    out += "<div class=\"banner\" role=\"alert\">" + HtmlBody(banner, kFactBytes) + "</div>\n";
+  }
+  if (m.interrupted) {
+    out +=
+        "<div class=\"banner\" role=\"alert\">interrupted: the run stopped before every probe "
+        "ended</div>\n";
+  }
+  WriteChecklist(out, m);
+  WriteSummary(out, m);
+  out += fmt::format("<p class=\"meta\">suite {} · started {} · finished {}</p>\n",
+                     HtmlBody(m.suite, kCellBytes), HtmlBody(m.started_at, kCellBytes),
+                     HtmlBody(m.finished_at, kCellBytes));
+  WriteTable(out, m);
+  WriteRunFacts(out, m);
+  out += "</body>\n</html>\n";
+  return out;
+}
+
+}  // namespace sandprobe::report

@@ -1,0 +1,96 @@
+// report.json read back (config/report_json.h): the JSON is the source of truth, so every format
+// rendered from the re-read matrix equals the one rendered from the run's own matrix.
+#include "config/report_json.h"
+
+#include <gtest/gtest.h>
+
+#include "report/report_test_fixtures.h"
+#include "report/reporters.h"
+
+namespace sandprobe::report {
+namespace {
+
+std::string Text(const core::Matrix& m) { return RenderText(m, TextOptions{}); }
+
+TEST(ReportJsonTest, EveryFormatReRendersByteForByte) {
+  for (const char* name : {"normal", "gate"}) {
+    SCOPED_TRACE(name);
+    const core::Matrix m =
+        name == std::string("normal") ? fixtures::NormalMatrix() : fixtures::GateMatrix();
+    auto back = config::ParseReportJson(RenderJson(m), "run.json");
+    ASSERT_TRUE(back) << back.error();
+    EXPECT_EQ(RenderMarkdown(*back), RenderMarkdown(m));
+    EXPECT_EQ(RenderJunit(*back), RenderJunit(m));
+    EXPECT_EQ(RenderJson(*back), RenderJson(m));
+    EXPECT_EQ(Text(*back), Text(m));
+    EXPECT_EQ(core::RunExitCode(*back), core::RunExitCode(m));
+  }
+}
+
+TEST(ReportJsonTest, GateMarksSurviveTheRoundTrip) {
+  auto back = config::ParseReportJson(RenderJson(fixtures::GateMatrix()), "run.json");
+  ASSERT_TRUE(back) << back.error();
+  const core::Cell* dns = back->Find("net.dns", "bubblewrap");
+  ASSERT_NE(dns, nullptr);
+  ASSERT_EQ(dns->trials.size(), 5u);
+  EXPECT_EQ(dns->trials[2].exposure, core::Exposure::kExposed);
+  const core::VerdictCell* home = back->FindVerdict("fs.write-home", "bubblewrap");
+  ASSERT_NE(home, nullptr);
+  ASSERT_TRUE(home->accepted.has_value());
+  EXPECT_TRUE(home->Accepted());
+  EXPECT_TRUE(back->FindVerdict("net.dns", "bubblewrap")->accepted->expired);
+}
+
+// A hostile run is bounded in report.json (values past the bounds come back truncated), so its
+// re-render is not byte-for-byte; it must still read back and render without throwing.
+TEST(ReportJsonTest, HostileReadsBack) {
+  auto back = config::ParseReportJson(RenderJson(fixtures::HostileMatrix()), "run.json");
+  ASSERT_TRUE(back) << back.error();
+  EXPECT_FALSE(RenderMarkdown(*back).empty());
+  EXPECT_FALSE(RenderJunit(*back).empty());
+  EXPECT_TRUE(config::ParseReportJson(RenderJson(*back), "again.json").has_value());
+}
+
+TEST(ReportJsonTest, ErrorsNameThePath) {
+  nlohmann::json good = nlohmann::json::parse(RenderJson(fixtures::NormalMatrix()));
+  struct Case {
+    std::function<void(nlohmann::json&)> edit;
+    std::string error;
+  };
+  const std::vector<Case> cases = {
+      {[](nlohmann::json& j) { j["run_id"] = 5; }, "run.json: /run_id: expected a string"},
+      {[](nlohmann::json& j) { j.erase("arms"); }, "run.json: /arms: missing"},
+      {[](nlohmann::json& j) { j["schema_version"] = 3; },
+       "run.json: /schema_version: this sandprobe reads versions 1 to 2, not 3"},
+      {[](nlohmann::json& j) { j["generator"] = "other"; },
+       "run.json: /generator: not a sandprobe report"},
+      {[](nlohmann::json& j) { j["verdicts"][1]["verdict"] = "GREEN"; },
+       "run.json: /verdicts/1/verdict: expected one of PASS, FAIL, INCONCLUSIVE, SKIP, ERROR"},
+      {[](nlohmann::json& j) { j["observations"][0]["evidence"]["records_count"] = -1; },
+       "run.json: /observations/0/evidence/records_count: expected a count (>= 0)"},
+      {[](nlohmann::json& j) { j["arms"][0]["role"] = "judge"; },
+       "run.json: /arms/0/role: expected one of control, candidate"},
+      {[](nlohmann::json& j) {
+         j["observations"][0]["trials"] = {{{"invocation", "x"}}};
+       },
+       "run.json: /observations/0/trials/0/exposure: missing"},
+      {[](nlohmann::json& j) {
+         j["verdicts"][0]["accepted"] = {{"reason", "r"}};
+       },
+       "run.json: /verdicts/0/accepted/expires: missing"},
+      {[](nlohmann::json& j) { j = nlohmann::json::array(); }, "run.json: /: expected an object"},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    nlohmann::json j = good;
+    cases[i].edit(j);
+    auto r = config::ParseReportJson(j.dump(), "run.json");
+    ASSERT_FALSE(r) << "case " << i;
+    EXPECT_EQ(r.error(), cases[i].error) << "case " << i;
+  }
+  auto garbage = config::ParseReportJson("{\"run_id\": ", "run.json");
+  ASSERT_FALSE(garbage);
+  EXPECT_TRUE(garbage.error().starts_with("run.json: not valid report JSON: ")) << garbage.error();
+}
+
+}  // namespace
+}  // namespace sandprobe::report
