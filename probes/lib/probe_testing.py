@@ -230,12 +230,34 @@ CLUSTER_CANARY = _cluster_canary()
 cloud_credential = CLUSTER_CANARY.cloud_credential
 
 
-def http_canary(canary=True, tls=False, bind="127.0.0.1"):
+def docker_answer(method, path, nonce):
+    """The Docker Engine API flavour of the harness's HTTP canary (harness/canary/http_canary.cc,
+    AnswerAsDockerApi; docs/probes.md, net.docker-api): the Api-Version header on every answer,
+    "OK" from /_ping, the version object from /version, with or without a /v1.NN prefix; never a
+    real daemon. -> (status, extra headers, content type, body, hit kind), as metadata_answer()."""
+    extra = [("Api-Version", "1.41"), ("Ostype", "linux"),
+             ("Server", "sandprobe-canary (Docker Engine API)")]
+    path = path.split("?", 1)[0]
+    if path.startswith("/v1."):
+        slash = path.find("/", 1)
+        path = "/" if slash < 0 else path[slash:]
+    read = method in ("GET", "HEAD")
+    if read and path == "/_ping":
+        return 200, extra, "text/plain; charset=utf-8", b"OK", "docker"
+    if read and path == "/version":
+        version = {"ApiVersion": "1.41", "MinAPIVersion": "1.12", "Version": "sandprobe-canary",
+                   "Os": "linux", "Arch": "amd64", "SandprobeNonce": nonce}
+        return 200, extra, "application/json", json.dumps(version).encode(), "docker"
+    return 404, extra, "application/json", b'{"message":"page not found"}', "docker"
+
+
+def http_canary(canary=True, tls=False, bind="127.0.0.1", docker=False):
     """The HTTP canary (200 + "sandprobe-canary <nonce>"; the cloud metadata paths answered as
     the clouds answer them, with the planted credential cloud_credential(nonce) on the credential
-    paths) or, canary=False, a plain server that answers 404 without any nonce (a stand-in for a
-    real metadata or API server). bind "::1" serves IPv6. `hits` logs the X-Sandprobe tag of
-    every request, `requests` (method, path, hit kind) of each."""
+    paths), docker=True its Docker Engine API flavour (docker_answer()), or, canary=False, a plain
+    server that answers 404 without any nonce (a stand-in for a real metadata or API server). bind
+    "::1" serves IPv6. `hits` logs the X-Sandprobe tag of every request, `requests` (method, path,
+    hit kind) of each."""
     hits, requests = [], []
     token = secrets.token_urlsafe(32)
 
@@ -243,7 +265,10 @@ def http_canary(canary=True, tls=False, bind="127.0.0.1"):
         def answer(self):
             tag = self.headers.get("X-Sandprobe", "")
             hits.append(tag)
-            if canary:
+            if docker:
+                status, extra, ctype, body, kind = docker_answer(self.command, self.path,
+                                                                 tag.split(" ")[0])
+            elif canary:
                 status, extra, ctype, body, kind = CLUSTER_CANARY.metadata_answer(
                     self.command, self.path, list(self.headers.items()), tag.split(" ")[0], token)
             else:
