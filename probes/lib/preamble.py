@@ -81,7 +81,7 @@ def net_failure(exc, host):
     return "error", "absence", name, "unexpected %s" % type(exc).__name__
 
 # --- shared by the network probes (net.metadata*, net.k8s-api, net.http-by-name, net.dns,
-# cred.cloud-metadata)
+# cred.cloud-metadata, net.tcp-by-ip, net.gateway)
 def http_call(host, port, method, path, timeout, headers=None, tls=False, addr=None):
     """One request with the canary header (and `headers`) -> (outcome, evidence, errno, detail,
     facts, answer). answer is None without an HTTP answer, else (status, {lowercase header name:
@@ -137,6 +137,31 @@ def resolve(name, port, timeout):
     worker.start()
     worker.join(timeout)
     return box["addrs"], box["exc"]
+
+def tcp_echo(host, port, timeout):
+    """The TCP echo canary's exchange: the tagged line, one line back (bounded) -> (outcome,
+    evidence, errno, detail, facts). Reached only when the nonce comes back: proxies and user-space
+    network stacks accept a SYN locally, so connect() succeeding alone proves nothing."""
+    try:
+        sock = socket.create_connection((host, port), timeout=timeout)
+    except OSError as exc:
+        return net_failure(exc, host) + ({"connected": False},)
+    reply, err = b"", None
+    with sock:
+        try:
+            sock.sendall(("SANDPROBE %s %s\n" % (NONCE, INVOCATION)).encode())
+            while b"\n" not in reply and len(reply) < 4096:  # one line, bounded
+                chunk = sock.recv(4096)
+                if not chunk:
+                    break
+                reply += chunk
+        except OSError as exc:
+            err = errno_name(exc)
+    facts = dict(connected=True, reply_bytes=len(reply),
+                 canary_echo=("SANDPROBE-ECHO %s %s" % (NONCE, INVOCATION)).encode() in reply)
+    if NONCE.encode() in reply:
+        return "reached", "positive", None, "the far end sent the nonce back", facts
+    return "no_echo", "absence", err, "connected, but no nonce came back", facts
 
 def tcp_beat(host, port, timeout=1):
     """One tagged line to the TCP echo canary; errors are ignored (there is nobody to tell)."""
