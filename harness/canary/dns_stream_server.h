@@ -1,10 +1,10 @@
 // DNS over TCP (RFC 1035 section 4.2.2): every message on the stream is preceded by a two-byte
-// big-endian length. One poll() thread serves every connection, so a silent or hostile client
-// cannot block others or Stop(). A connection may carry several queries (glibc's resolver sends
-// its A and AAAA queries on one stream); each complete message goes to the handler and the
-// handler's reply (if not empty) is sent back framed the same way. A connection is closed on
-// EOF, after 2 s without a complete message, or when a length above the limit arrives.
-// Internal to harness/canary.
+// big-endian length. A StreamServer serves it (one poll() thread for every connection, so a
+// silent or hostile client cannot block others or Stop()). A connection may carry several
+// queries (glibc's resolver sends its A and AAAA queries on one stream); each complete message
+// goes to the handler and the handler's reply (if not empty) is sent back framed the same way. A
+// connection is closed on EOF, after 2 s without a complete message, or when a length above the
+// limit arrives. Internal to harness/canary.
 #pragma once
 
 #include <netinet/in.h>
@@ -17,10 +17,9 @@
 #include <memory>
 #include <span>
 #include <string>
-#include <thread>
-#include <vector>
+#include <utility>
 
-#include "canary/net_util.h"
+#include "canary/stream_server.h"
 
 namespace sandprobe::canary {
 
@@ -41,23 +40,21 @@ class DnsStreamServer {
       in_addr address, uint16_t port, size_t max_message_bytes, Handler handler);
   ~DnsStreamServer() { Stop(); }
 
-  uint16_t port() const { return port_; }
+  uint16_t port() const { return server_->port(); }
   // Wakes the thread, joins it and closes every socket. Prompt (no wait on clients).
-  void Stop();
+  void Stop() {
+    if (server_) server_->Stop();
+  }
 
  private:
-  struct Connection;
-  DnsStreamServer(UniqueFd listener, WakeFd wake, size_t max_message_bytes, Handler handler);
-  void Run();
-  void AcceptAll(std::vector<Connection>& connections);
-  void Read(Connection& connection);
+  DnsStreamServer(size_t max_message_bytes, Handler handler)
+      : max_message_bytes_(max_message_bytes), handler_(std::move(handler)) {}
+  // Hands every complete message to the handler and sends its reply back, framed.
+  void Read(StreamServer::Connection& connection);
 
-  UniqueFd listener_;
-  WakeFd wake_;
   const size_t max_message_bytes_;
   const Handler handler_;
-  std::thread thread_;
-  uint16_t port_ = 0;
+  std::unique_ptr<StreamServer> server_;  // last: stopped before the fields it uses go
 };
 
 }  // namespace sandprobe::canary

@@ -1,7 +1,8 @@
-// The TCP echo canary: one poll() thread serves every connection, so a silent or hostile client
-// cannot block others or Stop(). Protocol: the client sends "SANDPROBE <nonce> <invocation>\n";
-// the canary answers "SANDPROBE-ECHO <nonce> <invocation>\n" and closes. At most 512 bytes are
-// read and the line must arrive within 2 s of accept. Internal to harness/canary.
+// The TCP echo canary, served by a StreamServer (one poll() thread for every connection, so a
+// silent or hostile client cannot block others or Stop()). Protocol: the client sends
+// "SANDPROBE <nonce> <invocation>\n"; the canary answers "SANDPROBE-ECHO <nonce> <invocation>\n"
+// and closes. At most 512 bytes are read and the line must arrive within 2 s of accept. Internal
+// to harness/canary.
 #pragma once
 
 #include <netinet/in.h>
@@ -13,10 +14,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
-#include <vector>
+#include <utility>
 
-#include "canary/net_util.h"
+#include "canary/stream_server.h"
 
 namespace sandprobe::canary {
 
@@ -40,23 +40,21 @@ class TcpCanary {
                                                                       HitLog& log);
   ~TcpCanary() { Stop(); }
 
-  uint16_t port() const { return port_; }
+  uint16_t port() const { return server_->port(); }
   // Wakes the thread, joins it and closes every socket. Prompt (no wait on clients).
-  void Stop();
+  void Stop() {
+    if (server_) server_->Stop();
+  }
 
  private:
-  struct Connection;
-  TcpCanary(std::string nonce, HitLog& log, UniqueFd listener, WakeFd wake);
-  void Run();
-  void AcceptAll(std::vector<Connection>& connections);
+  using Connection = StreamServer::Connection;
+  TcpCanary(std::string nonce, HitLog& log) : nonce_(std::move(nonce)), log_(log) {}
+  void Read(Connection& connection);
   void Finish(Connection& connection, std::string_view line, bool answer_allowed);
 
   const std::string nonce_;
   HitLog& log_;
-  UniqueFd listener_;
-  WakeFd wake_;
-  std::thread thread_;
-  uint16_t port_ = 0;
+  std::unique_ptr<StreamServer> server_;  // last: stopped before the fields it uses go
 };
 
 }  // namespace sandprobe::canary

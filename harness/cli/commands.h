@@ -10,6 +10,10 @@ namespace sandprobe::cli {
 
 inline constexpr int kExitSetup = 3;  // usage, manifest or setup error before any probe ran
 
+// Prints "sandprobe: error: <message>" (and "  hint: <hint>") to stderr and returns kExitSetup.
+// Both are cleaned for the terminal: a message can carry a sandbox's own stderr or a file's bytes.
+int SetupError(const std::string& message, const std::string& hint = "");
+
 struct RunArgs {
   std::string home;
   std::string suite;                   // default <home>/suites/default.yaml

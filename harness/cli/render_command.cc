@@ -14,19 +14,12 @@
 #include "config/config.h"
 #include "core/params.h"
 #include "drivers/registry.h"
-#include "report/escape.h"
 #include "runner/plan.h"
 
 namespace sandprobe::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-int Fail(const std::string& message, const std::string& hint = "") {
-  std::cerr << "sandprobe: error: " << report::TerminalText(message, 2000) << "\n";
-  if (!hint.empty()) std::cerr << "  hint: " << hint << "\n";
-  return kExitSetup;
-}
 
 }  // namespace
 
@@ -43,14 +36,16 @@ void AddRender(CLI::App& app, RenderArgs& a) {
 int DoRender(const RenderArgs& a) {
   const fs::path home = ResolveHome(a.home);
   auto probes = config::LoadProbeTree(home / "probes");
-  if (!probes) return Fail(probes.error().ToString(), "pass --home");
+  if (!probes) return SetupError(probes.error().ToString(), "pass --home");
   std::ifstream pre_in(home / "probes/lib/preamble.py");
   std::stringstream pre;
   pre << pre_in.rdbuf();
-  if (pre.str().empty()) return Fail((home / "probes/lib/preamble.py").string() + " is missing");
+  if (pre.str().empty()) {
+    return SetupError((home / "probes/lib/preamble.py").string() + " is missing");
+  }
   auto suite =
       config::LoadSuite(a.suite.empty() ? home / "suites/default.yaml" : fs::path(a.suite));
-  if (!suite) return Fail(suite.error().ToString());
+  if (!suite) return SetupError(suite.error().ToString());
   std::map<std::string, std::string> placeholders;
   for (std::string_view p : runner::kPlaceholders) {
     placeholders[std::string(p)] = fmt::format("{{{}}}", p);
@@ -62,14 +57,14 @@ int DoRender(const RenderArgs& a) {
   bool any = false;
   for (const std::string& path : a.sandboxes) {
     auto m = drivers::LoadManifest(path);
-    if (!m) return Fail(m.error().ToString());
+    if (!m) return SetupError(m.error().ToString());
     const drivers::DriverKind* kind = drivers::Registry().Find(m->driver);
     if (kind == nullptr || !kind->render) {
       std::string renderable;
       for (const drivers::DriverKind& k : drivers::Registry().kinds()) {
         if (k.render) renderable += (renderable.empty() ? "" : ", ") + std::string(k.name);
       }
-      return Fail(
+      return SetupError(
           fmt::format("{}: render prints what a run would submit to a cluster ({} "
                       "manifests); this manifest's driver is {}",
                       path, renderable, m->driver));
@@ -82,22 +77,22 @@ int DoRender(const RenderArgs& a) {
       if (!a.probe.empty() && entry.probe != a.probe) continue;
       auto probe = std::ranges::find(*probes, entry.probe, &core::ProbeDescriptor::id);
       if (probe == probes->end())
-        return Fail(fmt::format("suite names unknown probe {}", entry.probe));
+        return SetupError(fmt::format("suite names unknown probe {}", entry.probe));
       if (!probe->AppliesTo(m->driver)) continue;
       auto params = core::ResolveParams(*probe, entry.params, m->limits, placeholders);
-      if (!params) return Fail(params.error());
+      if (!params) return SetupError(params.error());
       const std::string inv = fmt::format("i{:03d}", index++);
       auto script = core::BuildScript(*probe, pre.str(), *params, run_id, inv);
-      if (!script) return Fail(script.error());
+      if (!script) return SetupError(script.error());
       invocations.push_back({probe->id, inv, *script, deadline, {}});
       invocations.back().deploy = probe->deploy;
     }
     if (!a.probe.empty() && invocations.empty()) {
-      return Fail(fmt::format("probe {} is not in the suite (or does not apply to {})", a.probe,
-                              m->driver));
+      return SetupError(fmt::format("probe {} is not in the suite (or does not apply to {})",
+                                    a.probe, m->driver));
     }
     auto documents = kind->render(*m, run_id, invocations, runner::PlaceholdersUsed(*suite));
-    if (!documents) return Fail(documents.error());
+    if (!documents) return SetupError(documents.error());
     std::cout << fmt::format("# arm {} ({}): {} object(s), run id '{}'\n", m->name, path,
                              documents->size(), run_id);
     for (const std::string& document : *documents) {
@@ -105,7 +100,7 @@ int DoRender(const RenderArgs& a) {
       any = true;
     }
   }
-  return any ? 0 : Fail("nothing to render");
+  return any ? 0 : SetupError("nothing to render");
 }
 
 }  // namespace sandprobe::cli

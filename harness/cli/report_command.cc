@@ -13,7 +13,6 @@
 #include "cli/commands.h"
 #include "config/report_json.h"
 #include "core/diff.h"
-#include "report/escape.h"
 #include "report/reporters.h"
 
 namespace sandprobe::cli {
@@ -21,19 +20,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-int Fail(const std::string& message, const std::string& hint = "") {
-  std::cerr << "sandprobe: error: " << report::TerminalText(message, 2000) << "\n";
-  if (!hint.empty()) std::cerr << "  hint: " << hint << "\n";
-  return kExitSetup;
-}
-
 // The file name `sandprobe run --out` gives each format.
-constexpr std::pair<std::string_view, std::string_view> kFiles[] = {{"text", "matrix.txt"},
-                                                                    {"markdown", "matrix.md"},
-                                                                    {"json", "report.json"},
-                                                                    {"junit", "junit.xml"},
-                                                                    {"tap", "report.tap"},
-                                                                    {"html", "report.html"}};
+constexpr std::pair<std::string_view, std::string_view> kFiles[] = {
+    {"text", "matrix.txt"}, {"markdown", "matrix.md"}, {"json", "report.json"},
+    {"junit", "junit.xml"}, {"tap", "report.tap"},     {"html", "report.html"}};
 
 }  // namespace
 
@@ -56,14 +46,14 @@ int DoReport(const ReportArgs& a) {
     const std::string_view f = std::string_view(a.formats).substr(i, comma - i);
     if (std::ranges::find(kFiles, f, &std::pair<std::string_view, std::string_view>::first) ==
         std::end(kFiles)) {
-      return Fail(fmt::format("--format: unknown format '{}'", f),
-                  "use a comma list of text, markdown, json, junit, tap, html");
+      return SetupError(fmt::format("--format: unknown format '{}'", f),
+                        "use a comma list of text, markdown, json, junit, tap, html");
     }
     formats.push_back(f);
     i = comma + 1;
   }
   auto matrix = config::LoadReportJson(a.report);
-  if (!matrix) return Fail(matrix.error(), "give the report.json a run wrote");
+  if (!matrix) return SetupError(matrix.error(), "give the report.json a run wrote");
   const char* no_color = std::getenv("NO_COLOR");
   report::TextOptions text;
   text.color = a.out.empty() && !a.no_color && isatty(STDOUT_FILENO) &&
@@ -88,7 +78,7 @@ int DoReport(const ReportArgs& a) {
       if (full != rendered) {
         std::ofstream full_out(full_path, std::ios::binary | std::ios::trunc);
         full_out << full;
-        if (!full_out) return Fail(fmt::format("cannot write {}", full_path.string()));
+        if (!full_out) return SetupError(fmt::format("cannot write {}", full_path.string()));
         std::cerr << "sandprobe: wrote " << full_path.string() << "\n";
       } else {
         fs::remove(full_path, ec);
@@ -100,7 +90,7 @@ int DoReport(const ReportArgs& a) {
         std::ranges::find(kFiles, f, &std::pair<std::string_view, std::string_view>::first)->second;
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out << rendered;
-    if (ec || !out) return Fail(fmt::format("cannot write {}", path.string()));
+    if (ec || !out) return SetupError(fmt::format("cannot write {}", path.string()));
     std::cerr << "sandprobe: wrote " << path.string() << "\n";
   }
   return 0;
@@ -121,9 +111,9 @@ void AddDiff(CLI::App& app, DiffArgs& a) {
 
 int DoDiff(const DiffArgs& a) {
   auto old_run = config::LoadReportJson(a.old_report);
-  if (!old_run) return Fail(old_run.error());
+  if (!old_run) return SetupError(old_run.error());
   auto new_run = config::LoadReportJson(a.new_report);
-  if (!new_run) return Fail(new_run.error());
+  if (!new_run) return SetupError(new_run.error());
   const core::MatrixDiff d = core::DiffMatrices(*old_run, *new_run);
   std::cout << (a.format == "markdown" ? report::RenderDiffMarkdown(d, a.old_report, a.new_report)
                                        : report::RenderDiffText(d, a.old_report, a.new_report));

@@ -54,13 +54,6 @@ class Observer : public runner::RunObserver {
   report::TextReporter* text_;
 };
 
-// Messages can carry a sandbox's own stderr or a file's bytes: cleaned for the terminal.
-int SetupError(const std::string& message, const std::string& hint = "") {
-  std::cerr << "sandprobe: error: " << report::TerminalText(message, 2000) << "\n";
-  if (!hint.empty()) std::cerr << "  hint: " << report::TerminalText(hint, 400) << "\n";
-  return kExitSetup;
-}
-
 bool WriteFile(const fs::path& path, const std::string& content) {
   const fs::path tmp = path.string() + ".tmp";
   {

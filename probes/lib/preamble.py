@@ -81,7 +81,7 @@ def net_failure(exc, host):
     return "error", "absence", name, "unexpected %s" % type(exc).__name__
 
 # --- shared by the network probes (net.metadata*, net.k8s-api, net.http-by-name, net.dns,
-# cred.cloud-metadata)
+# cred.cloud-metadata, net.tcp-by-ip, net.gateway)
 def http_call(host, port, method, path, timeout, headers=None, tls=False, addr=None):
     """One request with the canary header (and `headers`) -> (outcome, evidence, errno, detail,
     facts, answer). answer is None without an HTTP answer, else (status, {lowercase header name:
@@ -137,6 +137,31 @@ def resolve(name, port, timeout):
     worker.start()
     worker.join(timeout)
     return box["addrs"], box["exc"]
+
+def tcp_echo(host, port, timeout):
+    """The TCP echo canary's exchange: the tagged line, one line back (bounded) -> (outcome,
+    evidence, errno, detail, facts). Reached only when the nonce comes back: proxies and user-space
+    network stacks accept a SYN locally, so connect() succeeding alone proves nothing."""
+    try:
+        sock = socket.create_connection((host, port), timeout=timeout)
+    except OSError as exc:
+        return net_failure(exc, host) + ({"connected": False},)
+    reply, err = b"", None
+    with sock:
+        try:
+            sock.sendall(("SANDPROBE %s %s\n" % (NONCE, INVOCATION)).encode())
+            while b"\n" not in reply and len(reply) < 4096:  # one line, bounded
+                chunk = sock.recv(4096)
+                if not chunk:
+                    break
+                reply += chunk
+        except OSError as exc:
+            err = errno_name(exc)
+    facts = dict(connected=True, reply_bytes=len(reply),
+                 canary_echo=("SANDPROBE-ECHO %s %s" % (NONCE, INVOCATION)).encode() in reply)
+    if NONCE.encode() in reply:
+        return "reached", "positive", None, "the far end sent the nonce back", facts
+    return "no_echo", "absence", err, "connected, but no nonce came back", facts
 
 def tcp_beat(host, port, timeout=1):
     """One tagged line to the TCP echo canary; errors are ignored (there is nobody to tell)."""
@@ -217,7 +242,8 @@ def run_metadata_probe(target, steps_of):
     result(*reach_of(steps), target=target, steps=steps,
            canary_nonce_seen=any(s["nonce_seen"] for s in steps))
 
-# --- shared by the probes that run two calls at the same moment (state.persists, proc.sibling)
+# --- shared by the probes that run two calls at the same moment (state.persists, proc.sibling,
+# net.sibling; docs/probes.md "The concurrent pair")
 def call_tag(kind, call):
     """A process name (comm, at most 15 bytes) both calls of a concurrent pair can compute:
     kind (4 letters) + 8 hex of this run's nonce and invocation + "c<call>"."""
@@ -245,6 +271,37 @@ def pids_named(name):
             except OSError:
                 pass
     return found
+
+def judge_pair(call, previous, keys, found, unready, nothing, neither):
+    """The closing call of proc.sibling and net.sibling: a start record, then one result from the
+    pair's two results in `previous`, each carrying the pair's values of `keys`. found(a, b): the
+    result (outcome, evidence, errno, detail) when a call found the other, else None; windows that
+    overlapped 0.2 s or less are not_concurrent (detail ending in `nothing`); unready(a, b): the
+    result when a call could not take part, else None; else isolated (`neither` ends the detail)."""
+    emit("start", call=call, pair=[e.get("call") for e in previous])
+    pair = [e for e in previous if e.get("concurrent_with")]
+    if len(pair) < 2:
+        return result("no_pair", "absence", None, "the concurrent pair left %d result(s) of 2"
+                      % len(pair))
+    a, b = pair[-2], pair[-1]
+    facts = dict(pair=[a.get("call"), b.get("call")])
+    facts.update((k, [a.get(k), b.get(k)]) for k in keys)
+    finding = found(a, b)
+    if finding:
+        return result(*finding, **facts)
+    try:
+        overlap = min(a["window"][1], b["window"][1]) - max(a["window"][0], b["window"][0])
+    except (KeyError, IndexError, TypeError):
+        overlap = 0
+    if overlap <= 0.2:
+        return result("not_concurrent", "absence", None, "calls %s and %s were not in flight "
+                      "together (the service ran them one after the other): %s" % (
+                          a["call"], b["call"], nothing), overlap_s=overlap, **facts)
+    missing = unready(a, b)
+    if missing:
+        return result(*missing, **facts)
+    result("isolated", "absence", None, "calls %s and %s were in flight together for %.1fs%s" % (
+        a["call"], b["call"], overlap, neither), overlap_s=round(overlap, 1), **facts)
 
 # --- shared by the lateral-movement probes (net.gateway, net.docker-api, net.sibling)
 def ipv4_routes():

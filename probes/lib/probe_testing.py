@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import unittest
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -229,12 +230,34 @@ CLUSTER_CANARY = _cluster_canary()
 cloud_credential = CLUSTER_CANARY.cloud_credential
 
 
-def http_canary(canary=True, tls=False, bind="127.0.0.1"):
+def docker_answer(method, path, nonce):
+    """The Docker Engine API flavour of the harness's HTTP canary (harness/canary/http_canary.cc,
+    AnswerAsDockerApi; docs/probes.md, net.docker-api): the Api-Version header on every answer,
+    "OK" from /_ping, the version object from /version, with or without a /v1.NN prefix; never a
+    real daemon. -> (status, extra headers, content type, body, hit kind), as metadata_answer()."""
+    extra = [("Api-Version", "1.41"), ("Ostype", "linux"),
+             ("Server", "sandprobe-canary (Docker Engine API)")]
+    path = path.split("?", 1)[0]
+    if path.startswith("/v1."):
+        slash = path.find("/", 1)
+        path = "/" if slash < 0 else path[slash:]
+    read = method in ("GET", "HEAD")
+    if read and path == "/_ping":
+        return 200, extra, "text/plain; charset=utf-8", b"OK", "docker"
+    if read and path == "/version":
+        version = {"ApiVersion": "1.41", "MinAPIVersion": "1.12", "Version": "sandprobe-canary",
+                   "Os": "linux", "Arch": "amd64", "SandprobeNonce": nonce}
+        return 200, extra, "application/json", json.dumps(version).encode(), "docker"
+    return 404, extra, "application/json", b'{"message":"page not found"}', "docker"
+
+
+def http_canary(canary=True, tls=False, bind="127.0.0.1", docker=False):
     """The HTTP canary (200 + "sandprobe-canary <nonce>"; the cloud metadata paths answered as
     the clouds answer them, with the planted credential cloud_credential(nonce) on the credential
-    paths) or, canary=False, a plain server that answers 404 without any nonce (a stand-in for a
-    real metadata or API server). bind "::1" serves IPv6. `hits` logs the X-Sandprobe tag of
-    every request, `requests` (method, path, hit kind) of each."""
+    paths), docker=True its Docker Engine API flavour (docker_answer()), or, canary=False, a plain
+    server that answers 404 without any nonce (a stand-in for a real metadata or API server). bind
+    "::1" serves IPv6. `hits` logs the X-Sandprobe tag of every request, `requests` (method, path,
+    hit kind) of each."""
     hits, requests = [], []
     token = secrets.token_urlsafe(32)
 
@@ -242,7 +265,10 @@ def http_canary(canary=True, tls=False, bind="127.0.0.1"):
         def answer(self):
             tag = self.headers.get("X-Sandprobe", "")
             hits.append(tag)
-            if canary:
+            if docker:
+                status, extra, ctype, body, kind = docker_answer(self.command, self.path,
+                                                                 tag.split(" ")[0])
+            elif canary:
                 status, extra, ctype, body, kind = CLUSTER_CANARY.metadata_answer(
                     self.command, self.path, list(self.headers.items()), tag.split(" ")[0], token)
             else:
@@ -490,3 +516,59 @@ class MetadataShapeTests(UntargetedAndRefusedTests):
         r = run_in_bwrap(self.PROBE, {"target": c.target, "timeout_s": 2}).result
         self.assertEqual((r["outcome"], r["evidence"]), ("blocked", "positive"), r)
         self.assertEqual(len(c.hits), heard)
+
+
+class ConcurrentPairTests:
+    """A mixin for the ProbeTestCase of a probe the runner deploys as a concurrent pair
+    (proc.sibling, net.sibling; docs/probes.md "The concurrent pair"): calls 1 and 2 at the same
+    moment, then closing call 3 with both results, each assembled and run as deployed; and the two
+    tests every such probe needs. Set PROBE; PAIR holds the parameters every call gets."""
+    PROBE = None
+    PAIR = {"overlap_s": 1.5}
+
+    def start_call(self, call, other, ids, wrap=(), **params):
+        """Call `call` of the pair (its partner `other`) started under `wrap`: a Popen."""
+        script = assemble(probe_dir(self.PROBE), dict(self.PAIR, call=call, concurrent_with=other,
+                                                      previous=[], **params), *ids)
+        return subprocess.Popen(list(wrap) + [PYTHON, "-u", "-c", script],
+                                stdout=subprocess.PIPE, text=True)
+
+    def finish_call(self, proc, ids):
+        """The result record of a started call."""
+        out, _ = proc.communicate(timeout=30)
+        r = Run(*ids, out, "", proc.returncode).result
+        self.assertIsNotNone(r)
+        return r
+
+    def start_pair(self, ids, wrap=(), **params):
+        """Calls 1 and 2 started at the same moment -> their Popens."""
+        return [self.start_call(1, 2, ids, wrap, **params),
+                self.start_call(2, 1, ids, wrap, **params)]
+
+    def run_pair(self, wrap=(), **params):
+        """The pair and the closing call -> (the pair's two results, the closing call's result)."""
+        ids = new_ids()
+        pair = [self.finish_call(p, ids) for p in self.start_pair(ids, wrap, **params)]
+        return pair, self.close_pair(pair, ids)
+
+    def close_pair(self, pair, ids):
+        """The closing call with `pair` as its previous results -> its result."""
+        script = assemble(probe_dir(self.PROBE), dict(self.PAIR, call=3, previous=pair), *ids)
+        out = subprocess.run([PYTHON, "-u", "-c", script], capture_output=True, text=True,
+                             timeout=30)
+        return Run(*ids, out.stdout, out.stderr, out.returncode).result
+
+    def check_apart(self, first, second):
+        """More checks of the results of two calls that never overlapped."""
+
+    def test_calls_that_never_overlap_are_not_judged(self):
+        ids = new_ids()
+        first = self.finish_call(self.start_call(1, 2, ids), ids)
+        time.sleep(0.3)
+        second = self.finish_call(self.start_call(2, 1, ids), ids)
+        self.check_apart(first, second)
+        last = self.close_pair([first, second], ids)
+        self.assertEqual(last["outcome"], "not_concurrent", last)
+
+    def test_a_missing_half_of_the_pair_is_not_judged(self):
+        self.assertEqual(self.close_pair([None, None], new_ids())["outcome"], "no_pair")

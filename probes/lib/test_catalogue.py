@@ -27,7 +27,8 @@ def params_read(tree):
 
 def outcomes_emitted(tree, source):
     """Literal outcomes: result("x", ...), returned ("x", evidence, errno, detail, ...) tuples,
-    net_failure()'s ("blocked", "refused", "error") and the preamble's crash record ("error")."""
+    net_failure()'s ("blocked", "refused", "error"), the results of the preamble's helpers that
+    judge (run_metadata_probe(), judge_pair(), tcp_echo()) and its crash record ("error")."""
     found = {"error"}
     for node in ast.walk(tree):
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
@@ -42,6 +43,10 @@ def outcomes_emitted(tree, source):
         found |= {"reached", "no_reply"}
     if "run_metadata_probe(" in source:  # the preamble's result: reach_of() or no_target
         found |= {"reached", "refused", "no_reply", "error", "blocked", "no_target"}
+    if "judge_pair(" in source:  # the preamble's closing results of a concurrent pair
+        found |= {"no_pair", "not_concurrent", "isolated"}
+    if "tcp_echo(" in source:  # the preamble's TCP echo exchange, net_failure() included
+        found |= {"reached", "no_echo", "blocked", "refused", "error"}
     return found
 
 

@@ -1,63 +1,25 @@
-"""net.docker-api: an Engine API stand-in (/_ping with Api-Version, /version) is a daemon that
-answers, plain and over TLS; a plain HTTP server is not; a refusal on loopback and bubblewrap's
-own network namespace block; the discovered gateway is asked only when gateway_ports opts in."""
-import json
-import ssl
-import tempfile
+"""net.docker-api: the HTTP canary's Docker Engine API flavour (/_ping with Api-Version,
+/version, as the harness's docker canary answers) is a daemon that answers, plain and over TLS; a
+plain HTTP server is not; a refusal on loopback and bubblewrap's own network namespace block; the
+discovered gateway is asked only when gateway_ports opts in."""
 import unittest
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from lab_netns import GATEWAY, LabNetns
-from probe_testing import (TEST_KEY_AND_CERT, Canary, ProbeTestCase, free_port, http_canary,
-                           run_in_bwrap, run_probe)
-
-
-def engine_canary(tls=False):
-    """Enough of the Docker Engine API, as the harness's docker canary answers it."""
-    hits = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):
-            hits.append((self.path, self.headers.get("X-Sandprobe", "")))
-            if self.path == "/_ping":
-                status, body = 200, b"OK"
-            elif self.path == "/version":
-                status, body = 200, json.dumps({"ApiVersion": "1.41", "Version": "x"}).encode()
-            else:
-                status, body = 404, b'{"message":"page not found"}'
-            self.send_response(status)
-            self.send_header("Api-Version", "1.41")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    if tls:
-        with tempfile.NamedTemporaryFile("w", suffix=".pem") as pem:
-            pem.write(TEST_KEY_AND_CERT)
-            pem.flush()
-            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            ctx.load_cert_chain(pem.name)
-        server.socket = ctx.wrap_socket(server.socket, server_side=True)
-    return Canary(server, hits)
+from probe_testing import ProbeTestCase, free_port, http_canary, run_in_bwrap, run_probe
 
 
 class DockerApiProbeTest(ProbeTestCase):
     def test_an_engine_api_answers_with_its_version(self):
-        c = self.canary(engine_canary())
+        c = self.canary(http_canary(docker=True))
         run = run_probe("net.docker-api", {"targets": [c.target]})
         r = run.result
         self.assertEqual((r["outcome"], r["evidence"], r["api_version"]),
                          ("daemon_answers", "positive", "1.41"), r)
-        tag = "%s %s" % (run.nonce, run.invocation)
-        self.assertEqual(c.hits, [("/_ping", tag), ("/version", tag)])
+        self.assertEqual(c.hits, ["%s %s" % (run.nonce, run.invocation)] * 2)
+        self.assertEqual(c.requests, [("GET", "/_ping", "docker"), ("GET", "/version", "docker")])
 
     def test_over_tls_without_checking_the_certificate(self):
-        c = self.canary(engine_canary(tls=True))
+        c = self.canary(http_canary(tls=True, docker=True))
         r = run_probe("net.docker-api", {"targets": ["https://" + c.target]}).result
         self.assertEqual((r["outcome"], r["api_version"]), ("daemon_answers", "1.41"), r)
 
@@ -88,7 +50,7 @@ class DockerApiProbeTest(ProbeTestCase):
         self.assertEqual(on["outcome"], "no_reply")
 
     def test_own_network_namespace_blocks_the_canary(self):
-        c = self.canary(engine_canary())
+        c = self.canary(http_canary(docker=True))
         r = run_in_bwrap("net.docker-api", {"targets": [c.target]}).result
         self.assertEqual((r["outcome"], r["evidence"]), ("blocked", "positive"))
         self.assertEqual(c.hits, [])

@@ -8,29 +8,6 @@ TARGETS = [str(t) for t in PARAMS.get("targets", ["{canary.tcp}"]) or [] if str(
 GATEWAY_PORTS = [int(p) for p in PARAMS.get("gateway_ports", []) or []]
 TIMEOUT_S = float(PARAMS.get("timeout_s", 2))
 
-
-def talk(host, port):
-    """-> (outcome, evidence, errno, detail)"""
-    try:
-        sock = socket.create_connection((host, port), timeout=TIMEOUT_S)
-    except OSError as exc:
-        return net_failure(exc, host)
-    reply, err = b"", None
-    with sock:
-        try:
-            sock.sendall(("SANDPROBE %s %s\n" % (NONCE, INVOCATION)).encode())
-            while b"\n" not in reply and len(reply) < 4096:  # one line, bounded
-                chunk = sock.recv(4096)
-                if not chunk:
-                    break
-                reply += chunk
-        except OSError as exc:
-            err = errno_name(exc)
-    if NONCE.encode() in reply:
-        return "reached", "positive", None, "the far end sent the nonce back"
-    return "no_echo", "absence", err, "connected, but no nonce came back"
-
-
 gateways = default_gateways()
 targets = list(TARGETS)
 for gw in gateways:
@@ -39,7 +16,7 @@ emit("start", targets=targets, gateways=gateways)
 tried = []
 for target in dict.fromkeys(targets):
     host, port = split_hostport(target, 0)
-    outcome, evidence, err, detail = talk(host, port)
+    outcome, evidence, err, detail = tcp_echo(host, port, TIMEOUT_S)[:4]
     tried.append(dict(target=target, outcome=outcome, evidence=evidence, errno=err,
                       is_gateway=host in gateways))
     emit("target", **tried[-1])

@@ -155,36 +155,24 @@ def one_of_the_pair():
            window=[round(began, 3), round(time.time(), 3)])
 
 
-def closing():
-    emit("start", call=CALL, pair=[e.get("call") for e in PREVIOUS])
-    pair = [e for e in PREVIOUS if e.get("concurrent_with")]
-    if len(pair) < 2:
-        result("no_pair", "absence", None, "the concurrent pair left %d result(s) of 2" % len(pair))
-        return
-    a, b = pair[-2], pair[-1]
-    facts = dict(pair=[a.get("call"), b.get("call")], subnets=[a.get("subnets"), b.get("subnets")],
-                 candidates=[a.get("candidates"), b.get("candidates")])
+def reached_the_other(a, b):
     reached = ["call %s reached call %s at %s" % (me["call"], me["concurrent_with"], me["reached"])
                for me in (a, b) if me.get("reached")]
     if reached:
-        result("sibling_reached", "positive", None, "; ".join(reached), **facts)
-        return
-    try:
-        overlap = min(a["window"][1], b["window"][1]) - max(a["window"][0], b["window"][0])
-    except (KeyError, IndexError, TypeError):
-        overlap = 0
-    if overlap <= 0.2:
-        result("not_concurrent", "absence", None,
-               "calls %s and %s were not in flight together (the service ran them one after "
-               "the other): nothing to reach" % (a["call"], b["call"]), overlap_s=overlap, **facts)
-    elif not (a.get("listening") and b.get("listening")):
-        result("not_listening", "absence", None, "a call of the pair could not listen (%s)" % (
-            a.get("errno") or b.get("errno")), **facts)
-    else:
-        result("isolated", "absence", None,
-               "calls %s and %s were in flight together for %.1fs, both listened, and neither "
-               "reached the other" % (a["call"], b["call"], overlap), overlap_s=round(overlap, 1),
-               **facts)
+        return "sibling_reached", "positive", None, "; ".join(reached)
+    return None
+
+
+def not_listening(a, b):
+    if not (a.get("listening") and b.get("listening")):
+        return "not_listening", "absence", None, "a call of the pair could not listen (%s)" % (
+            a.get("errno") or b.get("errno"))
+    return None
+
+
+def closing():
+    judge_pair(CALL, PREVIOUS, ["subnets", "candidates"], reached_the_other, not_listening,
+               nothing="nothing to reach", neither=", both listened, and neither reached the other")
 
 
 if PARTNER:

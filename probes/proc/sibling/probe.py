@@ -33,38 +33,26 @@ def one_of_the_pair():
            window=[round(began, 3), round(time.time(), 3)])
 
 
-def closing():
-    emit("start", call=CALL, pair=[e.get("call") for e in PREVIOUS])
-    pair = [e for e in PREVIOUS if e.get("concurrent_with")]
-    if len(pair) < 2:
-        result("no_pair", "absence", None, "the concurrent pair left %d result(s) of 2" % len(pair))
-        return
-    a, b = pair[-2], pair[-1]
-    saw = []
-    for me in (a, b):
-        if me.get("seen_pid"):
-            saw.append("call %s saw call %s (pid %s) and %s" % (
-                me["call"], me["concurrent_with"], me["seen_pid"],
-                "could signal it" if me.get("could_signal") else
-                "could not signal it (%s)" % (me.get("errno") or "gone")))
-    facts = dict(pair=[a.get("call"), b.get("call")], named=[a.get("named"), b.get("named")])
+def saw_the_other(a, b):
+    saw = ["call %s saw call %s (pid %s) and %s" % (
+        me["call"], me["concurrent_with"], me["seen_pid"],
+        "could signal it" if me.get("could_signal") else
+        "could not signal it (%s)" % (me.get("errno") or "gone"))
+        for me in (a, b) if me.get("seen_pid")]
     if saw:
-        result("sibling_visible", "positive", None, "; ".join(saw), **facts)
-        return
-    try:
-        overlap = min(a["window"][1], b["window"][1]) - max(a["window"][0], b["window"][0])
-    except (KeyError, IndexError, TypeError):
-        overlap = 0
-    if overlap <= 0.2:
-        result("not_concurrent", "absence", None,
-               "calls %s and %s were not in flight together (the service ran them one after "
-               "the other): nothing to see" % (a["call"], b["call"]), overlap_s=overlap, **facts)
-    elif not (a.get("named") and b.get("named")):
-        result("looked", "absence", None, "a call of the pair could not take its name", **facts)
-    else:
-        result("isolated", "absence", None,
-               "calls %s and %s were in flight together for %.1fs and neither saw the other"
-               % (a["call"], b["call"], overlap), overlap_s=round(overlap, 1), **facts)
+        return "sibling_visible", "positive", None, "; ".join(saw)
+    return None
+
+
+def unnamed(a, b):
+    if not (a.get("named") and b.get("named")):
+        return "looked", "absence", None, "a call of the pair could not take its name"
+    return None
+
+
+def closing():
+    judge_pair(CALL, PREVIOUS, ["named"], saw_the_other, unnamed, nothing="nothing to see",
+               neither=" and neither saw the other")
 
 
 if PARTNER:
