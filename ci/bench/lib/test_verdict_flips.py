@@ -69,6 +69,14 @@ class VerdictFlipsTest(unittest.TestCase):
         self.assertEqual(sorted(flips), ["bwrap net.dns #2", "local net.dns"])
         self.assertEqual(flips["bwrap net.dns #2"]["missing"], 2)
 
+    def test_label_flips_apart_from_verdicts(self):
+        a, b = report(), report()
+        a["observations"][3]["label"] = "OOM killed"
+        b["observations"][3]["label"] = "SIGKILL"
+        self.assertEqual(vf.flipped(vf.tally([vf.row_states(a), vf.row_states(b)])), {})
+        labels = vf.flipped(vf.tally([vf.row_labels(a), vf.row_labels(b)]))
+        self.assertEqual(list(labels), ["bwrap res.memory-balloon"])
+
     def test_between_conditions(self):
         idle = vf.tally([vf.row_states(report())] * 2)
         load = vf.tally([vf.row_states(report(balloon="FAIL"))] * 2)

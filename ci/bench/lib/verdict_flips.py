@@ -30,6 +30,17 @@ def row_states(report):
     return states
 
 
+def row_labels(report):
+    """{row name: observation label} of every arm ("OOM killed", "SIGKILL", "REACHED"): the
+    evidence behind a verdict, which can change while the verdict holds (informational)."""
+    labels, seen = {}, collections.Counter()
+    for o in report.get("observations", []):
+        seen[(o["arm"], o["probe"])] += 1
+        n = seen[(o["arm"], o["probe"])]
+        labels[f"{o['arm']} {o['probe']}" + (f" #{n}" if n > 1 else "")] = o.get("label", "")
+    return labels
+
+
 def tally(runs):
     """{row: Counter(state -> runs)} over a list of row_states() results."""
     rows = sorted(set().union(*runs)) if runs else []
@@ -58,11 +69,11 @@ def describe(counter):
     return ", ".join(f"{s} x{n}" for s, n in counter.most_common())
 
 
-def load(paths):
+def load(paths, rows=row_states):
     runs = []
     for p in paths:
         with open(p, encoding="utf-8") as f:
-            runs.append(row_states(json.load(f)))
+            runs.append(rows(json.load(f)))
     return runs
 
 
