@@ -9,7 +9,10 @@ import sys
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-SANDPROBE = os.path.join(ROOT, "build", "bin", "sandprobe")
+# The binary ci/build made and this tree; SANDPROBE_BIN and SANDPROBE_HOME name others (as for
+# the e2e tests: a binary and the tree of probes, suites and manifests it was built with).
+SANDPROBE = os.environ.get("SANDPROBE_BIN") or os.path.join(ROOT, "build", "bin", "sandprobe")
+HOME = os.path.abspath(os.environ.get("SANDPROBE_HOME") or ROOT)
 
 
 class SetupError(Exception):

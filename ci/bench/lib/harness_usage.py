@@ -30,12 +30,13 @@ def _read(pid):
     return hwm, (int(fields[11]) + int(fields[12])) / TICK  # utime, stime (fields 14, 15)
 
 
-def measure(argv, cwd=None, env=None, timeout=3600, interval=0.02):
-    """Runs argv (sandprobe ...), stdout/stderr discarded; returns a dict of figures."""
+def measure(argv, cwd=None, env=None, timeout=3600, interval=0.02, stderr_path=None):
+    """Runs argv (sandprobe ...), stdout discarded, stderr to stderr_path (or discarded);
+    returns a dict of figures."""
     t0 = time.monotonic()
-    with open(os.devnull, "wb") as null:
+    with open(os.devnull, "wb") as null, open(stderr_path or os.devnull, "wb") as err:
         p = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=null,
-                             stderr=null)
+                             stderr=err)
     timer = threading.Timer(timeout, p.kill)
     timer.start()
     last = (0, 0.0)
