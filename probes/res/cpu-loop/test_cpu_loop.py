@@ -29,6 +29,19 @@ class CpuLoopProbeTest(unittest.TestCase):
         self.assertEqual(elapsed, sorted(elapsed))
         self.assertEqual(run.kinds("result"), [])
 
+    def test_cpu_loop_runs_at_the_lowest_priority(self):
+        # A loop at nice 0 starved the probes running beside it into their deadlines (trap 41):
+        # it lowers its own priority before it spins, and says so in its start record.
+        proc, nonce, invocation = start_probe("res.cpu-loop", {"heartbeat_s": 0.5, "max_s": 30})
+        time.sleep(1.5)
+        with open(f"/proc/{proc.pid}/stat") as f:
+            nice = int(f.read().rsplit(")", 1)[1].split()[16])  # field 19: nice
+        proc.kill()
+        out, err = proc.communicate()
+        run = Run(nonce, invocation, out, err, proc.returncode)
+        self.assertEqual(nice, 19)
+        self.assertEqual(run.records[0]["nice"], 19)
+
     def test_cpu_loop_ignores_its_parents_death_and_keeps_beating(self):
         # Real code ignores its parent's death: a service that kills only the shell must see the
         # loop live on. The orphan keeps sending heartbeats to the TCP canary until max_s.
