@@ -33,12 +33,12 @@ class CpuLoopProbeTest(unittest.TestCase):
         # A loop at nice 0 starved the probes running beside it into their deadlines (trap 41):
         # it lowers its own priority before it spins, and says so in its start record.
         proc, nonce, invocation = start_probe("res.cpu-loop", {"heartbeat_s": 0.5, "max_s": 30})
-        time.sleep(1.5)
+        first = proc.stdout.readline()  # the start record: written after the priority change
         with open(f"/proc/{proc.pid}/stat") as f:
             nice = int(f.read().rsplit(")", 1)[1].split()[16])  # field 19: nice
         proc.kill()
         out, err = proc.communicate()
-        run = Run(nonce, invocation, out, err, proc.returncode)
+        run = Run(nonce, invocation, first + out, err, proc.returncode)
         self.assertEqual(nice, 19)
         self.assertEqual(run.records[0]["nice"], 19)
 
