@@ -3,6 +3,7 @@ import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 import unittest
 
@@ -18,10 +19,15 @@ class CpuLoopProbeTest(unittest.TestCase):
 
     def test_cpu_loop_runs_until_killed_and_leaves_progress(self):
         proc, nonce, invocation = start_probe("res.cpu-loop", {"heartbeat_s": 0.5, "max_s": 30})
-        time.sleep(2)
+        # The start record and two progress records, however long a loaded machine (and the
+        # loop's nice 19) makes them take; then the kill.
+        timer = threading.Timer(25, proc.kill)
+        timer.start()
+        lines = [proc.stdout.readline() for _ in range(3)]
+        timer.cancel()
         proc.kill()
         out, err = proc.communicate()
-        run = Run(nonce, invocation, out, err, proc.returncode)
+        run = Run(nonce, invocation, "".join(lines) + out, err, proc.returncode)
         self.assertEqual(run.returncode, -signal.SIGKILL)
         self.assertEqual(run.records[0]["kind"], "start")
         elapsed = [p["elapsed_s"] for p in run.kinds("progress")]
