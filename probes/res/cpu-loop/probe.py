@@ -13,9 +13,8 @@ CANARY = PARAMS.get("canary", "") or ""
 
 # The loop burns at the lowest priority: it still runs (and must still be ended) whatever the
 # scheduler gives it, but it no longer takes the CPU its neighbours need to finish inside their
-# own deadlines. At nice 0 two loops (an arm without a timeout and its control) filled both cores
-# of a 2-core machine for 15 s and the local balloon beside them hit its deadline
-# (ci/bench/reliability.d/flips; docs/traps.md, trap 41).
+# own deadlines: at nice 0 two loops (an arm without a timeout and its control) fill both cores
+# of a 2-core machine for 15 s beside the balloons (docs/traps.md, trap 41).
 try:
     NICE = os.nice(19)
 except OSError:  # a sandbox that forbids setpriority: the loop runs at its given priority
