@@ -8,6 +8,7 @@
 #include "core/facts.h"
 #include "core/output.h"
 #include "drivers/docker/log_stream.h"
+#include "drivers/docker/oom_events.h"
 
 namespace sandprobe::drivers {
 namespace {
@@ -16,6 +17,13 @@ using Clock = std::chrono::steady_clock;
 using Json = nlohmann::json;
 
 constexpr double kCallTimeout = 15;  // seconds, every API call but the log read
+// How long a container that ended 137 by itself may wait for the daemon's late `oom` event
+// (oom_events.h): the TaskOOM lags the exit by milliseconds, more on a loaded machine.
+constexpr double kLateOomWaitS = 3;
+
+double UnixNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 
 std::string Path(std::string_view fmt_path, std::string_view id = "") {
   return std::string(kDockerApi) + fmt::format(fmt::runtime(fmt_path), id);
@@ -75,10 +83,29 @@ std::expected<void, std::string> DockerDriver::Remove(const std::string& id) {
   return {};
 }
 
+bool DockerDriver::OomKilled(const std::string& id, const Json& state, bool stopped_by_harness,
+                             double since_unix) {
+  if (state.value("OOMKilled", false)) return true;  // ContainerInspect State.OOMKilled
+  // A container the harness killed, or one that did not end 137 (SIGKILL), was not OOM killed
+  // without State.OOMKilled saying so; a 137 asks the event log, which may lag (oom_events.h).
+  if (stopped_by_harness || state.value("ExitCode", -1) != 137) return false;
+  const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(kLateOomWaitS));
+  while (true) {
+    auto r =
+        client_.Call("GET", std::string(kDockerApi) + OomEventsQuery(id, since_unix, UnixNow()), "",
+                     kCallTimeout);
+    if (r && r->status == 200 && HasOomEvent(r->body, id)) return true;
+    if (Clock::now() >= end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+}
+
 core::Observation DockerDriver::Execute(const Invocation& inv, const std::atomic<bool>& cancel) {
   core::Observation obs;
   obs.driver_facts[core::fact::kDriver] = "docker";
   const auto start = Clock::now();
+  const double since_unix = UnixNow() - 1;  // the daemon's clock is this machine's
   auto fail = [&](std::string why) {
     obs.ending = core::Ending::kHarnessError;
     obs.harness_error = std::move(why);
@@ -133,8 +160,7 @@ core::Observation DockerDriver::Execute(const Invocation& inv, const std::atomic
   }
   obs.duration_s = std::chrono::duration<double>(Clock::now() - start).count();
   const Json& st = state["State"];
-  obs.driver_facts[core::fact::kOomKilled] =
-      st.value("OOMKilled", false);  // ContainerInspect State.OOMKilled
+  obs.driver_facts[core::fact::kOomKilled] = OomKilled(id, st, stopped_by_harness, since_unix);
   obs.driver_facts[core::fact::kExitCode] = st.value("ExitCode", -1);
   obs.driver_facts[core::fact::kRuntime] =
       state.value("/HostConfig/Runtime"_json_pointer, std::string());

@@ -42,6 +42,10 @@ class DockerDriver : public Driver {
  private:
   // Force-removes a container; an error when the daemon did not confirm it (gone or failing).
   std::expected<void, std::string> Remove(const std::string& id);
+  // ContainerInspect State.OOMKilled, or the daemon's `oom` event for a container that ended 137
+  // by itself (oom_events.h: the flag misses a TaskOOM handled after the exit).
+  bool OomKilled(const std::string& id, const nlohmann::json& state, bool stopped_by_harness,
+                 double since_unix);
 
   nlohmann::json config_;
   DriverContext context_;

@@ -60,6 +60,7 @@ import time
 
 import kube_netpol
 from kube_cluster import parse_quantity, pod_env, selector_matches
+from kube_oom import LATE_OOM_WAIT_S, OomEvents
 from kube_procs import descendants, proc_table
 from kube_store import now_rfc3339
 
@@ -199,6 +200,7 @@ class DockerKubelet:
         self.subnet = self.gateway = self.bridge = None
         self.host_jumps = False
         self.stopping = False
+        self.oom_events = None  # OomEvents, from start() on
 
     # ------------------------------------------------------------------ network
     def create_network(self):
@@ -279,6 +281,7 @@ class DockerKubelet:
 
     def start(self, node_names):
         """Network, host egress chain, node containers. Returns {node: ip}."""
+        self.oom_events = OomEvents(OomEvents.docker_argv(self.labels[0], time.time() - 1))
         self.create_network()
         top = f"FKE-{self.instance}"
         self.host_restore([f":{top} - [0:0]"], check=True)
@@ -814,7 +817,12 @@ class DockerKubelet:
         st = full.get("State") or {}
         cid, image_id = full.get("Id", dp.app), full.get("Image", "")
         code = st.get("ExitCode", 137 if (evicted or deadline_hit) else 255)
+        # OOMKilled as containerd's CRI reports it: the runtime's TaskOOM, before or after the
+        # exit (kube_oom.py says why State.OOMKilled alone loses it under load).
         oom = bool(st.get("OOMKilled"))
+        if not oom and self.oom_events is not None and full.get("Id"):
+            late = code == 137 and not (evicted or deadline_hit)
+            oom = self.oom_events.oom_killed(full["Id"], LATE_OOM_WAIT_S if late else 0.0)
         finished = now_rfc3339()
         cname = pod["spec"]["containers"][0]["name"]
         with cl.store.cond:
@@ -909,6 +917,8 @@ class DockerKubelet:
 
     def shutdown(self):
         self.stopping = True
+        if self.oom_events is not None:
+            self.oom_events.close()
         if self.dns is not None:
             self.dns.close()
         ids = docker("ps", "-aq", "--filter", f"label={LABEL}={self.instance}",

@@ -1304,5 +1304,40 @@ class RbacTest(unittest.TestCase):
         self.assertIn("authorization.k8s.io", groups)
 
 
+class OomEventsTest(unittest.TestCase):
+    """kube_oom.OomEvents: an OOM event that arrives after the container's exit still counts
+    (containerd's CRI sets Reason OOMKilled on a late TaskOOM); no event, no OOMKilled."""
+
+    def setUp(self):
+        sys.path.insert(0, HERE)
+        import kube_oom
+        # Stands in for `docker events`: the OOM of container c1 is reported 0.4 s late.
+        self.events = kube_oom.OomEvents(["sh", "-c", "sleep 0.4; echo c1; sleep 30"])
+
+    def tearDown(self):
+        self.events.close()
+
+    def test_late_event_counts_within_the_wait(self):
+        self.assertFalse(self.events.oom_killed("c1"))  # not yet reported: no wait, no OOM
+        t0 = time.monotonic()
+        self.assertTrue(self.events.oom_killed("c1", wait_s=5.0))
+        self.assertGreater(time.monotonic() - t0, 0.2)
+        self.assertTrue(self.events.oom_killed("c1"))
+
+    def test_no_event_is_no_oom(self):
+        t0 = time.monotonic()
+        self.assertFalse(self.events.oom_killed("c2", wait_s=0.8))
+        self.assertGreaterEqual(time.monotonic() - t0, 0.8)
+        self.assertTrue(self.events.oom_killed("c1", wait_s=5.0))
+        self.assertFalse(self.events.oom_killed("c2"))
+
+    def test_docker_argv_follows_oom_events_of_the_label(self):
+        import kube_oom
+        argv = kube_oom.OomEvents.docker_argv("io.sandprobe.fake-kube=abc", 100.5)
+        self.assertEqual(argv[:4], ["docker", "events", "--since", "100.500"])
+        self.assertIn("event=oom", argv)
+        self.assertIn("label=io.sandprobe.fake-kube=abc", argv)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -317,6 +317,15 @@ class DockerKubeletTest(unittest.TestCase):
         self.assertEqual((term["reason"], term["exitCode"]), ("OOMKilled", 137))
         self.assertEqual(pod["status"]["phase"], "Failed")
 
+    def test_20b_sigkill_without_oom_is_error(self):
+        # 137 is SIGKILL, not OOM: with no OOM event from the runtime the fake waits for one
+        # (kube_oom.LATE_OOM_WAIT_S) and then says Error, as a kubelet would.
+        kill = "python3 -c 'import os, signal; os.kill(os.getpid(), signal.SIGKILL)'; exit $?"
+        pod, _ = self.pod("sigkill", None, argv=["sh", "-c", kill],
+                          container={"resources": {"limits": {"memory": "32Mi"}}})
+        term = pod["status"]["containerStatuses"][0]["state"]["terminated"]
+        self.assertEqual((term["reason"], term["exitCode"]), ("Error", 137))
+
     def test_21_emptydir_size_limit_evicts(self):
         pod, _ = self.pod("fill", "import time\nopen('/cache/f','wb').write(b'x' * (4 << 20))\n"
                           "time.sleep(20)",

@@ -3,6 +3,7 @@ import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 import unittest
 
@@ -18,16 +19,34 @@ class CpuLoopProbeTest(unittest.TestCase):
 
     def test_cpu_loop_runs_until_killed_and_leaves_progress(self):
         proc, nonce, invocation = start_probe("res.cpu-loop", {"heartbeat_s": 0.5, "max_s": 30})
-        time.sleep(2)
+        # The start record and two progress records, however long a loaded machine (and the
+        # loop's nice 19) makes them take; then the kill.
+        timer = threading.Timer(25, proc.kill)
+        timer.start()
+        lines = [proc.stdout.readline() for _ in range(3)]
+        timer.cancel()
         proc.kill()
         out, err = proc.communicate()
-        run = Run(nonce, invocation, out, err, proc.returncode)
+        run = Run(nonce, invocation, "".join(lines) + out, err, proc.returncode)
         self.assertEqual(run.returncode, -signal.SIGKILL)
         self.assertEqual(run.records[0]["kind"], "start")
         elapsed = [p["elapsed_s"] for p in run.kinds("progress")]
         self.assertGreaterEqual(len(elapsed), 2)
         self.assertEqual(elapsed, sorted(elapsed))
         self.assertEqual(run.kinds("result"), [])
+
+    def test_cpu_loop_runs_at_the_lowest_priority(self):
+        # A loop at nice 0 starved the probes running beside it into their deadlines (trap 41):
+        # it lowers its own priority before it spins, and says so in its start record.
+        proc, nonce, invocation = start_probe("res.cpu-loop", {"heartbeat_s": 0.5, "max_s": 30})
+        first = proc.stdout.readline()  # the start record: written after the priority change
+        with open(f"/proc/{proc.pid}/stat") as f:
+            nice = int(f.read().rsplit(")", 1)[1].split()[16])  # field 19: nice
+        proc.kill()
+        out, err = proc.communicate()
+        run = Run(nonce, invocation, first + out, err, proc.returncode)
+        self.assertEqual(nice, 19)
+        self.assertEqual(run.records[0]["nice"], 19)
 
     def test_cpu_loop_ignores_its_parents_death_and_keeps_beating(self):
         # Real code ignores its parent's death: a service that kills only the shell must see the
