@@ -134,9 +134,13 @@ core::Observation DockerDriver::Execute(const Invocation& inv, const std::atomic
                                       core::SanitizeUtf8(started->body.substr(0, 500)))
                         : started.error());
   }
-  // Wait: inspect every 100 ms until the container stops, the deadline passes or Ctrl-C.
-  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
-                                    std::chrono::duration<double>(inv.deadline_s));
+  // Wait: inspect every 100 ms until the container stops, the deadline passes or Ctrl-C. The
+  // deadline counts from ContainerStart's answer, when the probe's process exists: create and
+  // start (gVisor boots its kernel there, seconds on a loaded machine) are bounded by their own
+  // call timeouts and must not eat the probe's time (docs/traps.md: a deadline that includes the
+  // sandbox's boot turns a timeout the sandbox enforced into a harness deadline).
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(inv.deadline_s));
   Json state;
   bool stopped_by_harness = false;
   while (true) {
