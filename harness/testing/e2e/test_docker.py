@@ -242,8 +242,9 @@ def remove_container(cid):
 class CleanupScope(unittest.TestCase):
     """`sandprobe cleanup` on a daemon other runs share (docs/design.md, "Cleanup"): a live run
     whose canary folder is elsewhere (another HOME, --canary-dir) is spared through the
-    sandprobe.run-folder label, and --run keeps the sweep to one run. Found by
-    ci/bench/reliability.d/interrupts, whose per-run HOME made cleanup remove live containers."""
+    sandprobe.run-folder label, and --run keeps the sweep to one run. Found while building
+    ci/bench/reliability.d/interrupts: with a per-run HOME, its cleanups judged every other run on
+    the shared daemon dead and would have removed their live containers."""
 
     def setUp(self):
         require_docker()

@@ -897,6 +897,23 @@ class CleanupCommand(unittest.TestCase):
         used = assert_calls_granted(self, self.fake, skip=lambda r: r["method"] == "POST")
         self.assertIn(("", "services", "delete"), used)
 
+    def test_run_keeps_the_sweep_to_one_run(self):
+        # `cleanup --run`: a cluster other people's runs share; their objects are not looked at,
+        # even when their canary folder is not in this canary dir (docs/design.md, "Cleanup").
+        d = self.tmp.name
+        for run in ("sp-one-run", "sp-other-run"):
+            self.plant(run)
+        other = self.fake.objects_of_run("sp-other-run")
+        manifest = write_kube_manifest(os.path.join(d, "m.yaml"), "k8s-open")
+        res = u.run_sandprobe(
+            ["cleanup", "--canary-dir", os.path.join(d, "canary"), "--tmp", d, "--kubernetes",
+             manifest, "--run", "sp-one-run"], timeout=60,
+            env=self.fake.env(DOCKER_HOST="unix://%s/no-docker.sock" % d))
+        self.assertEqual(res.returncode, 0, res.describe())
+        self.assertEqual(self.fake.objects_of_run("sp-one-run"), [])
+        self.assertEqual(self.fake.objects_of_run("sp-other-run"), other)
+        self.assertNotIn("sp-other-run", res.stdout)
+
     def test_unreachable_cluster_is_an_error(self):
         self.fake.script(faults=["hang-after=0"])
         m = write_kube_manifest(os.path.join(self.tmp.name, "m.yaml"), "k8s-open",
