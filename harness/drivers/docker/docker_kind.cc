@@ -24,7 +24,9 @@ void SweepContainers(const SweepRequest& r, SweepTally& t) {
   }
   const std::string filter = QueryEscape(
       r.only_run.empty() ? R"({"label":["sandprobe.run"]})"
-                         : nlohmann::json{{"label", {"sandprobe.run=" + r.only_run}}}.dump());
+                         : nlohmann::json::object(
+                               {{"label", nlohmann::json::array({"sandprobe.run=" + r.only_run})}})
+                               .dump());
   auto list = docker.Call(
       "GET", std::string(kDockerApi) + "/containers/json?all=1&filters=" + filter, "", 15);
   const nlohmann::json arr = list && list->status == 200
@@ -34,8 +36,7 @@ void SweepContainers(const SweepRequest& r, SweepTally& t) {
     const std::string id = c.value("Id", "");
     const std::string run = c.value("/Labels/sandprobe.run"_json_pointer, std::string());
     if (id.empty()) continue;
-    const std::string folder =
-        c.value("/Labels/sandprobe.run-folder"_json_pointer, std::string());
+    const std::string folder = c.value("/Labels/sandprobe.run-folder"_json_pointer, std::string());
     if (!run.empty() && r.run_alive(run, folder)) {
       r.say("container of a running sandprobe, left alone: " + id.substr(0, 12));
       ++t.spared;
