@@ -667,7 +667,10 @@ class DockerKubelet:
         dp = DockerPod(self, uid)
         key = f"{ns}/{name}"
         with cl.store.cond:
-            if uid in cl.deleting or cl.stopping.is_set():
+            # Gone already (deleted and removed before this thread got here): make nothing.
+            current = cl.store.get_locked("pods", ns, name)
+            if (uid in cl.deleting or cl.stopping.is_set() or current is None
+                    or current["metadata"]["uid"] != uid):
                 return
             cl.workdirs[uid] = (pdir, log_path)
             cl.procs[uid] = dp

@@ -499,10 +499,13 @@ class DockerKubeletTest(unittest.TestCase):
             self.kube.ok("DELETE", f"/api/v1/namespaces/{NS}/pods/{name}")
 
         def left():
-            pods = {c["pod"] for c in self.kube.ok("GET", "/fake/containers")["containers"]}
-            return [n for n in names if f"{NS}/{n}" in pods]
+            cs = self.kube.ok("GET", "/fake/containers")["containers"]
+            return [(c["name"], c["state"]) for c in cs if c["pod"] in {f"{NS}/{n}" for n in names}]
         time.sleep(3)
-        wait_for(lambda: left() == [], 60, 0.5, "containers of deleted pods to go")
+        try:
+            wait_for(lambda: left() == [], 60, 0.5, "containers of deleted pods to go")
+        except AssertionError:
+            raise AssertionError("containers of deleted pods left: %s" % left())
 
 
 class DockerShutdownTest(unittest.TestCase):
