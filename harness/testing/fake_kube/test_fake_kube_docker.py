@@ -500,7 +500,8 @@ class DockerKubeletTest(unittest.TestCase):
 
         def left():
             cs = self.kube.ok("GET", "/fake/containers")["containers"]
-            return [(c["name"], c["state"]) for c in cs if c["pod"] in {f"{NS}/{n}" for n in names}]
+            gone = {f"{NS}/{n}" for n in names}
+            return [(c["name"], c["state"]) for c in cs if c["pod"] in gone]
         time.sleep(3)
         try:
             wait_for(lambda: left() == [], 60, 0.5, "containers of deleted pods to go")
