@@ -32,6 +32,9 @@ void AddCleanup(CLI::App& app, CleanupArgs& a) {
                 "kubernetes manifest, repeatable: remove Jobs, Pods and NetworkPolicies of dead "
                 "runs (label sandprobe.io/run) in its cluster and namespace");
   c->add_option("--context", a.context, "kubeconfig context for the --kubernetes manifests");
+  c->add_option("--run", a.run,
+                "only what this run left (its id: the first line of `sandprobe run`, report.json "
+                "run_id); other runs on a shared daemon or cluster are not looked at");
 }
 
 int DoCleanup(const CleanupArgs& a) {
@@ -40,6 +43,7 @@ int DoCleanup(const CleanupArgs& a) {
   const fs::path canary_dir = a.canary_dir.empty() ? DefaultCanaryDir() : a.canary_dir;
   for (const auto& e : fs::directory_iterator(canary_dir, ec)) {
     if (!e.path().filename().string().starts_with("sp-")) continue;
+    if (!a.run.empty() && e.path().filename() != a.run) continue;
     if (runner::RunFolderInUse(e.path())) {  // a live run holds its .lock
       std::cout << "in use by a running sandprobe, left alone: " << e.path().string() << "\n";
       ++spared;
@@ -73,8 +77,14 @@ int DoCleanup(const CleanupArgs& a) {
   drivers::SweepRequest request;
   request.context = a.context;
   request.dry_run = a.dry_run;
-  request.run_alive = [&](const std::string& run) {
-    return runner::RunFolderInUse(canary_dir / run);
+  request.only_run = a.run;
+  // A run's objects name its canary folder (label sandprobe.run-folder): a run with another
+  // canary dir (another HOME, --canary-dir) is alive while that folder's lock is held.
+  request.run_alive = [&](const std::string& run, const std::string& folder) {
+    // Only a folder named after the run: a label is whatever the daemon's user wrote.
+    return runner::RunFolderInUse(canary_dir / run) ||
+           (fs::path(folder).is_absolute() && fs::path(folder).filename() == run &&
+            runner::RunFolderInUse(folder));
   };
   request.say = [](const std::string& line) {
     std::cout << report::TerminalText(line, 2000) << "\n";

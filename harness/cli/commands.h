@@ -54,6 +54,7 @@ struct CleanupArgs {
   bool dry_run = false;
   std::vector<std::string> kubernetes;  // kubernetes manifests: their cluster + namespace
   std::string context;                  // kubeconfig context for those ("" = the manifest's)
+  std::string run;                      // only this run's leftovers ("" = every dead run's)
 };
 
 // `render`: the Kubernetes objects a run would submit, as YAML.

@@ -253,6 +253,14 @@ int DoRun(const RunArgs& a) {
   report::TextReporter text(std::cout, text_options);
   Observer observer(formats.contains("text") ? &text : nullptr);
   auto matrix = runner::Run(opt, observer, g_cancel);
+  if (!matrix && g_cancel.load()) {
+    // Ctrl-C during setup (an arm's Prepare, the in-cluster canary's start): an interrupted run
+    // (exit 2), not a setup error (exit 3) a CI job would blame on its manifest. Nothing was
+    // measured, so there is no report (docs/design.md, "Exit codes").
+    std::cerr << "sandprobe: interrupted before any probe ran (" << matrix.error().message
+              << "); nothing was measured, no report written\n";
+    return 2;
+  }
   if (!matrix) return SetupError(matrix.error().message, matrix.error().hint);
   if (formats.contains("text")) text.End(*matrix);
   std::cout.flush();

@@ -57,6 +57,10 @@ struct DriverContext {
   std::set<std::string> placeholders_used = {};
   // Set on Ctrl-C; long setup steps (the in-cluster canary's deploy) watch it. May be null.
   const std::atomic<bool>* cancel = nullptr;
+  // The run's canary folder (absolute path), whose .lock is held while the run lives. Drivers
+  // label what they create with it, so `sandprobe cleanup` given another canary dir (another
+  // user's HOME, --canary-dir) still sees that the run is alive (docs/design.md, "Cleanup").
+  std::string run_folder = {};
 };
 
 // A setup problem found before any probe ran (exit code 3); `hint` says how to fix it.

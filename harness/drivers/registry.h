@@ -38,8 +38,11 @@ struct SweepRequest {
   const core::Manifest* manifest = nullptr;
   std::string context;  // kubeconfig context override ("" = the manifest's)
   bool dry_run = false;
+  std::string only_run;  // non-empty: only objects of this run are looked at (cleanup --run)
   // True while the run with this id is alive (its canary folder's lock is held): spare it.
-  std::function<bool(const std::string& run_id)> run_alive;
+  // `run_folder` is the folder the object's label names (DriverContext::run_folder), or empty
+  // for objects of runs that did not record it: then <canary dir>/<run id> is looked at.
+  std::function<bool(const std::string& run_id, const std::string& run_folder)> run_alive;
   // Receives one line (no newline) per object found, removed or spared, and per error. Lines can
   // carry an API server's or daemon's text: the caller cleans them for the terminal.
   std::function<void(const std::string& line)> say;

@@ -86,7 +86,8 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
                                        options.kill_grace_s,
                                        matrix.run_id,
                                        PlaceholdersUsed(options.suite),
-                                       &cancel};
+                                       &cancel,
+                                       (*session)->run_folder()};
   if (auto open = arms.Open(manifests, options.make_driver, context, matrix.notes); !open) {
     return std::unexpected(open.error());
   }

@@ -39,7 +39,7 @@ std::string Sha256Hex(std::string_view data) {
 std::expected<PlantedSecrets, std::string> PlantedSecrets::Plant(const std::filesystem::path& dir,
                                                                  const std::string& run_id) {
   PlantedSecrets s;
-  s.dir_ = dir / run_id;
+  s.dir_ = std::filesystem::absolute(dir) / run_id;
   std::error_code ec;
   std::filesystem::create_directories(s.dir_, ec);
   if (ec)

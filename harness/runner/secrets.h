@@ -30,6 +30,8 @@ class PlantedSecrets {
   // canary.token_sha256.
   std::map<std::string, std::string> Substitutions() const;
   const std::filesystem::path& token_file() const { return token_file_; }
+  // `dir`/<run_id>, absolute: the folder whose .lock says the run is alive (RunFolderInUse).
+  const std::filesystem::path& folder() const { return dir_; }
   // The planted values, for redaction from everything that reaches a report.
   std::vector<std::string> Values() const { return {env_value_, token_value_}; }
   void Remove();  // idempotent

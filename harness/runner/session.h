@@ -39,6 +39,8 @@ class Session {
 
   const std::string& run_id() const { return run_id_; }
   const std::string& nonce() const { return nonce_; }
+  // The run's canary folder (absolute), locked while the run lives (PlantedSecrets::folder).
+  std::string run_folder() const { return secrets_.folder().string(); }
   // The first 12 hex characters of sha256(nonce): what reports carry instead of the nonce.
   std::string nonce_hash() const;
   // Every placeholder of kPlaceholders (plan.h) -> its value for this run.

@@ -35,6 +35,7 @@ CommandDriver::CommandDriver(std::string kind, std::vector<std::string> argv, bo
 std::string CommandDriver::Expand(const std::string& arg, const std::string& invocation) const {
   std::string out = arg;
   ReplaceAll(out, "{run_id}", context_.run_id);
+  ReplaceAll(out, "{run_folder}", context_.run_folder);
   ReplaceAll(out, "{invocation}", invocation);
   return out;
 }

@@ -14,7 +14,9 @@
 //              `docker inspect`). A non-zero exit makes the cell a harness error: what the
 //              sandbox created may still exist.
 //   cleanup:   run once by Cleanup() (e.g. remove every container labelled with the run id).
-// In argv and hooks, "{run_id}" and "{invocation}" are replaced inside any argument.
+// In argv and hooks, "{run_id}", "{run_folder}" (the run's canary folder, DriverContext::run_folder:
+// a label for what the sandbox creates, so `sandprobe cleanup` sees the run alive) and
+// "{invocation}" are replaced inside any argument.
 #pragma once
 
 #include "drivers/driver.h"

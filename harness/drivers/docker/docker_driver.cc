@@ -65,6 +65,7 @@ Json DockerDriver::CreateBody(const Invocation& inv) const {
                {"Cmd", cmd},
                {"Labels",
                 {{"sandprobe.run", context_.run_id},
+                 {"sandprobe.run-folder", context_.run_folder},
                  {"sandprobe.invocation", inv.invocation},
                  {"sandprobe.probe", inv.probe}}},
                {"HostConfig", config_.value("hostConfig", Json::object())}};

@@ -22,7 +22,11 @@ void SweepContainers(const SweepRequest& r, SweepTally& t) {
     r.say(fmt::format("docker: no daemon at {}, no containers to look at", docker.endpoint()));
     return;
   }
-  const std::string filter = QueryEscape(R"({"label":["sandprobe.run"]})");
+  const std::string filter = QueryEscape(
+      r.only_run.empty() ? R"({"label":["sandprobe.run"]})"
+                         : nlohmann::json::object(
+                               {{"label", nlohmann::json::array({"sandprobe.run=" + r.only_run})}})
+                               .dump());
   auto list = docker.Call(
       "GET", std::string(kDockerApi) + "/containers/json?all=1&filters=" + filter, "", 15);
   const nlohmann::json arr = list && list->status == 200
@@ -32,7 +36,8 @@ void SweepContainers(const SweepRequest& r, SweepTally& t) {
     const std::string id = c.value("Id", "");
     const std::string run = c.value("/Labels/sandprobe.run"_json_pointer, std::string());
     if (id.empty()) continue;
-    if (!run.empty() && r.run_alive(run)) {
+    const std::string folder = c.value("/Labels/sandprobe.run-folder"_json_pointer, std::string());
+    if (!run.empty() && r.run_alive(run, folder)) {
       r.say("container of a running sandprobe, left alone: " + id.substr(0, 12));
       ++t.spared;
       continue;

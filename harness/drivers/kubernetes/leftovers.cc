@@ -85,11 +85,11 @@ void SweepLeftovers(const SweepRequest& r, SweepTally& t) {
   const ApiClient client(*conn, options);
   const auto deadline = After(std::max(30.0, settings->api_timeout_s * 3));
   const std::vector<ObjectKind> kinds = ObjectKinds(ns);
-  auto by_run = ListByRun(client, kinds, deadline);
+  auto by_run = ListByRun(client, kinds, deadline, r.only_run);
   if (!by_run) return fail(where + ": " + by_run.error());
   if (by_run->empty()) r.say(fmt::format("kubernetes {}: nothing labelled {}", where, kRunLabel));
   for (const auto& [run, objects] : *by_run) {
-    if (r.run_alive(run)) {
+    if (r.run_alive(run, "")) {
       r.say(fmt::format("kubernetes {}: {} object(s) of a running sandprobe (run {}), left alone",
                         where, objects.size(), run));
       t.spared += static_cast<int>(objects.size());

@@ -223,6 +223,89 @@ class Cleanup(unittest.TestCase):
                                capture_output=True)
 
 
+def plant_container(labels):
+    """A stopped container with `labels`, as a run of sandprobe leaves one: its Id."""
+    body = json.dumps({"Image": "sandprobe-probe:local", "Cmd": ["sleep", "60"],
+                       "Labels": labels})
+    out = subprocess.run(["curl", "-sf", "--unix-socket", SOCK, "-X", "POST", "-H",
+                          "Content-Type: application/json", "-d", body,
+                          "http://localhost/v1.41/containers/create"],
+                         capture_output=True, check=True)
+    return json.loads(out.stdout)["Id"]
+
+
+def remove_container(cid):
+    subprocess.run(["curl", "-sf", "--unix-socket", SOCK, "-X", "DELETE",
+                    "http://localhost/v1.41/containers/%s?force=1" % cid], capture_output=True)
+
+
+class CleanupScope(unittest.TestCase):
+    """`sandprobe cleanup` on a daemon other runs share (docs/design.md, "Cleanup"): a live run
+    whose canary folder is elsewhere (another HOME, --canary-dir) is spared through the
+    sandprobe.run-folder label, and --run keeps the sweep to one run. Found while building
+    ci/bench/reliability.d/interrupts: with a per-run HOME, its cleanups judged every other run on
+    the shared daemon dead and would have removed their live containers."""
+
+    def setUp(self):
+        require_docker()
+        self.tmp = tempfile.TemporaryDirectory(prefix="sandprobe-e2e-docker-scope-")
+        self.planted = []
+
+    def tearDown(self):
+        for cid in self.planted:
+            remove_container(cid)
+        self.tmp.cleanup()
+
+    def plant(self, run, folder=None):
+        labels = {"sandprobe.run": run}
+        if folder is not None:
+            labels["sandprobe.run-folder"] = folder
+        self.planted.append(plant_container(labels))
+
+    def cleanup(self, *args):
+        res = u.run_sandprobe(["cleanup", "--canary-dir", os.path.join(self.tmp.name, "mine"),
+                               "--tmp", self.tmp.name] + list(args), timeout=60)
+        self.assertEqual(res.returncode, 0, res.describe())
+        return res
+
+    def test_a_live_run_with_another_canary_dir_is_spared(self):
+        import fcntl
+        run = "sp-scope-live-%s" % os.getpid()
+        folder = os.path.join(self.tmp.name, "other", run)
+        os.makedirs(folder)
+        self.plant(run, folder)
+        with open(os.path.join(folder, ".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            res = self.cleanup("--run", run)
+            self.assertIn("container of a running sandprobe, left alone", res.stdout)
+            self.assertEqual(len(containers_of(run)), 1, res.stdout)
+        # The lock is released (the run is over): now it is a leftover.
+        res = self.cleanup("--run", run)
+        self.assertEqual(containers_of(run), [], res.stdout)
+
+    def test_a_label_naming_another_folder_is_not_trusted(self):
+        import fcntl
+        run = "sp-scope-forged-%s" % os.getpid()
+        folder = os.path.join(self.tmp.name, "other", "sp-someone-else")
+        os.makedirs(folder)
+        self.plant(run, folder)
+        with open(os.path.join(folder, ".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            res = self.cleanup("--run", run)
+        self.assertEqual(containers_of(run), [], res.stdout)
+
+    def test_run_keeps_the_sweep_to_one_run(self):
+        one, other = ("sp-scope-%s-%s" % (n, os.getpid()) for n in ("one", "other"))
+        self.plant(one)
+        self.plant(other)
+        os.makedirs(os.path.join(self.tmp.name, "mine", other))
+        res = self.cleanup("--run", one)
+        self.assertEqual(containers_of(one), [], res.stdout)
+        self.assertEqual(len(containers_of(other)), 1, res.stdout)
+        self.assertNotIn(other, res.stdout)
+        self.assertTrue(os.path.isdir(os.path.join(self.tmp.name, "mine", other)))
+
+
 class ValidateDaemon(unittest.TestCase):
     """`sandprobe validate --daemon`: the shipped manifests against the real daemon; without the
     flag nothing is contacted; a daemon that does not answer is an error naming the fix."""
@@ -256,12 +339,24 @@ class Interrupt(unittest.TestCase):
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                  env=dict(os.environ, SANDPROBE_HOME=u.HOME))
             time.sleep(6)  # the loop rows are running in containers by now
+            runs, live, deadline = [], [], time.monotonic() + 20  # a loaded machine is slower
+            while not live and time.monotonic() < deadline:
+                runs = os.listdir(os.path.join(tmp, "c"))
+                live = containers_of(runs[0]) if len(runs) == 1 else []
+                time.sleep(0 if live else 0.5)
             p.send_signal(signal.SIGINT)
             _, err = p.communicate(timeout=60)
             self.assertIn(p.returncode, (1, 2), err.decode(errors="replace")[-2000:])
             report = u.load_report(out)
             self.assertTrue(report["interrupted"])
             self.assertEqual(containers_of(report["run_id"]), [])
+            # Each container named the run's canary folder, so a cleanup given another canary
+            # dir spares it while the run lives (CleanupScope).
+            self.assertEqual(runs, [report["run_id"]])
+            self.assertTrue(live, "no container of the run was running after 6 s")
+            folder = os.path.join(tmp, "c", report["run_id"])
+            for c in live:
+                self.assertEqual(c["Labels"].get("sandprobe.run-folder"), folder, c["Labels"])
 
 
 if __name__ == "__main__":

@@ -670,7 +670,10 @@ class DockerKubelet:
         dp = DockerPod(self, uid)
         key = f"{ns}/{name}"
         with cl.store.cond:
-            if uid in cl.deleting or cl.stopping.is_set():
+            # Gone already (deleted and removed before this thread got here): make nothing.
+            current = cl.store.get_locked("pods", ns, name)
+            if (uid in cl.deleting or cl.stopping.is_set() or current is None
+                    or current["metadata"]["uid"] != uid):
                 return
             cl.workdirs[uid] = (pdir, log_path)
             cl.procs[uid] = dp
@@ -687,6 +690,9 @@ class DockerKubelet:
                 _, netns_pid = self.infra_container(dp.pause, name[:63], (
                     "--read-only", "--user", "65534:65534",
                     "--label", f"{LABEL}.pod={ns}.{name}"))
+                if dp.killed:  # deleted while the pause container was being made
+                    dp.kill_tree()
+                    return
                 pod_ip, veth = self.alloc_ip()
                 dp.pod_ip = pod_ip
                 self.plug(netns_pid, pod_ip, veth)
@@ -735,6 +741,17 @@ class DockerKubelet:
             info = self.wait_running(dp)
         except (RuntimeError, OSError, subprocess.TimeoutExpired, KeyError) as e:
             msg = str(e)
+            with cl.store.cond:
+                if cl.procs.get(uid) is not dp:
+                    # Deleted while its containers were being made (kill_tree() ran before the
+                    # pause container existed, so its `docker rm` missed it): undo them here.
+                    # Found by ci/bench/reliability.d/interrupts (Ctrl-C during the canary).
+                    gone = True
+                else:
+                    gone = False
+            if gone:
+                dp.kill_tree()
+                return
             with cl.store.cond:
                 if cl.procs.get(uid) is not dp:
                     return

@@ -497,6 +497,27 @@ class DockerKubeletTest(unittest.TestCase):
         self.assertTrue(any(n.endswith("-pause") for n in names), names)  # the echo pod
 
 
+    def test_29_pod_deleted_while_its_containers_are_made(self):
+        # A Pod deleted while its pause container is being made (sandprobe's Ctrl-C during the
+        # in-cluster canary's start) leaves no container behind. Found by
+        # ci/bench/reliability.d/interrupts: a pause container outlived its deleted Pod.
+        names = ["gone-%d-%s" % (i, uuid.uuid4().hex[:4]) for i in range(6)]
+        for i, name in enumerate(names):
+            self.pod(name, "import time; time.sleep(60)", node="n1", wait=False)
+            time.sleep(0.15 * i)  # 0 .. 0.75 s: before, during and after the pause container
+            self.kube.ok("DELETE", f"/api/v1/namespaces/{NS}/pods/{name}")
+
+        def left():
+            cs = self.kube.ok("GET", "/fake/containers")["containers"]
+            gone = {f"{NS}/{n}" for n in names}
+            return [(c["name"], c["state"]) for c in cs if c["pod"] in gone]
+        time.sleep(3)
+        try:
+            wait_for(lambda: left() == [], 60, 0.5, "containers of deleted pods to go")
+        except AssertionError:
+            raise AssertionError("containers of deleted pods left: %s" % left())
+
+
 class DockerShutdownTest(unittest.TestCase):
     def test_sigterm_removes_everything(self):
         kube = FakeKube("--kubelet", "docker", "--nodes", "a1")
