@@ -40,6 +40,15 @@ TEST(CleanText, StripsControlsKeepsNewlineAndTab) {
             "ok \xc3\xa9 \xe4\xb8\xad \xf0\x9f\x98\x80");
 }
 
+// U+2028/U+2029 are line terminators to JavaScript and YAML 1.1: a TAP point or YAML scalar
+// holding one broke node-tap's parser (hostile corpus case unicode-tricks; docs/traps.md trap 40).
+TEST(CleanText, UnicodeLineSeparatorsBecomeNewlines) {
+  EXPECT_EQ(CleanText("ls\xe2\x80\xa8ps\xe2\x80\xa9end"), "ls\nps\nend");
+  EXPECT_EQ(OneLine(CleanText("a\xe2\x80\xa8" "b")), "a b");
+  EXPECT_EQ(YamlQuoted("a\xe2\x80\xa9" "b", 64), "\"a\\nb\"");
+  EXPECT_EQ(TapText("a\xe2\x80\xa8" "b", 64).find("\xe2\x80\xa8"), std::string::npos);
+}
+
 TEST(CleanText, ReplacesInvalidUtf8) {
   EXPECT_EQ(CleanText("\xff\xfe"), "\xef\xbf\xbd\xef\xbf\xbd");
   EXPECT_EQ(CleanText("a\xe2\x82"), "a\xef\xbf\xbd\xef\xbf\xbd");
