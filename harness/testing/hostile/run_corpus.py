@@ -26,6 +26,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -182,16 +183,26 @@ def run_sandprobe(args, env, timeout):
         p = subprocess.Popen([u.BIN] + args, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
                              env=full_env)
         deadline = start + timeout
-        while True:
-            pid, status, usage = os.wait4(p.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                p.send_signal(2)  # SIGINT: sandprobe cleans up what it started
-                pid, status, usage = os.wait4(p.pid, 0)
-                p.returncode = -1
-                break
-            time.sleep(0.1)
+        try:
+            while True:
+                pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+                if pid:
+                    break
+                if time.monotonic() > deadline:
+                    p.send_signal(signal.SIGINT)  # sandprobe cleans up what it started
+                    pid, status, usage = os.wait4(p.pid, 0)
+                    p.returncode = -1
+                    break
+                time.sleep(0.1)
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: sandprobe removes its containers, then us
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+                try:
+                    p.wait(60)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+            raise
         code = p.returncode if p.returncode == -1 else os.waitstatus_to_exitcode(status)
         p.returncode = code
         out.seek(0)
@@ -375,13 +386,14 @@ def run_driver(driver_name, cases, base, log=print):
             got = rows.get("selftest." + name, [])
             if len(got) != 1 or u.unescaped_pipes(got[0]) != width or "PASS" not in got[0]:
                 fail(name, "%s row: %r" % (mdname, [g[:200] for g in got]))
-    for name in per:
-        per[name] = everyone + per[name]
-    facts["passed"] = sum(1 for v in per.values() if not v)
+    facts["run_failures"] = everyone  # these fail every case of the run
+    facts["passed"] = 0 if everyone else sum(1 for v in per.values() if not v)
     facts["total"] = len(per)
     facts["failures"] = {k: v for k, v in per.items() if v}
     log("%-14s %2d/%2d cases passed  exit %s  %5.1f s  max RSS %.0f MiB" % (
         driver_name, facts["passed"], facts["total"], code, wall, rss))
+    for msg in everyone:
+        log("  FAILED every case: %s" % msg[:800])
     for k, v in facts["failures"].items():
         log("  FAILED %s: %s" % (k, "; ".join(v)[:800]))
     return facts
@@ -412,25 +424,47 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--drivers", default=",".join(ALL_DRIVERS))
     ap.add_argument("--cases", default="")
-    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="QUICK_CASES only (no heavy case)")
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--keep", help="run in this directory and keep it")
+    ap.add_argument("--section", help="print a `## SECTION` of name: value lines (the "
+                    "reliability benchmark); per-driver detail goes to stderr")
     a = ap.parse_args()
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # cleanup as on Ctrl-C
     start = time.monotonic()
+    log = (lambda line: print(line, file=sys.stderr)) if a.section else print
+    drivers = [d for d in a.drivers.split(",") if d]
     try:
-        results = run_corpus([d for d in a.drivers.split(",") if d],
-                             [c for c in a.cases.split(",") if c], a.quick, a.keep)
+        results = run_corpus(drivers, [c for c in a.cases.split(",") if c], a.quick, a.keep,
+                             log=log)
     except SetupError as e:
         print("setup error: %s" % e, file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("interrupted: every sandprobe run, fixture and fake cluster was stopped",
+              file=sys.stderr)
+        return 130
     passed = sum(r["passed"] for r in results.values())
     total = sum(r["total"] for r in results.values())
-    summary = {"passed": passed, "total": total, "elapsed_s": round(time.monotonic() - start, 1),
-               "drivers": results}
+    cases = selected_cases([c for c in a.cases.split(",") if c], a.quick)
+    summary = {"passed": passed, "total": total, "cases": len(cases) - 1, "drivers": drivers,
+               "quick": a.quick, "elapsed_s": round(time.monotonic() - start, 1),
+               "per_driver": {d: {k: r[k] for k in ("passed", "total", "exit", "wall_s",
+                                                    "max_rss_mib", "run_failures", "failures")}
+                              for d, r in results.items()}}
     if a.json:
         with open(a.json, "w") as f:
             json.dump(summary, f, indent=2)
+    if a.section:
+        print("## %s" % a.section)
     print("hostile cases passed / total: %d / %d" % (passed, total))
+    if a.section:
+        print("cases (besides the honest reference): %d" % summary["cases"])
+        print("heavy cases on: %s" % ", ".join(d for d in drivers if d in HEAVY_DRIVERS))
+        for d, r in results.items():
+            print("%s: %d / %d  (%.1f s, sandprobe max RSS %.0f MiB)" % (
+                d, r["passed"], r["total"], r["wall_s"], r["max_rss_mib"]))
+        print("elapsed: %.1f s" % summary["elapsed_s"])
     return 0 if passed == total else 1
 
 

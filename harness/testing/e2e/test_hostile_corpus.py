@@ -1,0 +1,54 @@
+"""E2E: the hostile output corpus (harness/testing/hostile/cases.py, issue 14) through bubblewrap.
+
+Every case, the heavy ones too (10^6 lines, one 64 MiB line), as one suite through the REAL
+sandprobe and bubblewrap (the command driver) beside the local control; run_corpus.py checks each
+case: the verdict equals the honest probe's PASS, report.json validates against its schema,
+junit.xml reads in pugixml with XML 1.0 characters only, report.tap in tap-parser (strict),
+report.html in headless chromium, matrix.md keeps its table rows, and sandprobe's own output
+carries no escape byte. The docker drivers, the run-code fixture and the fake cluster run the same
+corpus in test_docker_hostile.py. Nothing touches the network.
+"""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "hostile"))
+import cases as corpus  # noqa: E402
+import run_corpus  # noqa: E402
+
+
+class CorpusCase(unittest.TestCase):
+    """Base: run DRIVERS once in setUpClass; one test per driver, a subTest per case."""
+    DRIVERS = ()
+
+    @classmethod
+    def setUpClass(cls):
+        cls.lines = []
+        cls.results = run_corpus.run_corpus(list(cls.DRIVERS), log=cls.lines.append)
+
+    def check_driver(self, driver):
+        r = self.results[driver]
+        log = "\n".join(self.lines)
+        self.assertEqual(r["run_failures"], [], log)
+        want = [c[0] for c in corpus.CASES if not c[3] or driver in run_corpus.HEAVY_DRIVERS]
+        self.assertEqual(sorted(r["cases"]), sorted(want), log)
+        for name in want:
+            with self.subTest(driver=driver, case=name):
+                self.assertNotIn(name, r["failures"], "; ".join(r["failures"].get(name, [])))
+        self.assertEqual((r["passed"], r["total"]), (len(want), len(want)), log)
+        self.assertEqual(r["exit"], 0, log)
+
+
+class Bubblewrap(CorpusCase):
+    DRIVERS = ("bubblewrap",)
+
+    def test_every_case_keeps_the_verdict_and_every_format_parses(self):
+        self.check_driver("bubblewrap")
+
+    def test_corpus_size_and_harness_memory(self):
+        self.assertGreaterEqual(len(corpus.CASES) - 1, 30)  # the honest reference not counted
+        self.assertLess(self.results["bubblewrap"]["max_rss_mib"], run_corpus.MAX_RSS_MIB)
+
+
+if __name__ == "__main__":
+    unittest.main()
