@@ -45,6 +45,25 @@ class Bubblewrap(CorpusCase):
     def test_every_case_keeps_the_verdict_and_every_format_parses(self):
         self.check_driver("bubblewrap")
 
+    def test_junit_check_fails_on_what_pugixml_alone_accepts(self):
+        """The checker can fail: a control character (raw or as &#1;), a broken document."""
+        import json
+        import subprocess
+        import tempfile
+        good = '<testsuites><testsuite name="a"><testcase name="p x"/></testsuite></testsuites>'
+        docs = {"good": (good, 0), "raw": (good.replace("p x", "p \x01"), 1),
+                "ref": (good.replace("p x", "p &#1;"), 1), "ffff": (good.replace("x", "\uffff"), 1),
+                "broken": (good.replace("</testsuites>", ""), 1)}
+        with tempfile.TemporaryDirectory() as d:
+            for name, (text, want) in docs.items():
+                path = os.path.join(d, name + ".xml")
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(text)
+                r = subprocess.run([run_corpus.JUNIT_CHECK, path], capture_output=True)
+                self.assertEqual(r.returncode, want, (name, r.stdout, r.stderr))
+                if want == 0:
+                    self.assertEqual(json.loads(r.stdout)["suites"], {"a": {"p x": "ok"}})
+
     def test_corpus_size_and_harness_memory(self):
         self.assertGreaterEqual(len(corpus.CASES) - 1, 30)  # the honest reference not counted
         self.assertLess(self.results["bubblewrap"]["max_rss_mib"], run_corpus.MAX_RSS_MIB)

@@ -44,7 +44,11 @@ std::string BadXmlChar(std::string_view s) {
     if (cp < kMin[len]) return "overlong UTF-8 at " + std::to_string(i);
     const bool ok = cp == 0x9 || cp == 0xA || cp == 0xD || (cp >= 0x20 && cp <= 0xD7FF) ||
                     (cp >= 0xE000 && cp <= 0xFFFD) || (cp >= 0x10000 && cp <= 0x10FFFF);
-    if (!ok) return "character U+" + std::to_string(cp) + " (decimal) at " + std::to_string(i);
+    if (!ok) {
+      char name[16];
+      std::snprintf(name, sizeof name, "U+%04X", static_cast<unsigned>(cp));
+      return "character " + std::string(name) + " at " + std::to_string(i);
+    }
     i += len;
   }
   return "";
