@@ -8,11 +8,10 @@
 // which stricter consumers (expat, Java's SAX, the CI's test view) reject.
 // Exit 0 when ok, 1 when not, 2 when the file cannot be read.
 #include <cstdio>
-#include <string>
-#include <string_view>
-
 #include <nlohmann/json.hpp>
 #include <pugixml.hpp>
+#include <string>
+#include <string_view>
 
 namespace {
 
@@ -75,15 +74,15 @@ int main(int argc, char** argv) {
   }
   pugi::xml_document doc;
   const auto parsed = doc.load_file(argv[1], pugi::parse_default | pugi::parse_ws_pcdata_single);
-  nlohmann::json out = {{"ok", false}, {"suites", nlohmann::json::object()},
-                        {"bad_chars", nlohmann::json::array()}};
+  nlohmann::json out = {
+      {"ok", false}, {"suites", nlohmann::json::object()}, {"bad_chars", nlohmann::json::array()}};
   if (parsed.status == pugi::status_file_not_found || parsed.status == pugi::status_io_error) {
     std::fprintf(stderr, "junit_check: cannot read %s\n", argv[1]);
     return 2;
   }
   if (!parsed) {
-    out["error"] = std::string(parsed.description()) + " at offset " +
-                   std::to_string(parsed.offset);
+    out["error"] =
+        std::string(parsed.description()) + " at offset " + std::to_string(parsed.offset);
     std::puts(out.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace).c_str());
     return 1;
   }
