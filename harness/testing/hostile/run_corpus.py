@@ -56,6 +56,17 @@ QUICK_CASES = ("honest", "forged-guessed-nonce", "forged-marker-variants", "forg
 ALL_DRIVERS = ("bubblewrap", "docker-cli", "docker-runc", "docker-gvisor", "http", "kubernetes")
 DOCKER_DRIVERS = ALL_DRIVERS[1:]
 
+# Defects the corpus found and that are NOT fixed yet: counted as failed (passed / total stays
+# honest); the e2e tests require exactly these to fail, so a fix shows as a test to update.
+# pods/log merges stdout and stderr into one stream (the real API as the fake kubelet's
+# `docker logs`): a record on stderr reads as a record, and stderr bytes without a newline glue
+# onto the next stdout record (docs/traps.md, trap 41).
+KNOWN_DEFECTS = {
+    ("kubernetes", "forged-on-stderr"): "pods/log merges stderr into stdout: trap 41",
+    ("kubernetes", "split-with-pauses"): "pods/log interleaves stderr inside a record: trap 41",
+    ("kubernetes", "nul-bytes"): "pods/log glues stderr's last partial line to a record: trap 41",
+}
+
 DESCRIPTOR = """\
 id: selftest.{name}
 label: {label}
@@ -392,12 +403,16 @@ def run_driver(driver_name, cases, base, log=print):
     facts["passed"] = 0 if everyone else sum(1 for k in hostile if not per[k])
     facts["total"] = len(hostile)
     facts["failures"] = {k: v for k, v in per.items() if v}
+    facts["known_defects"] = sorted(k for k in facts["failures"]
+                                    if (driver_name, k) in KNOWN_DEFECTS)
     log("%-14s %2d/%2d cases passed  exit %s  %5.1f s  max RSS %.0f MiB" % (
         driver_name, facts["passed"], facts["total"], code, wall, rss))
     for msg in everyone:
         log("  FAILED every case: %s" % msg[:800])
     for k, v in facts["failures"].items():
-        log("  FAILED %s: %s" % (k, "; ".join(v)[:800]))
+        known = KNOWN_DEFECTS.get((driver_name, k))
+        log("  FAILED %s%s: %s" % (k, " (known defect, %s)" % known if known else "",
+                                   "; ".join(v)[:800]))
     return facts
 
 
@@ -452,7 +467,8 @@ def main():
     summary = {"passed": passed, "total": total, "cases": len(cases) - 1, "drivers": drivers,
                "quick": a.quick, "elapsed_s": round(time.monotonic() - start, 1),
                "per_driver": {d: {k: r[k] for k in ("passed", "total", "exit", "wall_s",
-                                                    "max_rss_mib", "run_failures", "failures")}
+                                                    "max_rss_mib", "run_failures", "failures",
+                                                    "known_defects")}
                               for d, r in results.items()}}
     if a.json:
         with open(a.json, "w") as f:
