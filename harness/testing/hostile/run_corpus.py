@@ -436,8 +436,12 @@ def run_corpus(drivers, case_names=None, quick=False, keep=None, log=print):
             except (AssertionError, SetupError) as e:
                 raise SetupError("%s: %s" % (d, e))
     finally:
-        if keep is None:
+        # Chromium's helpers may still write into their profile for a moment after an interrupt.
+        for _ in range(10 if keep is None else 0):
             shutil.rmtree(tmp, ignore_errors=True)
+            if not os.path.exists(tmp):
+                break
+            time.sleep(0.5)
     return results
 
 
@@ -452,6 +456,7 @@ def main():
                     "reliability benchmark); per-driver detail goes to stderr")
     a = ap.parse_args()
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # cleanup as on Ctrl-C
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # also when started with `&`
     start = time.monotonic()
     log = (lambda line: print(line, file=sys.stderr)) if a.section else print
     drivers = [d for d in a.drivers.split(",") if d]
