@@ -40,6 +40,16 @@ TEST(CleanText, StripsControlsKeepsNewlineAndTab) {
             "ok \xc3\xa9 \xe4\xb8\xad \xf0\x9f\x98\x80");
 }
 
+// U+2028/U+2029 are line terminators to JavaScript and YAML 1.1: a TAP point or YAML scalar
+// holding one broke node-tap's parser (hostile corpus case unicode-tricks; docs/traps.md trap 43).
+TEST(CleanText, UnicodeLineSeparatorsBecomeNewlines) {
+  const std::string ls = "\xe2\x80\xa8", ps = "\xe2\x80\xa9";
+  EXPECT_EQ(CleanText("a" + ls + "b" + ps + "c"), "a\nb\nc");
+  EXPECT_EQ(OneLine(CleanText("a" + ls + "b")), "a b");
+  EXPECT_EQ(YamlQuoted("a" + ps + "b", 64), "\"a\\nb\"");
+  EXPECT_EQ(TapText("a" + ls + "b", 64), "a b");
+}
+
 TEST(CleanText, ReplacesInvalidUtf8) {
   EXPECT_EQ(CleanText("\xff\xfe"), "\xef\xbf\xbd\xef\xbf\xbd");
   EXPECT_EQ(CleanText("a\xe2\x82"), "a\xef\xbf\xbd\xef\xbf\xbd");

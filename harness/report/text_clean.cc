@@ -103,7 +103,15 @@ std::string CleanText(std::string_view raw) {
       continue;
     }
     const size_t len = SequenceLength(c);
-    if (!Removed(Decode(s, i, len))) out.append(s, i, len);
+    const uint32_t cp = Decode(s, i, len);
+    if (cp == 0x2028 || cp == 0x2029) {
+      // LINE/PARAGRAPH SEPARATOR end a line in JavaScript (tap-parser's line regexes: a TAP
+      // point or YAML block cut in two) and in YAML 1.1: they are newlines here, so every
+      // writer escapes or flattens them like '\n' (docs/traps.md, trap 43).
+      out += '\n';
+    } else if (!Removed(cp)) {
+      out.append(s, i, len);
+    }
     i += len;
   }
   return out;

@@ -13,7 +13,8 @@ namespace sandprobe::report {
 // OSC/DCS/APC/PM/SOS strings up to BEL, ESC\ or a newline, two-byte ESC sequences), C0 controls
 // other than '\n' and '\t' (so NUL, BEL, CR, ESC), DEL, C1 controls (U+0080..U+009F), bidi
 // embedding/override/isolate controls (U+202A..U+202E, U+2066..U+2069, "Trojan Source") and the
-// XML 1.0 non-characters U+FFFE/U+FFFF. The result is valid in XML 1.0 text.
+// XML 1.0 non-characters U+FFFE/U+FFFF; U+2028/U+2029 (line and paragraph separators) become
+// '\n'. The result is valid in XML 1.0 text.
 std::string CleanText(std::string_view raw);
 
 // At most max_bytes bytes of valid UTF-8 `text`, cut on a code point boundary with "…" (3 bytes)

@@ -5,7 +5,7 @@
 //   node tap_check.js FILE [--ok true|false] [--points N] [--bailout true|false]
 //
 // Prints a JSON summary (ok, count, pass, fail, todo, skip, bailout, subtest points, diags with a
-// verdict, tap errors) and exits 1 on any tap error or unmet expectation, 0 otherwise.
+// verdict, tap errors, and every subtest point as read: name, ok, diag probe/candidate/verdict) and exits 1 on any tap error or unmet expectation, 0 otherwise.
 'use strict'
 const fs = require('fs')
 const Parser = require('tap-parser')
@@ -21,11 +21,17 @@ while (args.length) {
 const tapErrors = []
 let subtestPoints = 0
 let diagsWithVerdict = 0
+const asserts = []  // subtest points as read: name, ok and the diag's probe and verdict
 const parser = new Parser({ strict: true })
 
 function watch (p, depth) {
   p.on('assert', a => {
     if (depth > 0) subtestPoints++
+    if (depth > 0) {
+      const d = a.diag && typeof a.diag === 'object' ? a.diag : {}
+      asserts.push({ name: a.name, ok: a.ok, probe: d.probe, candidate: d.candidate,
+        verdict: d.verdict })
+    }
     if (a.diag && typeof a.diag === 'object' && 'verdict' in a.diag) diagsWithVerdict++
   })
   p.on('child', c => watch(c, depth + 1))
@@ -48,7 +54,8 @@ parser.on('complete', r => {
     bailout: r.bailout !== false,
     subtest_points: subtestPoints,
     diags_with_verdict: diagsWithVerdict,
-    tap_errors: tapErrors
+    tap_errors: tapErrors,
+    asserts
   }
   const problems = []
   if (tapErrors.length) problems.push('tap errors')
