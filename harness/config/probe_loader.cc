@@ -219,11 +219,8 @@ std::expected<void, ConfigError> LoadNeedsAndDeploy(const std::string& file, con
 
 }  // namespace
 
-Loaded<core::ProbeDescriptor> LoadProbe(const std::filesystem::path& dir) {
-  const std::string file = (dir / "probe.yaml").string();
-  auto text = internal::ReadFile(file);
-  if (!text) return std::unexpected(text.error());
-  auto root = internal::ReadYaml(*text, file);
+Loaded<core::ProbeDescriptor> ParseProbe(const std::string& text, const std::string& file) {
+  auto root = internal::ReadYaml(text, file);
   if (!root) return std::unexpected(root.error());
   const YAML::Node& y = *root;
   if (auto r = internal::OnlyKeys(file, y, "",
@@ -293,9 +290,18 @@ Loaded<core::ProbeDescriptor> LoadProbe(const std::filesystem::path& dir) {
     }
     p.claim = c.Scalar();
   }
+  return p;
+}
+
+Loaded<core::ProbeDescriptor> LoadProbe(const std::filesystem::path& dir) {
+  const std::string file = (dir / "probe.yaml").string();
+  auto text = internal::ReadFile(file);
+  if (!text) return std::unexpected(text.error());
+  auto p = ParseProbe(*text, file);
+  if (!p) return p;
   auto script = internal::ReadFile((dir / "probe.py").string());
   if (!script) return std::unexpected(script.error());
-  p.script = *script;
+  p->script = *script;
   return p;
 }
 
