@@ -355,7 +355,8 @@ TEST(FuzzRegressionTest, StrayCommaIsASyntaxErrorNotAHang) {
       {",", 1, "unexpected character"},
       {", x: 1\n", 1, "unexpected character"},
       {"name: docker-open\ndriver: docker\n...\n,\n", 4, "unexpected character"},
-      {"[a, b]\n, c\n", 2, "2 YAML documents"},
+      {"[a, b]\n, c\n", 2, "unexpected character"},
+      {"a: 1\n---\nb: 2\n", 3, "2 YAML documents"},
   };
   const DriverSection kinds[] = {{"docker", nullptr}};
   for (const auto& c : cases) {
