@@ -29,6 +29,9 @@ using Loaded = std::expected<T, ConfigError>;
 
 // probes/<category>/<name>/probe.yaml plus probe.py beside it.
 Loaded<core::ProbeDescriptor> LoadProbe(const std::filesystem::path& dir);
+// The text of a probe.yaml read from `source` (named in errors): the descriptor without its
+// script (LoadProbe reads probe.py after this). The fuzz target feeds it (harness/fuzz).
+Loaded<core::ProbeDescriptor> ParseProbe(const std::string& text, const std::string& source);
 // Every probes/*/*/probe.yaml under root (the lib/ folder is skipped), sorted by id; duplicate
 // ids are an error.
 Loaded<std::vector<core::ProbeDescriptor>> LoadProbeTree(const std::filesystem::path& root);

@@ -338,3 +338,57 @@ TEST(DidYouMeanTest, Table) {
 
 }  // namespace
 }  // namespace sandprobe::config
+
+// Defects the libFuzzer targets found (harness/fuzz, docs/design.md "Fuzzing"), pinned here so
+// they stay fixed in builds without clang.
+namespace sandprobe::config {
+namespace {
+
+// The manifest target's timeout: yaml-cpp 0.7's LoadAll looped forever, allocating, on a stray
+// ',' where a document starts. Each case must return (an error at the comma), not hang.
+TEST(FuzzRegressionTest, StrayCommaIsASyntaxErrorNotAHang) {
+  const struct {
+    std::string text;
+    int line;
+    const char* message_part;
+  } cases[] = {
+      {",", 1, "unexpected character"},
+      {", x: 1\n", 1, "unexpected character"},
+      {"name: docker-open\ndriver: docker\n...\n,\n", 4, "unexpected character"},
+      {"[a, b]\n, c\n", 2, "unexpected character"},
+      {"a: 1\n---\nb: 2\n", 3, "2 YAML documents"},
+  };
+  const DriverSection kinds[] = {{"docker", nullptr}};
+  for (const auto& c : cases) {
+    auto m = ParseManifest(c.text, "m.yaml", kinds);
+    ASSERT_FALSE(m) << c.text;
+    EXPECT_EQ(m.error().file, "m.yaml");
+    EXPECT_EQ(m.error().line, c.line) << m.error().ToString();
+    EXPECT_NE(m.error().message.find(c.message_part), std::string::npos) << m.error().ToString();
+    EXPECT_FALSE(ParseSuite(c.text, "s.yaml"));
+  }
+  // The one-document files still load.
+  auto ok = ParseManifest("name: a\ndriver: docker\n", "m.yaml", kinds);
+  EXPECT_TRUE(ok) << ok.error().ToString();
+}
+
+// The probe target's crash: a probe.yaml without classify: threw yaml-cpp's InvalidNode out of
+// the loader (std::terminate); lookups of absent keys under classify did the same.
+TEST(FuzzRegressionTest, ProbeWithoutClassifyIsAnError) {
+  const std::string head = "id: priv.capabilities\nlabel: caps\ncategory: priv\ndescription: d\n";
+  auto missing = ParseProbe(head, "probe.yaml");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().ToString(), "probe.yaml: classify: required mapping is missing");
+  for (const char* classify : {
+           "classify: {outcomes: {a: exposed}, exceeds: {param: x}}\n",
+           "classify: {outcomes: {a: exposed}, output: 3}\n",
+           "classify: {outcomes: {a: exposed}, quiet_after_call: {exposure: exposed}}\n",
+       }) {
+    auto p = ParseProbe(head + classify, "probe.yaml");
+    ASSERT_FALSE(p) << classify;
+    EXPECT_EQ(p.error().file, "probe.yaml") << classify;
+  }
+}
+
+}  // namespace
+}  // namespace sandprobe::config

@@ -1,6 +1,7 @@
 #include "config/yaml_util.h"
 
 #include <fmt/format.h>
+#include <yaml-cpp/eventhandler.h>
 
 #include <algorithm>
 #include <cctype>
@@ -95,14 +96,73 @@ std::expected<void, ConfigError> CheckTree(const std::string& source, const YAML
   return {};
 }
 
+namespace {
+
+// Where each document of a stream starts (its first node's mark), read with yaml-cpp's event
+// API without building the documents.
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> starts;
+
+  void OnDocumentStart(const YAML::Mark&) override { first_ = true; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& m, YAML::anchor_t) override { Note(m); }
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { Note(m); }
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    Note(m);
+  }
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    Note(m);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    Note(m);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void Note(const YAML::Mark& m) {
+    if (first_) starts.push_back(m);
+    first_ = false;
+  }
+  bool first_ = false;
+};
+
+ConfigError AtMark(const std::string& source, const YAML::Mark& mark, const std::string& message) {
+  return ConfigError{source, mark.is_null() ? 0 : mark.line + 1,
+                     mark.is_null() ? 0 : mark.column + 1, "", message};
+}
+
+}  // namespace
+
 Loaded<YAML::Node> ReadYaml(const std::string& text, const std::string& source) {
   try {
-    std::vector<YAML::Node> docs = YAML::LoadAll(text);
-    if (docs.size() > 1) {
-      return std::unexpected(At(source, docs[1], "",
-                                fmt::format("holds {} YAML documents; expected one", docs.size())));
+    // Count the documents first, without YAML::LoadAll: yaml-cpp 0.7 (Debian 12) loops forever
+    // there, allocating, on a stray ',' where a document starts (",", "[a]\n, b"): its parser
+    // reports an empty document without consuming the comma (yaml-cpp issue 1040; found by the
+    // manifest fuzz target, docs/design.md "Fuzzing"). A document that starts where the one
+    // before it started made no progress: a syntax error, not another document.
+    std::stringstream in(text);
+    YAML::Parser parser(in);
+    DocumentStarts docs;
+    for (size_t n = 0; parser.HandleNextDocument(docs);) {
+      if (docs.starts.size() == n) break;  // a document with no node: nothing more to read
+      ++n;
+      if (n > 1 && docs.starts[n - 1].pos <= docs.starts[n - 2].pos) {
+        return std::unexpected(
+            AtMark(source, docs.starts[n - 1],
+                   "YAML syntax: unexpected character where a value or document should start"));
+      }
     }
-    YAML::Node root = docs.empty() ? YAML::Node() : docs[0];
+    if (docs.starts.size() > 1) {
+      return std::unexpected(
+          AtMark(source, docs.starts[1],
+                 fmt::format("holds {} YAML documents; expected one", docs.starts.size())));
+    }
+    YAML::Node root = YAML::Load(text);
     if (!root.IsMap()) {
       return std::unexpected(At(source, root, "", "expected a YAML mapping at the top level"));
     }

@@ -343,40 +343,12 @@ bool HttpDriver::Interpret(const Json& doc, bool timed_out, uint64_t bytes,
   return true;
 }
 
-core::Observation HttpDriver::Execute(const Invocation& inv, const std::atomic<bool>& cancel) {
-  core::Observation obs;
-  obs.driver_facts[core::fact::kDriver] = "http";
-  const auto start = Clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+bool HttpDriver::ReadAnswer(std::expected<Reply, CallError>& reply, BodyReader& reader,
+                            core::OutputCollector& collector, core::Observation& obs) const {
   auto fail = [&](core::Ending ending, std::string why) {
     obs.ending = ending;
     obs.harness_error = std::move(why);
-    obs.duration_s = elapsed();
   };
-  const bool checks = !config_.health.empty();
-  if (checks) {
-    const std::string before = Health(cancel);
-    obs.driver_facts[core::fact::kHealthBefore] = before;
-    if (!Healthy(before)) {
-      std::string culprit;
-      {
-        std::lock_guard lock(mu_);
-        culprit = took_down_;
-      }
-      fail(cancel.load() ? core::Ending::kInterrupted : core::Ending::kHarnessError,
-           culprit.empty() ? fmt::format("the service is down before this probe ({})", before)
-                           : fmt::format("the service is down: {} took the service down ({})",
-                                         culprit, before));
-      RedactObservation(obs);
-      return obs;
-    }
-  }
-
-  core::OutputCollector collector(context_.nonce);
-  BodyReader reader(config_.max_body, config_.stream_ceiling, config_.stdout_ptr,
-                    config_.stderr_ptr, collector);
-  auto reply = Call(config_.method, config_.url, RequestBody(inv.script).dump(), inv.deadline_s,
-                    cancel, [&reader](std::string_view chunk) { return reader.Take(chunk); });
   bool answered = false;  // a complete 2xx JSON answer was read
   if (reader.streamed()) {
     obs.driver_facts[core::fact::kResponseBytes] = reader.bytes();
@@ -393,7 +365,6 @@ core::Observation HttpDriver::Execute(const Invocation& inv, const std::atomic<b
         break;
       case Failure::kDeadline:
         obs.ending = core::Ending::kDeadline;
-        obs.duration_s = elapsed();
         obs.driver_facts[core::fact::kEndedBy] = "harness deadline";
         obs.driver_facts[core::fact::kNote] =
             reader.streamed()
@@ -439,7 +410,6 @@ core::Observation HttpDriver::Execute(const Invocation& inv, const std::atomic<b
       const bool timed_out = ServiceTimedOut(streamed.kept, obs);
       answered = Interpret(streamed.kept, timed_out, reader.bytes(), &streamed, collector, obs);
     }
-    obs.duration_s = elapsed();
   } else {
     const std::string body =
         reply->status >= 200 && reply->status <= 299 ? reader.TakeBody() : std::move(reply->body);
@@ -457,8 +427,69 @@ core::Observation HttpDriver::Execute(const Invocation& inv, const std::atomic<b
     } else {
       answered = Interpret(doc, timed_out, body.size(), nullptr, collector, obs);
     }
-    obs.duration_s = elapsed();
   }
+  return answered;
+}
+
+core::Observation HttpDriver::MapResponse(int status,
+                                          std::span<const std::string_view> chunks) const {
+  core::Observation obs;
+  core::OutputCollector collector(context_.nonce);
+  BodyReader reader(config_.max_body, config_.stream_ceiling, config_.stdout_ptr,
+                    config_.stderr_ptr, collector);
+  std::expected<Reply, CallError> reply = Reply{status, ""};
+  const bool is_2xx = status >= 200 && status <= 299;
+  for (std::string_view chunk : chunks) {
+    if (is_2xx) {  // the transport hands a 2xx body to on_body until it says stop
+      if (!reader.Take(chunk)) break;
+    } else if (reply->body.size() + chunk.size() > config_.max_body) {
+      reply = std::unexpected(CallError{Failure::kTooBig, "over http.maxBody"});
+      break;
+    } else {
+      reply->body.append(chunk);
+    }
+  }
+  ReadAnswer(reply, reader, collector, obs);
+  collector.Finish(obs);
+  return obs;
+}
+
+core::Observation HttpDriver::Execute(const Invocation& inv, const std::atomic<bool>& cancel) {
+  core::Observation obs;
+  obs.driver_facts[core::fact::kDriver] = "http";
+  const auto start = Clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  auto fail = [&](core::Ending ending, std::string why) {
+    obs.ending = ending;
+    obs.harness_error = std::move(why);
+    obs.duration_s = elapsed();
+  };
+  const bool checks = !config_.health.empty();
+  if (checks) {
+    const std::string before = Health(cancel);
+    obs.driver_facts[core::fact::kHealthBefore] = before;
+    if (!Healthy(before)) {
+      std::string culprit;
+      {
+        std::lock_guard lock(mu_);
+        culprit = took_down_;
+      }
+      fail(cancel.load() ? core::Ending::kInterrupted : core::Ending::kHarnessError,
+           culprit.empty() ? fmt::format("the service is down before this probe ({})", before)
+                           : fmt::format("the service is down: {} took the service down ({})",
+                                         culprit, before));
+      RedactObservation(obs);
+      return obs;
+    }
+  }
+
+  core::OutputCollector collector(context_.nonce);
+  BodyReader reader(config_.max_body, config_.stream_ceiling, config_.stdout_ptr,
+                    config_.stderr_ptr, collector);
+  auto reply = Call(config_.method, config_.url, RequestBody(inv.script).dump(), inv.deadline_s,
+                    cancel, [&reader](std::string_view chunk) { return reader.Take(chunk); });
+  const bool answered = ReadAnswer(reply, reader, collector, obs);
+  obs.duration_s = elapsed();
   collector.Finish(obs);
   if (answered) obs.driver_facts[core::fact::kCallEndedUnixMs] = UnixMsNow();
 

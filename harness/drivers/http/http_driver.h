@@ -50,13 +50,17 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 
 #include "core/output.h"
 #include "drivers/driver.h"
 #include "drivers/http/json_stream.h"
 
 namespace sandprobe::drivers {
+
+class BodyReader;
 
 // A service-reported timeout: the response value at `pointer` contains `contains` (strings) or
 // equals `equals` (any JSON value).
@@ -106,6 +110,13 @@ class HttpDriver : public Driver {
 
   // The request body for one script (exposed for tests).
   nlohmann::json RequestBody(const std::string& script) const;
+  // The response mapping of Execute without the network (tests and the fuzz target,
+  // harness/fuzz): an answer with HTTP `status` whose body arrives in `chunks`, handed over as the
+  // transport does (a 2xx body to the BodyReader, kept whole up to max_body and read streaming
+  // past it; another status kept whole, past max_body the too-big failure) -> the observation's
+  // ending, exit code or signal, harness error, output and driver facts. No health checks, no
+  // linger, no duration, no token redaction.
+  core::Observation MapResponse(int status, std::span<const std::string_view> chunks) const;
 
  private:
   struct Reply {
@@ -123,6 +134,10 @@ class HttpDriver : public Driver {
                                        const std::string& body, double deadline_s,
                                        const std::atomic<bool>& cancel,
                                        std::function<bool(std::string_view)> on_body = {}) const;
+  // Execute's reading of one call's result (`reply`, the body `reader` fed) into `obs` and the
+  // collector. true: a complete 2xx JSON answer was read.
+  bool ReadAnswer(std::expected<Reply, CallError>& reply, BodyReader& reader,
+                  core::OutputCollector& collector, core::Observation& obs) const;
   // The timeout rule against the response (facts when it matches).
   bool ServiceTimedOut(const nlohmann::json& doc, core::Observation& obs) const;
   // A 2xx JSON object (the whole answer, or the members kept of a streamed one: `streamed`):

@@ -108,12 +108,18 @@ std::string DescribeSecret(std::string_view secret) {
 
 std::expected<ClusterConnection, std::string> LoadKubeconfig(const std::string& path,
                                                              const std::string& context) {
-  Reader r{path, fs::path(path).parent_path()};
   auto text = ReadWhole(path);
   if (!text) return std::unexpected(fmt::format("kubeconfig {}: cannot read the file", path));
+  return ParseKubeconfig(*text, path, context);
+}
+
+std::expected<ClusterConnection, std::string> ParseKubeconfig(const std::string& text,
+                                                              const std::string& path,
+                                                              const std::string& context) {
+  Reader r{path, fs::path(path).parent_path()};
   YAML::Node loaded;
   try {
-    loaded = YAML::Load(*text);
+    loaded = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     return std::unexpected(fmt::format("kubeconfig {}:{}:{}: not valid YAML: {}", path,
                                        e.mark.line + 1, e.mark.column + 1, e.msg));

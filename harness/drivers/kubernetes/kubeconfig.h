@@ -36,6 +36,11 @@ struct ClusterConnection {
 //   "kubeconfig /x/config: users[0].user.client-key: file not found (/x/key.pem)".
 std::expected<ClusterConnection, std::string> LoadKubeconfig(const std::string& path,
                                                              const std::string& context);
+// The same on the file's text; `path` names it in messages and its folder resolves relative
+// paths (the fuzz target feeds it: harness/fuzz).
+std::expected<ClusterConnection, std::string> ParseKubeconfig(const std::string& text,
+                                                              const std::string& path,
+                                                              const std::string& context);
 
 // In-cluster config: <root>/{token,ca.crt,namespace} and KUBERNETES_SERVICE_HOST/PORT read
 // through `getenv` (tests pass their own). root is normally kInClusterRoot.
