@@ -336,6 +336,40 @@ TEST(DidYouMeanTest, Table) {
   for (const Case& c : cases) EXPECT_EQ(internal::DidYouMean(c.key, docker), c.want) << c.key;
 }
 
+// Raw bytes that are not UTF-8 passed yaml-cpp and made nlohmann's dump() throw mid-run
+// (`sandprobe run` aborted with json type_error 316); they are an error at their place.
+TEST(FuzzRegressionTest, TextThatIsNotUtf8IsAnErrorAtItsPlace) {
+  const std::string suite =
+      "name: u8\ndescription: fine\nprobes:\n  - id: cred.sa-token\n"
+      "    params: {canary_path: \"/x\xfey\"}\n";
+  auto s = ParseSuite(suite, "s.yaml");
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().line, 5) << s.error().ToString();
+  EXPECT_NE(s.error().message.find("not valid UTF-8"), std::string::npos) << s.error().ToString();
+  auto key = ParseSuite("name: u8\ndescription: d\nprobes: []\n\xc3: 1\n", "s.yaml");
+  ASSERT_FALSE(key);
+  EXPECT_EQ(key.error().line, 4) << key.error().ToString();
+  EXPECT_TRUE(
+      ParseSuite("name: u8 \xc3\xa9\ndescription: d\nprobes:\n  - id: cred.sa-token\n", "s.yaml"))
+      << "valid UTF-8 still loads";
+}
+
+// calls: read as int, 4294967297 was 1 and passed the 1..32 check.
+TEST(FuzzRegressionTest, CallsOutOfRangeIsAnErrorWhateverItsWidth) {
+  const std::string head =
+      "id: priv.capabilities\nlabel: caps\ncategory: priv\ndescription: d\n"
+      "classify: {outcomes: {a: exposed}}\n";
+  for (const char* calls : {"4294967297", "-4294967295", "18446744073709551615", "33", "0"}) {
+    auto p = ParseProbe(head + "calls: " + calls + "\n", "probe.yaml");
+    ASSERT_FALSE(p) << calls;
+    EXPECT_NE(p.error().message.find("expected a whole number from 1 to 32"), std::string::npos)
+        << p.error().ToString();
+  }
+  auto ok = ParseProbe(head + "calls: 32\n", "probe.yaml");
+  ASSERT_TRUE(ok) << ok.error().ToString();
+  EXPECT_EQ(ok->calls, 32);
+}
+
 }  // namespace
 }  // namespace sandprobe::config
 

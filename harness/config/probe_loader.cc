@@ -263,7 +263,12 @@ Loaded<core::ProbeDescriptor> ParseProbeDocument(const YAML::Node& y, const std:
   if (const YAML::Node c = y["calls"]; c.IsDefined()) {
     const nlohmann::json v = YamlToJson(c);
     const int least = p.concurrent ? 0 : 1;  // a concurrent pair needs no sequential call first
-    if (!v.is_number_integer() || v.get<int>() < least || v.get<int>() > 32) {
+    // Compared as the 64-bit value it is: read as int, 4294967297 was 1 and passed.
+    const bool in_range =
+        v.is_number_unsigned()  ? v.get<uint64_t>() <= 32 && v.get<uint64_t>() >= uint64_t(least)
+        : v.is_number_integer() ? v.get<int64_t>() >= least && v.get<int64_t>() <= 32
+                                : false;
+    if (!in_range) {
       return std::unexpected(
           At(file, c, "calls", fmt::format("expected a whole number from {} to 32", least)));
     }

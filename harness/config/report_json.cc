@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <utility>
 
 #include "core/params.h"
 
@@ -39,6 +41,18 @@ T Num(const Json& j, std::string_view key, const std::string& path) {
   if constexpr (std::is_unsigned_v<T>) {
     if (!v.is_number_unsigned()) {
       throw BadField{fmt::format("{}/{}", path, key), "expected a count (>= 0)"};
+    }
+  }
+  if constexpr (std::is_integral_v<T>) {
+    // A float or an integer past T's range would be converted with undefined behaviour (found
+    // by the report_json fuzz target's neighbour review: 1e300 as an exit code).
+    const bool fits = v.is_number_unsigned()  ? std::in_range<T>(v.get<uint64_t>())
+                      : v.is_number_integer() ? std::in_range<T>(v.get<int64_t>())
+                                              : false;
+    if (!fits) {
+      throw BadField{fmt::format("{}/{}", path, key),
+                     fmt::format("expected a whole number from {} to {}",
+                                 std::numeric_limits<T>::min(), std::numeric_limits<T>::max())};
     }
   }
   return v.get<T>();

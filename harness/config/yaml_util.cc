@@ -10,6 +10,8 @@
 #include <set>
 #include <sstream>
 
+#include "core/output.h"
+
 namespace sandprobe::config {
 
 std::string ConfigError::ToString() const {
@@ -73,7 +75,15 @@ std::expected<void, ConfigError> CheckTree(const std::string& source, const YAML
     return std::unexpected(
         At(source, node, "", fmt::format("nested deeper than {} levels", kMaxDepth)));
   }
-  if (node.IsSequence()) {
+  // yaml-cpp rejects bad escapes ("\ud800") but passes raw bytes that are not UTF-8 through;
+  // they reached a JSON body or the probe's parameters and nlohmann's dump() threw mid-run
+  // (std::terminate, nothing cleaned up). Such text is an error at its place.
+  auto not_utf8 = [&](const YAML::Node& n) {
+    return std::unexpected(At(source, n, "", "not valid UTF-8 text (YAML files are UTF-8)"));
+  };
+  if (node.IsScalar()) {
+    if (core::SanitizeUtf8(node.Scalar()) != node.Scalar()) return not_utf8(node);
+  } else if (node.IsSequence()) {
     for (const auto& child : node) {
       if (auto r = CheckTree(source, child, depth + 1, visited); !r) return r;
     }
@@ -87,6 +97,7 @@ std::expected<void, ConfigError> CheckTree(const std::string& source, const YAML
         return std::unexpected(
             At(source, kv.first, "<<", "merge keys are not supported; write the keys out"));
       }
+      if (core::SanitizeUtf8(kv.first.Scalar()) != kv.first.Scalar()) return not_utf8(kv.first);
       if (!keys.insert(kv.first.Scalar()).second) {
         return std::unexpected(At(source, kv.first, kv.first.Scalar(), "duplicate key"));
       }

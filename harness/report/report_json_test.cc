@@ -78,6 +78,14 @@ TEST(ReportJsonTest, ErrorsNameThePath) {
          j["verdicts"][0]["accepted"] = {{"reason", "r"}};
        },
        "run.json: /verdicts/0/accepted/expires: missing"},
+      {[](nlohmann::json& j) { j["observations"][0]["evidence"]["exit_code"] = 1e300; },
+       "run.json: /observations/0/evidence/exit_code: expected a whole number from -2147483648 "
+       "to 2147483647"},
+      {[](nlohmann::json& j) { j["observations"][0]["evidence"]["signal"] = 4294967297LL; },
+       "run.json: /observations/0/evidence/signal: expected a whole number from -2147483648 to "
+       "2147483647"},
+      {[](nlohmann::json& j) { j["observations"][0]["evidence"]["records_count"] = 1.5; },
+       "run.json: /observations/0/evidence/records_count: expected a count (>= 0)"},
       {[](nlohmann::json& j) { j = nlohmann::json::array(); }, "run.json: /: expected an object"},
   };
   for (size_t i = 0; i < cases.size(); ++i) {

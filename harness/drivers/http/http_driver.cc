@@ -323,7 +323,13 @@ bool HttpDriver::Interpret(const Json& doc, bool timed_out, uint64_t bytes,
   }
   obs.ending = core::Ending::kExited;
   obs.driver_facts[core::fact::kEndedBy] = "service";
-  if (code != nullptr && code->is_number_integer()) {
+  // A process's exit status is 0..255 and Python's returncode for a signal -1..-64 (-128 at
+  // most here); anything else (INT_MIN, 2^32-1) is not a status: said as such, never negated.
+  const bool status =
+      code != nullptr && code->is_number_integer() &&
+      (code->is_number_unsigned() ? code->get<uint64_t>() <= 255
+                                  : code->get<int64_t>() >= -128 && code->get<int64_t>() <= 255);
+  if (status) {
     const int n = code->get<int>();
     obs.driver_facts[core::fact::kServiceExitCode] = n;
     if (n < 0) {  // a subprocess killed by signal -n (Python's returncode convention)
@@ -334,7 +340,9 @@ bool HttpDriver::Interpret(const Json& doc, bool timed_out, uint64_t bytes,
     }
   } else {
     obs.driver_facts[core::fact::kServiceExitCode] =
-        code == nullptr ? "not in the response" : "not an integer";
+        code == nullptr             ? "not in the response"
+        : code->is_number_integer() ? fmt::format("not an exit status: {}", code->dump())
+                                    : "not an integer";
   }
   if (timed_out) {  // reported like GNU timeout, so the probe's timed_out rule applies
     obs.ending = core::Ending::kExited;

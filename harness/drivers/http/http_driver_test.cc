@@ -162,6 +162,31 @@ TEST(HttpDriverTest, CustomPointersAndASignalledExit) {
   EXPECT_EQ(obs.records.size(), 1u);
 }
 
+// An exit_code that is no process status (INT_MIN was negated as a signal number, undefined
+// behaviour; 2^32-1 read as -1 became "killed by signal 1") is said as such and changes nothing.
+TEST(HttpDriverTest, AnExitCodeThatIsNoStatusIsSaidNotNegated) {
+  HttpDriver d = MakeDriver({{"url", "http://127.0.0.1:1/run"}, {"preset", "code-json"}});
+  for (const long long code : {-2147483648LL, 4294967295LL, 256LL, -129LL}) {
+    const std::string body = Json{
+        {"stdout", Record({{"kind", "start"}}) + "\n"},
+        {"stderr", ""},
+        {"exit_code", code}}.dump();
+    const std::string_view chunks[] = {body};
+    const core::Observation obs = d.MapResponse(200, chunks);
+    EXPECT_EQ(obs.ending, core::Ending::kExited) << code;
+    EXPECT_EQ(obs.signal, 0) << code;
+    EXPECT_EQ(obs.exit_code, 0) << code;
+    EXPECT_EQ(obs.driver_facts["service_exit_code"], "not an exit status: " + std::to_string(code));
+  }
+  for (const auto& [code, ending] :
+       {std::pair{255, core::Ending::kExited}, std::pair{-9, core::Ending::kSignaled}}) {
+    const std::string body =
+        Json{{"stdout", Record({{"kind", "start"}}) + "\n"}, {"exit_code", code}}.dump();
+    const std::string_view chunks[] = {body};
+    EXPECT_EQ(d.MapResponse(200, chunks).ending, ending) << code;
+  }
+}
+
 TEST(HttpDriverTest, ServiceTimeoutIsReportedLikeGnuTimeout) {
   Service s;
   s.server().Post("/execute", [](const httplib::Request&, httplib::Response& r) {
