@@ -34,12 +34,18 @@ class Section:
         print(f"## {self.part}")
         for k, v in self.figures.items():
             print(f"{k}: {v if not isinstance(v, (list, dict)) else json.dumps(v)}")
-        out = os.environ.get("RELIABILITY_OUT")
-        if out:
-            os.makedirs(out, exist_ok=True)
-            with open(os.path.join(out, f"{self.part}.json"), "w", encoding="utf-8") as f:
-                json.dump({"part": self.part, **self.figures}, f, indent=1)
+        write_figures(self.part, self.figures)
         return 0 if goal_met else 1
+
+
+def write_figures(part, figures):
+    """`figures` as $RELIABILITY_OUT/<part>.json (with "part": <part>), when that is set; the one
+    place every part writes what ci/bench/reliability joins."""
+    out = os.environ.get("RELIABILITY_OUT")
+    if out:
+        os.makedirs(out, exist_ok=True)
+        with open(os.path.join(out, f"{part}.json"), "w", encoding="utf-8") as f:
+            json.dump({"part": part, **figures}, f, indent=1)
 
 
 def on_signals_raise():
