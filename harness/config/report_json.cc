@@ -44,8 +44,8 @@ T Num(const Json& j, std::string_view key, const std::string& path) {
     }
   }
   if constexpr (std::is_integral_v<T>) {
-    // A float or an integer past T's range would be converted with undefined behaviour (found
-    // by the report_json fuzz target's neighbour review: 1e300 as an exit code).
+    // A float or an integer past T's range would be converted with undefined behaviour (seen
+    // while writing the report.json fuzz target: 1e300 as an exit code).
     const bool fits = v.is_number_unsigned()  ? std::in_range<T>(v.get<uint64_t>())
                       : v.is_number_integer() ? std::in_range<T>(v.get<int64_t>())
                                               : false;
