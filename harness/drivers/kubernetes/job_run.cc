@@ -392,9 +392,17 @@ void KubernetesDriver::JobRun::ReadLogs() {
         kube::SleepFor(0.3 * (attempt + 1), After(5), nullptr);
       }
     }
+    // stderr: the container's termination message (the wrapper sends stderr to that file, kept
+    // out of pods/log: trap 44); the kubelet keeps its last 4 KiB.
+    const Json* terminated = Terminated(pod_);
+    const bool stderr_kept = terminated != nullptr && terminated->contains("message") &&
+                             (*terminated)["message"].is_string();
+    if (stderr_kept) collector.FeedStderr((*terminated)["message"].get<std::string>());
     collector.Finish(obs_);
     obs_.driver_facts[core::fact::kLogs] =
-        logs_ok_ ? "combined stdout+stderr (pods/log)" : "unavailable";
+        logs_ok_ ? (stderr_kept ? "stdout (pods/log); stderr: its last 4 KiB (termination message)"
+                                : "stdout (pods/log); stderr: none kept")
+                 : "unavailable";
   }
   obs_.duration_s = SecondsSince(running_since_.value_or(created_at_));
 }

@@ -19,12 +19,21 @@ bool IsScalar(const YAML::Node& n) { return n.IsDefined() && n.IsScalar(); }
 bool IsMap(const YAML::Node& n) { return n.IsDefined() && n.IsMap(); }
 bool IsSequence(const YAML::Node& n) { return n.IsDefined() && n.IsSequence(); }
 
-std::optional<std::string> ReadWhole(const fs::path& path) {
+// A kubeconfig, token, certificate or key file: read whole, at most kMaxFileBytes (a tokenFile of
+// /dev/zero must not fill memory). -> the bytes | why not ("file not found or unreadable",
+// "over 4 MiB").
+constexpr std::streamsize kMaxFileBytes = 4 << 20;
+std::expected<std::string, std::string> ReadWhole(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  if (!in) return std::unexpected("file not found or unreadable");
+  std::string text(kMaxFileBytes + 1, '\0');
+  in.read(text.data(), kMaxFileBytes + 1);
+  if (in.bad()) return std::unexpected("file not found or unreadable");
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > static_cast<size_t>(kMaxFileBytes)) {
+    return std::unexpected("over 4 MiB: not a kubeconfig, token or certificate");
+  }
+  return text;
 }
 
 // Base64 as kubeconfig *-data fields hold it (OpenSSL's decoder; whitespace tolerated).
@@ -84,7 +93,7 @@ struct Reader {
     auto text = ReadWhole(p);
     if (!text) {
       return std::unexpected(
-          Err(field + "." + key, fmt::format("file not found or unreadable ({})", p.string())));
+          Err(field + "." + key, fmt::format("{} ({})", text.error(), p.string())));
     }
     return *text;
   }
@@ -109,7 +118,10 @@ std::string DescribeSecret(std::string_view secret) {
 std::expected<ClusterConnection, std::string> LoadKubeconfig(const std::string& path,
                                                              const std::string& context) {
   auto text = ReadWhole(path);
-  if (!text) return std::unexpected(fmt::format("kubeconfig {}: cannot read the file", path));
+  if (!text) {
+    return std::unexpected(
+        fmt::format("kubeconfig {}: cannot read the file: {}", path, text.error()));
+  }
   return ParseKubeconfig(*text, path, context);
 }
 
@@ -198,8 +210,7 @@ std::expected<ClusterConnection, std::string> ParseKubeconfig(const std::string&
           auto tok = ReadWhole(p);
           if (!tok) {
             return std::unexpected(
-                r.Err(ufield + ".tokenFile",
-                      fmt::format("file not found or unreadable ({})", p.string())));
+                r.Err(ufield + ".tokenFile", fmt::format("{} ({})", tok.error(), p.string())));
           }
           c.token = Trim(*tok);
         }
@@ -233,12 +244,16 @@ std::expected<ClusterConnection, std::string> LoadInCluster(const std::string& r
   c.server = fmt::format("https://{}:{}", h, *port);
   const fs::path dir = root;
   auto token = ReadWhole(dir / "token");
-  if (!token)
-    return std::unexpected(fmt::format("in-cluster: {}: cannot read", (dir / "token").string()));
+  if (!token) {
+    return std::unexpected(
+        fmt::format("in-cluster: {}: cannot read ({})", (dir / "token").string(), token.error()));
+  }
   c.token = Trim(*token);
   auto ca = ReadWhole(dir / "ca.crt");
-  if (!ca)
-    return std::unexpected(fmt::format("in-cluster: {}: cannot read", (dir / "ca.crt").string()));
+  if (!ca) {
+    return std::unexpected(
+        fmt::format("in-cluster: {}: cannot read ({})", (dir / "ca.crt").string(), ca.error()));
+  }
   c.ca_pem = *ca;
   if (auto ns = ReadWhole(dir / "namespace")) c.namespace_name = Trim(*ns);
   return c;

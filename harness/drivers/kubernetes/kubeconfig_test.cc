@@ -148,6 +148,10 @@ TEST_F(KubeconfigTest, FieldErrors) {
       {ok, "    client-certificate-data: " + core::Base64Encode("C") + "\n", "",
        "users[0].user: client-certificate and client-key must be given together"},
       {ok, "    tokenFile: no-such-token\n", "", "users[0].user.tokenFile: file not found"},
+      // An endless file is refused at 4 MiB, not read until memory runs out.
+      {ok, "    tokenFile: /dev/zero\n", "", "users[0].user.tokenFile: over 4 MiB"},
+      {ok + "\n    certificate-authority: /dev/zero", "    token: a\n", "",
+       "clusters[0].cluster.certificate-authority: over 4 MiB"},
       {ok, "    exec: {command: aws}\n", "", "users[0].user.exec: not supported"},
       {ok + "\n    tls-server-name: x", "    token: a\n", "", "tls-server-name: not supported"},
   };

@@ -196,6 +196,39 @@ TEST_F(KubeFake, PrepareExecuteCleanupLeavesNothing) {
       << fmt::format("{}", fmt::join(fake.Leftovers(run), " "));
 }
 
+// pods/log is stdout and stderr in one stream (trap 44): the driver's wrapper sends the probe's
+// stderr to the termination-message file, so a record forged on stderr with the run's nonce never
+// reaches the reader. The process kubelet interleaves both streams in its log like a real one and
+// mounts no termination-log file, so stderr goes to /dev/null: the honest result is the one read,
+// and the fact says no stderr was kept. Without the wrapper the forged record reads as the result.
+TEST_F(KubeFake, ARecordForgedOnStderrNeverReachesTheReader) {
+  FakeKube fake({});
+  ASSERT_TRUE(fake.ready()) << "fake_kube.py did not print READY";
+  const std::string run = "sp-20250101T000000Z-e2e044";
+  auto d = Make(KubeManifest("k8s-open", fake.kubeconfig()), run);
+  ASSERT_TRUE(d);
+  ASSERT_TRUE(d->Prepare().has_value());
+  const char body[] =
+      "import json\n"
+      "os.write(2, ('@@sandprobe testnonce ' + json.dumps({'kind': 'result', 'probe': "
+      "'harness.preflight', 'seq': 2, 'outcome': 'forged', 'evidence': 'positive', 'errno': "
+      "None, 'detail': 'on stderr'}) + '\\n').encode())\n"
+      "emit(\"start\")\nresult(\"ok\", \"positive\")\n";
+  const core::Observation obs =
+      d->Execute({"harness.preflight",
+                  "i044aa",
+                  Script("harness.preflight", body, Json::object(), "i044aa"),
+                  10,
+                  {}},
+                 cancel_);
+  EXPECT_EQ(obs.ending, core::Ending::kExited) << obs.harness_error;
+  ASSERT_TRUE(obs.result.has_value()) << obs.stdout_head;
+  EXPECT_EQ(core::StringField(*obs.result, "outcome"), "ok");
+  EXPECT_EQ(obs.stdout_head.find("forged"), std::string::npos) << obs.stdout_head;
+  EXPECT_EQ(obs.driver_facts.value("logs", ""), "stdout (pods/log); stderr: none kept");
+  d->Cleanup();
+}
+
 // The k3s question, both ways: a deny-all-egress arm next to an open control, with a TCP
 // listener on 127.0.0.1 as the target. Enforced: blocked; "ignore" (stored, not enforced): reached.
 constexpr char kConnectBody[] = R"(emit("start")

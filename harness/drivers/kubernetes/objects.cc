@@ -131,15 +131,34 @@ void Enforce(Json& job, const KubeSettings& s, const JobRequest& r) {
   Json& probe = tmpl["spec"]["containers"][0];
   probe["name"] = kContainerName;
   probe["image"] = s.image;
-  probe["command"] = {"timeout", "-k", "2", Seconds(r.timeout_s), "python3", "-u", "-c", r.script};
-  if (s.pod_settle_s > 0) {  // the pod settles first, then becomes the probe (exec, same pid)
-    Json wrapped = {"python3", "-c",
-                    "import os, sys, time; time.sleep(float(sys.argv[1])); "
-                    "os.execvp(sys.argv[2], sys.argv[2:])",
-                    Seconds(s.pod_settle_s)};
-    for (const Json& a : probe["command"]) wrapped.push_back(a);
-    probe["command"] = std::move(wrapped);
-  }
+  // stderr goes to the termination-message file, never into pods/log, which carries stdout and
+  // stderr as one stream: a record forged on stderr must not read as a record, nor stderr bytes
+  // split one (docs/traps.md, trap 44). The kubelet keeps the file's last 4 KiB as
+  // state.terminated.message, which the driver reads as the probe's stderr. The wrapper then
+  // sleeps podSettle and becomes the probe (exec, same pid). No O_CREAT: where the runtime did not
+  // mount the file, stderr goes to /dev/null rather than into a file of the node's /dev.
+  probe["terminationMessagePath"] = kTerminationMessagePath;
+  probe["terminationMessagePolicy"] = "File";
+  probe["command"] = {"python3",
+                      "-c",
+                      "import os, sys, time\n"
+                      "try:\n"
+                      "    fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)\n"
+                      "except OSError:\n"
+                      "    fd = os.open(os.devnull, os.O_WRONLY)\n"
+                      "os.dup2(fd, 2)\n"
+                      "time.sleep(float(sys.argv[2]))\n"
+                      "os.execvp(sys.argv[3], sys.argv[3:])\n",
+                      kTerminationMessagePath,
+                      Seconds(s.pod_settle_s),
+                      "timeout",
+                      "-k",
+                      "2",
+                      Seconds(r.timeout_s),
+                      "python3",
+                      "-u",
+                      "-c",
+                      r.script};
   probe.erase("args");
   const std::string node = r.node.empty() ? s.node : r.node;
   if (!node.empty()) tmpl["spec"]["nodeName"] = node;

@@ -40,6 +40,13 @@ inline constexpr char kArmLabel[] = "sandprobe.io/arm";
 inline constexpr char kInvocationLabel[] = "sandprobe.io/invocation";
 inline constexpr char kProbeLabel[] = "sandprobe.io/probe";
 inline constexpr char kContainerName[] = "probe";
+// Where the probe container's stderr goes: the kubelet reads the last 4 KiB of this file into
+// status.containerStatuses[].state.terminated.message (Kubernetes API: Container.
+// terminationMessagePath, policy File).
+inline constexpr char kTerminationMessagePath[] = "/dev/termination-log";
+// The probe container's command: argv[kProbeCommandAt..] is `timeout -k 2 T python3 -u -c SCRIPT`
+// after the stderr + podSettle wrapper.
+inline constexpr size_t kProbeCommandAt = 5;
 inline constexpr char kDenyAllEgress[] = "deny-all-egress";
 // The keys of the `kubernetes:` section (kube_section.h checks them on load; ParseSettings again).
 inline constexpr const char* kSectionKeys[] = {

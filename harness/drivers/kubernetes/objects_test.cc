@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "config/yaml_json.h"
@@ -138,18 +140,72 @@ TEST(ObjectsTest, TemplateWeakeningsTable) {
   }
 }
 
+// The wrapper in front of the probe: stderr to the termination-message file (trap 44), then the
+// podSettle sleep, then exec of `timeout ... python3 -u -c SCRIPT` (same pid).
+TEST(ObjectsTest, ProbeStderrGoesToTheTerminationMessageNotToPodsLog) {
+  const Json c = BuildJob(Hardened(), Request())["spec"]["template"]["spec"]["containers"][0];
+  EXPECT_EQ(c["terminationMessagePath"], kTerminationMessagePath);
+  EXPECT_EQ(c["terminationMessagePolicy"], "File");  // never FallbackToLogsOnError: stdout
+  const Json& cmd = c["command"];
+  ASSERT_EQ(cmd.size(), kProbeCommandAt + 8);
+  EXPECT_EQ(cmd[0], "python3");
+  const std::string wrapper = cmd[2].get<std::string>();
+  EXPECT_NE(wrapper.find("os.dup2(fd, 2)"), std::string::npos);
+  EXPECT_EQ(wrapper.find("O_CREAT"), std::string::npos);  // never a file in the node's /dev
+  EXPECT_NE(wrapper.find("os.execvp(sys.argv[3], sys.argv[3:])"), std::string::npos);
+  EXPECT_EQ(cmd[3], kTerminationMessagePath);
+  EXPECT_EQ(cmd[4], "0");  // no podSettle
+  EXPECT_EQ(cmd[kProbeCommandAt], "timeout");
+  EXPECT_EQ(cmd[kProbeCommandAt + 7], Request().script);
+}
+
+TEST(ObjectsTest, ProbeStderrWrapperRunsAndExecs) {
+  // The wrapper as the container runs it, here with python3: stderr lands in the file, stdout
+  // stays on stdout, the exec'd command keeps the wrapper's pid.
+  const Json cmd =
+      BuildJob(Hardened(), Request())["spec"]["template"]["spec"]["containers"][0]["command"];
+  char dir_template[] = "/tmp/sandprobe-objects-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  const std::string log = dir + "/termination-log";
+  const std::string out = dir + "/stdout";
+  std::ofstream(log).close();
+  const std::string sh =
+      fmt::format("python3 -c '{}' '{}' 0 sh -c 'echo out-$$; echo err-$$ >&2' >'{}'",
+                  cmd[2].get<std::string>(), log, out);
+  ASSERT_EQ(std::system(sh.c_str()), 0);
+  std::ifstream o(out), e(log);
+  std::string out_line, err_line;
+  std::getline(o, out_line);
+  std::getline(e, err_line);
+  EXPECT_EQ(out_line.substr(0, 4), "out-");
+  EXPECT_EQ(err_line.substr(0, 4), "err-");
+  EXPECT_EQ(out_line.substr(4), err_line.substr(4));  // one process: stdout and stderr agree
+  // Without the file: stderr goes to /dev/null and nothing is created.
+  const std::string missing = dir + "/absent";
+  const std::string sh2 = fmt::format("python3 -c '{}' '{}' 0 sh -c 'echo err >&2' 2>'{}'",
+                                      cmd[2].get<std::string>(), missing, out);
+  ASSERT_EQ(std::system(sh2.c_str()), 0);
+  std::ifstream o2(out);
+  std::string rest((std::istreambuf_iterator<char>(o2)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(rest, "");
+  EXPECT_FALSE(std::filesystem::exists(missing));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ObjectsTest, SettledPodWaitsThenExecsTheProbeCommand) {
   KubeSettings s = Hardened();
   const Json plain = BuildJob(s, Request())["spec"]["template"]["spec"]["containers"][0]["command"];
   s.pod_settle_s = 5;
   const Json job = BuildJob(s, Request());
   const Json cmd = job["spec"]["template"]["spec"]["containers"][0]["command"];
-  ASSERT_EQ(cmd.size(), plain.size() + 4);
-  EXPECT_EQ(cmd[0], "python3");
-  EXPECT_NE(cmd[2].get<std::string>().find("os.execvp(sys.argv[2], sys.argv[2:])"),
-            std::string::npos);
-  EXPECT_EQ(cmd[3], "5");
-  for (size_t i = 0; i < plain.size(); ++i) EXPECT_EQ(cmd[4 + i], plain[i]) << i;
+  ASSERT_EQ(cmd.size(), plain.size());
+  EXPECT_EQ(cmd[4], "5");
+  for (size_t i = 0; i < plain.size(); ++i) {
+    if (i != 4) {
+      EXPECT_EQ(cmd[i], plain[i]) << i;
+    }
+  }
   EXPECT_EQ(job["spec"]["activeDeadlineSeconds"].get<int64_t>(),
             BuildJob(Hardened(), Request())["spec"]["activeDeadlineSeconds"].get<int64_t>() + 5);
 }
@@ -193,8 +249,8 @@ TEST(GoldenObjects, TemplatedJob) {
   const Json& c = job["spec"]["template"]["spec"]["containers"][0];
   EXPECT_EQ(c["name"], "probe");
   EXPECT_EQ(c["image"], kImage);
-  EXPECT_EQ(c["command"][0], "timeout");
-  EXPECT_EQ(c["command"][7], "print('probe')\nemit(\"result\")\n");
+  EXPECT_EQ(c["command"][kProbeCommandAt], "timeout");
+  EXPECT_EQ(c["command"][kProbeCommandAt + 7], "print('probe')\nemit(\"result\")\n");
   EXPECT_FALSE(c.contains("args"));
   EXPECT_EQ(c["resources"]["limits"]["cpu"], "500m");
   EXPECT_EQ(c["resources"]["limits"]["memory"], "128Mi");

@@ -35,8 +35,7 @@ class CorpusCase(unittest.TestCase):
         known = sorted(c for d, c in run_corpus.KNOWN_DEFECTS if d == driver)
         for name in want:
             with self.subTest(driver=driver, case=name):
-                if name not in known:  # a known defect may fail (nul-bytes on kubernetes
-                    # does only when the log reader sees stderr's partial line first)
+                if name not in known:  # a known defect may fail (some fail only sometimes)
                     self.assertNotIn(name, r["failures"], "; ".join(r["failures"].get(name, [])))
         n = len(want) - 1  # the honest reference is not counted
         self.assertEqual(r["total"], n, log)

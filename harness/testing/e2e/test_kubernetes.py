@@ -979,9 +979,14 @@ class Render(unittest.TestCase):
             self.assertIs(c["securityContext"]["allowPrivilegeEscalation"], False)
             self.assertEqual(c["securityContext"]["capabilities"]["drop"], ["ALL"])
             self.assertEqual(c["resources"]["limits"]["memory"], "256Mi")
-            self.assertEqual(c["command"][:7], ["timeout", "-k", "2", "10", "python3", "-u", "-c"])
-            self.assertEqual(len(c["command"]), 8)  # the script is ONE argument
-            probes.append(re.match(r"# sandprobe probe (\S+)\n", c["command"][7]).group(1))
+            # stderr to the termination message, out of pods/log (docs/traps.md, trap 44)
+            self.assertEqual(c["command"][:2], ["python3", "-c"])
+            self.assertEqual(c["command"][3:5], ["/dev/termination-log", "0"])
+            self.assertEqual(c["terminationMessagePolicy"], "File")
+            probe_cmd = c["command"][5:]
+            self.assertEqual(probe_cmd[:7], ["timeout", "-k", "2", "10", "python3", "-u", "-c"])
+            self.assertEqual(len(probe_cmd), 8)  # the script is ONE argument
+            probes.append(re.match(r"# sandprobe probe (\S+)\n", probe_cmd[7]).group(1))
             self.assertEqual(job["metadata"]["annotations"]["sandprobe.io/probe"], probes[-1])
             self.assertEqual(c["volumeMounts"], [{"mountPath": "/tmp", "name": "tmp"}])
             self.assertEqual(pod["volumes"], [{"emptyDir": {"sizeLimit": "32Mi"}, "name": "tmp"}])

@@ -134,6 +134,38 @@ def parse_cpu(text):
     return float(text[:-1]) / 1000 if text.endswith("m") else float(text)
 
 
+# kubelet (pkg/kubelet/container): at most 4 KiB of a termination message; the fallback to logs
+# takes at most the last 80 lines and 2 KiB.
+MAX_TERMINATION_MESSAGE = 4096
+MAX_FALLBACK_LINES, MAX_FALLBACK_BYTES = 80, 2048
+
+
+def tail_bytes(path, limit):
+    """The last `limit` bytes of a file (b"" if it cannot be read)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - limit))
+            return f.read(limit)
+    except OSError:
+        return b""
+
+
+def termination_message(container, pdir, log_path, exit_code):
+    """state.terminated.message as the kubelet fills it: the last 4 KiB of the file mounted at
+    terminationMessagePath; with policy FallbackToLogsOnError and an empty file after a failure,
+    the log's last 80 lines (at most 2 KiB). Invalid UTF-8 becomes U+FFFD, as Go's JSON encoder
+    writes it. None when there is nothing to say."""
+    data = b""
+    if container.get("terminationMessagePath", "/dev/termination-log") and pdir:
+        data = tail_bytes(os.path.join(pdir, "termination-log"), MAX_TERMINATION_MESSAGE)
+    if (not data and exit_code != 0 and log_path
+            and container.get("terminationMessagePolicy") == "FallbackToLogsOnError"):
+        lines = tail_bytes(log_path, 1 << 20).splitlines(keepends=True)[-MAX_FALLBACK_LINES:]
+        data = b"".join(lines)[-MAX_FALLBACK_BYTES:]
+    return data.decode("utf-8", "replace") or None
+
+
 class DockerPod:
     """The containers of one pod; kill_tree() is what deletion calls (Cluster.procs)."""
 
@@ -148,6 +180,8 @@ class DockerPod:
         self.app_pid = None
         self.netns_pid = None
         self.killed = False
+        self.pdir = None  # the pod's directory on the host (termination-log, container.log)
+        self.log_path = None
 
     @property
     def pid(self):
@@ -581,6 +615,12 @@ class DockerKubelet:
             if ed.get("sizeLimit"):
                 empty[v["name"]] = (host, parse_quantity(ed["sizeLimit"]), ed["sizeLimit"])
             args += ["-v", f"{host}:{m['mountPath']}{ro}"]
+        tpath = c.get("terminationMessagePath", "/dev/termination-log")
+        if tpath:  # what the kubelet does: an empty, world-writable host file mounted there
+            host = os.path.join(pdir, "termination-log")
+            open(host, "wb").close()
+            os.chmod(host, 0o666)
+            args += ["-v", f"{host}:{tpath}"]
         resolv = os.path.join(pdir, "resolv.conf")
         ns = pod["metadata"]["namespace"]
         with open(resolv, "w") as f:
@@ -668,6 +708,7 @@ class DockerKubelet:
         log_path = os.path.join(pdir, "container.log")
         open(log_path, "wb").close()
         dp = DockerPod(self, uid)
+        dp.pdir, dp.log_path = pdir, log_path
         key = f"{ns}/{name}"
         with cl.store.cond:
             # Gone already (deleted and removed before this thread got here): make nothing.
@@ -842,15 +883,16 @@ class DockerKubelet:
             oom = self.oom_events.oom_killed(full["Id"], LATE_OOM_WAIT_S if late else 0.0)
         finished = now_rfc3339()
         cname = pod["spec"]["containers"][0]["name"]
+        message = termination_message(pod["spec"]["containers"][0], dp.pdir, dp.log_path, code)
         with cl.store.cond:
             if cl.procs.get(uid) is not dp:
                 return
             if oom:
-                fn = lambda s, p: cl._terminated(s, p, 137, None, "OOMKilled", None, started,
+                fn = lambda s, p: cl._terminated(s, p, 137, None, "OOMKilled", message, started,
                                                  finished)
             elif evicted or deadline_hit:
                 def fn(s, p):
-                    cl._terminated(s, p, 137, None, "Error", None, started, finished)
+                    cl._terminated(s, p, 137, None, "Error", message, started, finished)
                     s["phase"] = "Failed"
                     if evicted:
                         s.update(reason="Evicted", message=evicted.strip())
@@ -859,7 +901,7 @@ class DockerKubelet:
                             f"Pod was active on the node longer than the specified deadline"))
             else:
                 fn = lambda s, p: cl._terminated(s, p, code, None,
-                                                 "Completed" if code == 0 else "Error", None,
+                                                 "Completed" if code == 0 else "Error", message,
                                                  started, finished)
             def with_id(s, p, fn=fn):
                 fn(s, p)

@@ -12,6 +12,8 @@ How a container "runs" here (what a kubelet + runtime would do, modelled with pl
     `unshare --user --map-current-user --net` otherwise; see netns_wrapper): only a DOWN loopback,
     so nothing on the host (its loopback canaries included) is reachable and connect() fails
     with ENETUNREACH. /sys is NOT remounted (docs/traps.md, trap 9);
+  - terminationMessagePath is NOT modelled (a process cannot have a file mounted at
+    /dev/termination-log): the file does not exist in its view and no message is reported;
   - memory limit -> RSS of the process tree (VmRSS from /proc/<pid>/status, summed) sampled every
     50 ms and SIGKILL over the limit. This models the kubelet's cgroup OOM kill; it is coarser
     (a fast balloon can overshoot by one sampling period) and counts RSS, not page cache/tmpfs.

@@ -422,6 +422,29 @@ class DockerKubeletTest(unittest.TestCase):
         self.kube.ok("DELETE", f"/apis/batch/v1/namespaces/{NS}/jobs/drv-job"
                      "?propagationPolicy=Background")
 
+    def test_23e_termination_message_is_the_files_last_4k(self):
+        # The kubelet's terminationMessagePath: a file the (non-root, read-only-root) container
+        # can write; its last 4 KiB become state.terminated.message. pods/log still carries
+        # stdout and stderr in one stream.
+        script = ("import os, sys; print('out'); sys.stderr.write('err\\n'); sys.stderr.flush(); "
+                  "f = open('/dev/termination-log', 'w'); f.write('a' * 5000 + 'tail'); f.close(); "
+                  "sys.exit(3)")
+        sc = {"runAsNonRoot": True, "runAsUser": 65534, "runAsGroup": 65534}
+        pod, log = self.pod("termlog", script, spec={"securityContext": sc},
+                            container={"securityContext": {"readOnlyRootFilesystem": True}})
+        term = pod["status"]["containerStatuses"][0]["state"]["terminated"]
+        self.assertEqual(term["exitCode"], 3)
+        self.assertEqual(len(term["message"]), 4096)
+        self.assertTrue(term["message"].endswith("a" * 4092 + "tail"))
+        self.assertEqual(sorted(log.split()), ["err", "out"])
+        # Policy FallbackToLogsOnError with an empty file after a failure: the log's tail.
+        pod, _ = self.pod("termfall", "print('last words'); raise SystemExit(1)",
+                          container={"terminationMessagePolicy": "FallbackToLogsOnError"})
+        term = pod["status"]["containerStatuses"][0]["state"]["terminated"]
+        self.assertEqual(term["message"].strip(), "last words")
+        pod, _ = self.pod("termnone", "print('ok')")
+        self.assertNotIn("message", pod["status"]["containerStatuses"][0]["state"]["terminated"])
+
     def test_23d_run_as_non_root_refuses_root_image(self):
         self.kube.ok("POST", f"/api/v1/namespaces/{NS}/pods", {
             "metadata": {"name": "rootimg"}, "spec": {

@@ -58,14 +58,10 @@ DOCKER_DRIVERS = ALL_DRIVERS[1:]
 
 # Defects the corpus found and that are NOT fixed yet: counted as failed (passed / total stays
 # honest); the e2e tests require exactly these to fail, so a fix shows as a test to update.
-# pods/log merges stdout and stderr into one stream (the real API as the fake kubelet's
-# `docker logs`): a record on stderr reads as a record, and stderr bytes without a newline glue
-# onto the next stdout record (docs/traps.md, trap 44).
-KNOWN_DEFECTS = {
-    ("kubernetes", "forged-on-stderr"): "pods/log merges stderr into stdout: trap 44",
-    ("kubernetes", "split-with-pauses"): "pods/log interleaves stderr inside a record: trap 44",
-    ("kubernetes", "nul-bytes"): "pods/log glues stderr's last partial line to a record: trap 44",
-}
+# None today. The kubernetes driver's merged pods/log streams (forged-on-stderr, split-with-pauses,
+# nul-bytes) were listed here until the driver kept the probe's stderr out of the log stream
+# (docs/traps.md, trap 44). Entries are {(driver, case): why}.
+KNOWN_DEFECTS = {}
 
 DESCRIPTOR = """\
 id: selftest.{name}
