@@ -77,8 +77,8 @@ ClusterCanary::ClusterCanary(const ApiClient& client, std::string ns, std::strin
 
 std::expected<std::shared_ptr<ClusterCanary>, SetupError> ClusterCanary::Acquire(
     const ApiClient& client, const std::string& ns, const KubeSettings& settings,
-    const std::string& run_id, const std::string& nonce, bool& submitted,
-    const std::atomic<bool>* cancel) {
+    const std::string& run_id, const std::string& run_folder, const std::string& nonce,
+    bool& submitted, const std::atomic<bool>* cancel) {
   const std::string key = fmt::format("{}|{}|{}", client.connection().server, ns, run_id);
   std::lock_guard lock(registry_mu);
   if (auto live = Registry()[key].lock()) return live;
@@ -89,8 +89,10 @@ std::expected<std::shared_ptr<ClusterCanary>, SetupError> ClusterCanary::Acquire
       "the in-cluster canary needs create on services and pods, list on pods and get on "
       "pods/log (ci/kubernetes/rbac.yaml), and the manifest's image able to run python3";
   submitted = true;
-  auto svc = client.Call("POST", fmt::format("/api/v1/namespaces/{}/services", ns),
-                         BuildCanaryService(run_id), api_deadline(), cancel);
+  Json svc_object = BuildCanaryService(run_id);
+  AnnotateRunFolder(svc_object, run_folder);
+  auto svc = client.Call("POST", fmt::format("/api/v1/namespaces/{}/services", ns), svc_object,
+                         api_deadline(), cancel);
   if (!svc) {
     return std::unexpected(
         SetupError{fmt::format("in-cluster canary: creating Service {} in {}: {}", name, ns,
@@ -104,11 +106,13 @@ std::expected<std::shared_ptr<ClusterCanary>, SetupError> ClusterCanary::Acquire
   }
   KubeSettings pod_settings = settings;
   pod_settings.namespace_name = ns;
+  Json pod_object =
+      BuildCanaryPod(pod_settings, run_id, nonce, std::string(ClusterCanaryScript()), kCanaryMaxS);
+  AnnotateRunFolder(pod_object, run_folder);
   auto pod = client.Call(
       // Strict: a canaryTemplate field the API server does not know is refused, not dropped
       // (Kubernetes API: fieldValidation=Strict; a server older than 1.25 ignores it).
-      "POST", fmt::format("/api/v1/namespaces/{}/pods?fieldValidation=Strict", ns),
-      BuildCanaryPod(pod_settings, run_id, nonce, std::string(ClusterCanaryScript()), kCanaryMaxS),
+      "POST", fmt::format("/api/v1/namespaces/{}/pods?fieldValidation=Strict", ns), pod_object,
       api_deadline(), cancel);
   if (!pod) {
     const bool admission =

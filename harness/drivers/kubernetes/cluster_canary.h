@@ -47,8 +47,8 @@ class ClusterCanary {
   // naming the object and the API's answer (RBAC, image pull, a Pod that never ran).
   static std::expected<std::shared_ptr<ClusterCanary>, SetupError> Acquire(
       const ApiClient& client, const std::string& ns, const KubeSettings& settings,
-      const std::string& run_id, const std::string& nonce, bool& submitted,
-      const std::atomic<bool>* cancel = nullptr);
+      const std::string& run_id, const std::string& run_folder, const std::string& nonce,
+      bool& submitted, const std::atomic<bool>* cancel = nullptr);
 
   // canary.cluster.{name,ip,http,tcp,udp,dns} (runner::kArmPlaceholders).
   std::map<std::string, std::string> Placeholders() const;

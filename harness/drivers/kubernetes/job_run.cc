@@ -162,6 +162,7 @@ void KubernetesDriver::JobRun::BuildJob() {
                        kube::ContainerTimeout(settings.limits, inv_.deadline_s),
                        inv_.node};
   job_ = kube::BuildJob(settings, req);
+  kube::AnnotateRunFolder(job_, driver_.context_.run_folder);
   name_ = job_["metadata"]["name"];
   obs_.driver_facts[core::fact::kJob] = name_;
   if (!driver_.policy_name_.empty()) {
@@ -392,17 +393,19 @@ void KubernetesDriver::JobRun::ReadLogs() {
         kube::SleepFor(0.3 * (attempt + 1), After(5), nullptr);
       }
     }
-    // stderr: the container's termination message (the wrapper sends stderr to that file, kept
-    // out of pods/log: trap 44); the kubelet keeps its last 4 KiB.
+    // stderr: the container's termination message, where pid 1 (stderr_tail.py) leaves the last
+    // 4 KiB of the probe's stderr, kept out of pods/log (trap 44). Only once the container ended:
+    // a container the harness stops is still running here, and its Job goes next.
     const Json* terminated = Terminated(pod_);
     const bool stderr_kept = terminated != nullptr && terminated->contains("message") &&
                              (*terminated)["message"].is_string();
     if (stderr_kept) collector.FeedStderr((*terminated)["message"].get<std::string>());
     collector.Finish(obs_);
-    obs_.driver_facts[core::fact::kLogs] =
-        logs_ok_ ? (stderr_kept ? "stdout (pods/log); stderr: its last 4 KiB (termination message)"
-                                : "stdout (pods/log); stderr: none kept")
-                 : "unavailable";
+    obs_.driver_facts[core::fact::kLogs] = fmt::format(
+        "{}; stderr: {}", logs_ok_ ? "stdout (pods/log)" : "stdout unavailable (pods/log)",
+        terminated == nullptr ? "not read (the container had not ended)"
+        : stderr_kept         ? "its last 4 KiB (termination message)"
+                              : "none (no termination message)");
   }
   obs_.duration_s = SecondsSince(running_since_.value_or(created_at_));
 }

@@ -72,10 +72,11 @@ class KubernetesDriver::JobRun {
   // 6. The harness stopped an unfinished container: ending kDeadline (ended_by "harness
   //    deadline") when its deadline passed, kInterrupted on cancel.
   void NoteHarnessStop();
-  // 7. Reads the probe container's log (GET pods/<pod>/log, limitBytes = logLimit; 3 tries, a 404
-  //    ends them) through an OutputCollector into the observation, when a pod ran, before anything
-  //    deletes it. Writes logs ("combined stdout+stderr (pods/log)" or "unavailable"). Then
-  //    duration_s: from the container's start (or the Job's creation) to now.
+  // 7. Reads the probe container's stdout (GET pods/<pod>/log, limitBytes = logLimit; 3 tries, a
+  //    404 ends them) and, once it ended, its stderr's last 4 KiB (state.terminated.message, see
+  //    stderr_tail.py) through an OutputCollector into the observation, when a pod ran, before
+  //    anything deletes it. Writes logs ("stdout (pods/log); stderr: ..." saying what was read).
+  //    Then duration_s: from the container's start (or the Job's creation) to now.
   void ReadLogs();
   // 8. Facts from status: terminated_reason, exit_code, oom_killed, signal (Pod
   //    status.containerStatuses[probe].state.terminated); pod_reason, pod_message, evicted (Pod

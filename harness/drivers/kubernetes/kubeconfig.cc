@@ -19,23 +19,6 @@ bool IsScalar(const YAML::Node& n) { return n.IsDefined() && n.IsScalar(); }
 bool IsMap(const YAML::Node& n) { return n.IsDefined() && n.IsMap(); }
 bool IsSequence(const YAML::Node& n) { return n.IsDefined() && n.IsSequence(); }
 
-// A kubeconfig, token, certificate or key file: read whole, at most kMaxFileBytes (a tokenFile of
-// /dev/zero must not fill memory). -> the bytes | why not ("file not found or unreadable",
-// "over 4 MiB").
-constexpr std::streamsize kMaxFileBytes = 4 << 20;
-std::expected<std::string, std::string> ReadWhole(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::unexpected("file not found or unreadable");
-  std::string text(kMaxFileBytes + 1, '\0');
-  in.read(text.data(), kMaxFileBytes + 1);
-  if (in.bad()) return std::unexpected("file not found or unreadable");
-  text.resize(static_cast<size_t>(in.gcount()));
-  if (text.size() > static_cast<size_t>(kMaxFileBytes)) {
-    return std::unexpected("over 4 MiB: not a kubeconfig, token or certificate");
-  }
-  return text;
-}
-
 // Base64 as kubeconfig *-data fields hold it (OpenSSL's decoder; whitespace tolerated).
 std::optional<std::string> DecodeBase64(std::string_view text) {
   std::string out(text.size(), '\0');
@@ -90,7 +73,7 @@ struct Reader {
     if (!path.IsDefined() || path.IsNull()) return std::string();
     fs::path p = path.Scalar();
     if (p.is_relative()) p = dir / p;
-    auto text = ReadWhole(p);
+    auto text = ReadKubeFile(p);
     if (!text) {
       return std::unexpected(
           Err(field + "." + key, fmt::format("{} ({})", text.error(), p.string())));
@@ -106,6 +89,23 @@ std::string Trim(std::string s) {
 
 }  // namespace
 
+constexpr std::streamsize kMaxFileBytes = 4 << 20;
+std::expected<std::string, std::string> ReadKubeFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::unexpected("file not found or unreadable");
+  std::string text;
+  char chunk[65536];
+  while (in) {
+    in.read(chunk, sizeof chunk);
+    if (in.bad()) return std::unexpected("file not found or unreadable");  // a directory, EIO
+    text.append(chunk, static_cast<size_t>(in.gcount()));
+    if (text.size() > static_cast<size_t>(kMaxFileBytes)) {
+      return std::unexpected("over 4 MiB: not a kubeconfig, token or certificate");
+    }
+  }
+  return text;
+}
+
 std::string DescribeSecret(std::string_view secret) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
@@ -117,7 +117,7 @@ std::string DescribeSecret(std::string_view secret) {
 
 std::expected<ClusterConnection, std::string> LoadKubeconfig(const std::string& path,
                                                              const std::string& context) {
-  auto text = ReadWhole(path);
+  auto text = ReadKubeFile(path);
   if (!text) {
     return std::unexpected(
         fmt::format("kubeconfig {}: cannot read the file: {}", path, text.error()));
@@ -207,7 +207,7 @@ std::expected<ClusterConnection, std::string> ParseKubeconfig(const std::string&
         } else if (IsScalar(user["tokenFile"])) {
           fs::path p = user["tokenFile"].Scalar();
           if (p.is_relative()) p = r.dir / p;
-          auto tok = ReadWhole(p);
+          auto tok = ReadKubeFile(p);
           if (!tok) {
             return std::unexpected(
                 r.Err(ufield + ".tokenFile", fmt::format("{} ({})", tok.error(), p.string())));
@@ -243,19 +243,19 @@ std::expected<ClusterConnection, std::string> LoadInCluster(const std::string& r
   const std::string h = host->find(':') != std::string::npos ? "[" + *host + "]" : *host;
   c.server = fmt::format("https://{}:{}", h, *port);
   const fs::path dir = root;
-  auto token = ReadWhole(dir / "token");
+  auto token = ReadKubeFile(dir / "token");
   if (!token) {
     return std::unexpected(
         fmt::format("in-cluster: {}: cannot read ({})", (dir / "token").string(), token.error()));
   }
   c.token = Trim(*token);
-  auto ca = ReadWhole(dir / "ca.crt");
+  auto ca = ReadKubeFile(dir / "ca.crt");
   if (!ca) {
     return std::unexpected(
         fmt::format("in-cluster: {}: cannot read ({})", (dir / "ca.crt").string(), ca.error()));
   }
   c.ca_pem = *ca;
-  if (auto ns = ReadWhole(dir / "namespace")) c.namespace_name = Trim(*ns);
+  if (auto ns = ReadKubeFile(dir / "namespace")) c.namespace_name = Trim(*ns);
   return c;
 }
 

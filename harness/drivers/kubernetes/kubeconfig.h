@@ -11,6 +11,7 @@
 #pragma once
 
 #include <expected>
+#include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -58,5 +59,10 @@ EnvLookup ProcessEnv();
 
 // "<n> bytes, sha256 <12 hex>": how a secret may appear in a message.
 std::string DescribeSecret(std::string_view secret);
+
+// A file the kubernetes driver reads whole (kubeconfig, token, certificate, key, NetworkPolicy
+// YAML), at most 4 MiB: a tokenFile of /dev/zero must not fill memory. -> its bytes | why not
+// ("file not found or unreadable", "over 4 MiB: ...").
+std::expected<std::string, std::string> ReadKubeFile(const std::filesystem::path& path);
 
 }  // namespace sandprobe::drivers::kube

@@ -57,8 +57,9 @@ std::expected<void, SetupError> KubernetesDriver::Prepare() {
                           [](const std::string& p) { return p.starts_with("canary.cluster."); });
   if (!wants_canary) return {};
   bool submitted = false;
-  auto canary = kube::ClusterCanary::Acquire(*client_, ns_, settings_, context_.run_id,
-                                             context_.nonce, submitted, context_.cancel);
+  auto canary =
+      kube::ClusterCanary::Acquire(*client_, ns_, settings_, context_.run_id, context_.run_folder,
+                                   context_.nonce, submitted, context_.cancel);
   if (submitted) submitted_ = true;
   if (!canary) return std::unexpected(canary.error());
   canary_ = std::move(*canary);
@@ -258,21 +259,19 @@ std::expected<void, SetupError> KubernetesDriver::CreatePolicy() {
   if (settings_.network_policy == kube::kDenyAllEgress) {
     policy = kube::BuildDenyAllEgressPolicy(context_.run_id, manifest_.name);
   } else {
-    std::ifstream in(settings_.network_policy);
-    std::stringstream text;
-    text << in.rdbuf();
-    if (!in) {
+    auto text = kube::ReadKubeFile(settings_.network_policy);
+    if (!text) {
       return std::unexpected(
-          SetupError{fmt::format("{}: kubernetes.networkPolicy: cannot read {}",
-                                 manifest_.source_path, settings_.network_policy),
+          SetupError{fmt::format("{}: kubernetes.networkPolicy: cannot read {}: {}",
+                                 manifest_.source_path, settings_.network_policy, text.error()),
                      "give deny-all-egress or a NetworkPolicy YAML file"});
     }
-    auto p =
-        kube::PolicyFromYaml(text.str(), settings_.network_policy, context_.run_id, manifest_.name);
+    auto p = kube::PolicyFromYaml(*text, settings_.network_policy, context_.run_id, manifest_.name);
     if (!p) return std::unexpected(SetupError{p.error(), "give one NetworkPolicy object"});
     policy = *p;
   }
   submitted_ = true;  // from here on, Cleanup() has something to look for
+  kube::AnnotateRunFolder(policy, context_.run_folder);
   auto created = client_->Call("POST", Path("/apis/networking.k8s.io/v1", "networkpolicies"),
                                policy, After(std::max(60.0, settings_.api_timeout_s * 2)));
   policy_stored_ = Clock::now();
@@ -549,14 +548,13 @@ std::expected<std::vector<Json>, std::string> RenderArm(const core::Manifest& ma
   if (settings->network_policy == kube::kDenyAllEgress) {
     out.push_back(kube::BuildDenyAllEgressPolicy(run_id, manifest.name));
   } else if (!settings->network_policy.empty()) {
-    std::ifstream in(settings->network_policy);
-    std::stringstream text;
-    text << in.rdbuf();
-    if (!in) {
-      return std::unexpected(fmt::format("manifest {}: kubernetes.networkPolicy: cannot read {}",
-                                         manifest.source_path, settings->network_policy));
+    auto text = kube::ReadKubeFile(settings->network_policy);
+    if (!text) {
+      return std::unexpected(
+          fmt::format("manifest {}: kubernetes.networkPolicy: cannot read {}: {}",
+                      manifest.source_path, settings->network_policy, text.error()));
     }
-    auto p = kube::PolicyFromYaml(text.str(), settings->network_policy, run_id, manifest.name);
+    auto p = kube::PolicyFromYaml(*text, settings->network_policy, run_id, manifest.name);
     if (!p) return std::unexpected(p.error());
     out.push_back(*p);
   }

@@ -225,7 +225,8 @@ TEST_F(KubeFake, ARecordForgedOnStderrNeverReachesTheReader) {
   ASSERT_TRUE(obs.result.has_value()) << obs.stdout_head;
   EXPECT_EQ(core::StringField(*obs.result, "outcome"), "ok");
   EXPECT_EQ(obs.stdout_head.find("forged"), std::string::npos) << obs.stdout_head;
-  EXPECT_EQ(obs.driver_facts.value("logs", ""), "stdout (pods/log); stderr: none kept");
+  EXPECT_EQ(obs.driver_facts.value("logs", ""),
+            "stdout (pods/log); stderr: none (no termination message)");
   d->Cleanup();
 }
 

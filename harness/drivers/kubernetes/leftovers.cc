@@ -30,10 +30,11 @@ std::vector<ObjectKind> ObjectKinds(const std::string& ns) {
       {"services", "/api/v1/namespaces/" + ns + "/services", "", true}};  // the in-cluster canary
 }
 
-// Objects labelled sandprobe.io/run in one namespace, by run id: {run -> ["jobs/name", ...]}.
+// Objects labelled sandprobe.io/run in one namespace, by run id: {run -> ["jobs/name", ...]}, and
+// the run folder their annotation names, if any (`folders`: {run -> folder}).
 std::expected<std::map<std::string, std::vector<std::string>>, std::string> ListByRun(
     const ApiClient& client, const std::vector<ObjectKind>& kinds, Clock::time_point deadline,
-    const std::string& only_run = "") {
+    const std::string& only_run = "", std::map<std::string, std::string>* folders = nullptr) {
   std::map<std::string, std::vector<std::string>> by_run;
   const std::string selector = only_run.empty() ? kRunLabel : RunSelector(only_run);
   for (const ObjectKind& k : kinds) {
@@ -47,7 +48,11 @@ std::expected<std::map<std::string, std::vector<std::string>>, std::string> List
       const Json labels = item.value("/metadata/labels"_json_pointer, Json::object());
       const std::string run = labels.is_object() ? labels.value(kRunLabel, "") : "";
       const std::string name = item.value("/metadata/name"_json_pointer, std::string());
-      if (!run.empty() && !name.empty()) by_run[run].push_back(k.name + "/" + name);
+      if (run.empty() || name.empty()) continue;
+      by_run[run].push_back(k.name + "/" + name);
+      const Json notes = item.value("/metadata/annotations"_json_pointer, Json::object());
+      const Json folder = notes.is_object() ? notes.value(kRunFolderAnnotation, Json()) : Json();
+      if (folders != nullptr && folder.is_string()) (*folders)[run] = folder.get<std::string>();
     }
   }
   return by_run;
@@ -85,11 +90,12 @@ void SweepLeftovers(const SweepRequest& r, SweepTally& t) {
   const ApiClient client(*conn, options);
   const auto deadline = After(std::max(30.0, settings->api_timeout_s * 3));
   const std::vector<ObjectKind> kinds = ObjectKinds(ns);
-  auto by_run = ListByRun(client, kinds, deadline, r.only_run);
+  std::map<std::string, std::string> folders;
+  auto by_run = ListByRun(client, kinds, deadline, r.only_run, &folders);
   if (!by_run) return fail(where + ": " + by_run.error());
   if (by_run->empty()) r.say(fmt::format("kubernetes {}: nothing labelled {}", where, kRunLabel));
   for (const auto& [run, objects] : *by_run) {
-    if (r.run_alive(run, "")) {
+    if (r.run_alive(run, folders.contains(run) ? folders.at(run) : "")) {
       r.say(fmt::format("kubernetes {}: {} object(s) of a running sandprobe (run {}), left alone",
                         where, objects.size(), run));
       t.spared += static_cast<int>(objects.size());

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "config/yaml_json.h"
+#include "drivers/kubernetes/stderr_tail_script.h"
 
 namespace sandprobe::drivers::kube {
 namespace {
@@ -131,24 +132,18 @@ void Enforce(Json& job, const KubeSettings& s, const JobRequest& r) {
   Json& probe = tmpl["spec"]["containers"][0];
   probe["name"] = kContainerName;
   probe["image"] = s.image;
-  // stderr goes to the termination-message file, never into pods/log, which carries stdout and
-  // stderr as one stream: a record forged on stderr must not read as a record, nor stderr bytes
-  // split one (docs/traps.md, trap 44). The kubelet keeps the file's last 4 KiB as
-  // state.terminated.message, which the driver reads as the probe's stderr. The wrapper then
-  // sleeps podSettle and becomes the probe (exec, same pid). No O_CREAT: where the runtime did not
-  // mount the file, stderr goes to /dev/null rather than into a file of the node's /dev.
+  // pid 1 is stderr_tail.py: stdout to pods/log, the probe's stderr never (pods/log carries both
+  // as one stream: a record forged on stderr read as a record, stderr bytes split records;
+  // docs/traps.md, trap 44). Its last 4 KiB go to the termination-message file, which the kubelet
+  // reports as state.terminated.message and the driver reads as the probe's stderr. It sleeps
+  // podSettle first. -I -S: no environment, site or user path runs before it.
   probe["terminationMessagePath"] = kTerminationMessagePath;
   probe["terminationMessagePolicy"] = "File";
   probe["command"] = {"python3",
+                      "-I",
+                      "-S",
                       "-c",
-                      "import os, sys, time\n"
-                      "try:\n"
-                      "    fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)\n"
-                      "except OSError:\n"
-                      "    fd = os.open(os.devnull, os.O_WRONLY)\n"
-                      "os.dup2(fd, 2)\n"
-                      "time.sleep(float(sys.argv[2]))\n"
-                      "os.execvp(sys.argv[3], sys.argv[3:])\n",
+                      generated::kStderrTailPy,
                       kTerminationMessagePath,
                       Seconds(s.pod_settle_s),
                       "timeout",
@@ -506,6 +501,15 @@ Json BuildCanaryService(const std::string& run_id) {
        {{"type", "ClusterIP"},
         {"selector", {{kRunLabel, LabelValue(run_id)}, {kRoleLabel, "canary"}}},
         {"ports", ports}}}};
+}
+
+void AnnotateRunFolder(Json& object, const std::string& folder) {
+  if (folder.empty() || !object.is_object()) return;
+  object["metadata"]["annotations"][kRunFolderAnnotation] = folder;
+  if (object.contains("spec") && object["spec"].is_object() &&
+      object["spec"].contains("template")) {
+    object["spec"]["template"]["metadata"]["annotations"][kRunFolderAnnotation] = folder;
+  }
 }
 
 Json BuildDenyAllEgressPolicy(const std::string& run_id, const std::string& arm) {

@@ -39,14 +39,17 @@ inline constexpr char kRunLabel[] = "sandprobe.io/run";
 inline constexpr char kArmLabel[] = "sandprobe.io/arm";
 inline constexpr char kInvocationLabel[] = "sandprobe.io/invocation";
 inline constexpr char kProbeLabel[] = "sandprobe.io/probe";
+// The run's canary folder (DriverContext::run_folder), an annotation: a path is no label value.
+// `sandprobe cleanup` spares the objects of a run whose folder is locked, wherever it is.
+inline constexpr char kRunFolderAnnotation[] = "sandprobe.io/run-folder";
 inline constexpr char kContainerName[] = "probe";
 // Where the probe container's stderr goes: the kubelet reads the last 4 KiB of this file into
 // status.containerStatuses[].state.terminated.message (Kubernetes API: Container.
 // terminationMessagePath, policy File).
 inline constexpr char kTerminationMessagePath[] = "/dev/termination-log";
 // The probe container's command: argv[kProbeCommandAt..] is `timeout -k 2 T python3 -u -c SCRIPT`
-// after the stderr + podSettle wrapper.
-inline constexpr size_t kProbeCommandAt = 5;
+// after `python3 -I -S -c <stderr_tail.py> TERMINATION_LOG SETTLE_S`.
+inline constexpr size_t kProbeCommandAt = 7;
 inline constexpr char kDenyAllEgress[] = "deny-all-egress";
 // The keys of the `kubernetes:` section (kube_section.h checks them on load; ParseSettings again).
 inline constexpr const char* kSectionKeys[] = {
@@ -100,6 +103,9 @@ nlohmann::json BuildJob(const KubeSettings& settings, const JobRequest& request)
 // core/v1 Pod for the admission dry run: the Job's pod template as a bare Pod, without
 // runtimeClassName (that absence is what admission must reject).
 nlohmann::json BuildAdmissionPod(const KubeSettings& settings, const JobRequest& request);
+// Sets metadata.annotations[kRunFolderAnnotation] = folder on an object about to be created, and
+// on a Job's pod template too (its pods carry it). An empty folder changes nothing.
+void AnnotateRunFolder(nlohmann::json& object, const std::string& folder);
 // networking.k8s.io/v1 NetworkPolicy denying all egress of the arm's pods.
 nlohmann::json BuildDenyAllEgressPolicy(const std::string& run_id, const std::string& arm);
 // A user's NetworkPolicy (YAML text) renamed to PolicyName(run, arm), labelled with the run,

@@ -140,8 +140,9 @@ TEST(ObjectsTest, TemplateWeakeningsTable) {
   }
 }
 
-// The wrapper in front of the probe: stderr to the termination-message file (trap 44), then the
-// podSettle sleep, then exec of `timeout ... python3 -u -c SCRIPT` (same pid).
+// pid 1 in front of the probe: stderr_tail.py keeps stderr out of pods/log and its last 4 KiB for
+// the termination message (trap 44), after the podSettle sleep. What the script does is tested
+// by kube.stderr_tail_script (test_stderr_tail.py); here, that the Job runs it, as written.
 TEST(ObjectsTest, ProbeStderrGoesToTheTerminationMessageNotToPodsLog) {
   const Json c = BuildJob(Hardened(), Request())["spec"]["template"]["spec"]["containers"][0];
   EXPECT_EQ(c["terminationMessagePath"], kTerminationMessagePath);
@@ -149,48 +150,35 @@ TEST(ObjectsTest, ProbeStderrGoesToTheTerminationMessageNotToPodsLog) {
   const Json& cmd = c["command"];
   ASSERT_EQ(cmd.size(), kProbeCommandAt + 8);
   EXPECT_EQ(cmd[0], "python3");
-  const std::string wrapper = cmd[2].get<std::string>();
-  EXPECT_NE(wrapper.find("os.dup2(fd, 2)"), std::string::npos);
-  EXPECT_EQ(wrapper.find("O_CREAT"), std::string::npos);  // never a file in the node's /dev
-  EXPECT_NE(wrapper.find("os.execvp(sys.argv[3], sys.argv[3:])"), std::string::npos);
-  EXPECT_EQ(cmd[3], kTerminationMessagePath);
-  EXPECT_EQ(cmd[4], "0");  // no podSettle
+  EXPECT_EQ(cmd[1], "-I");
+  EXPECT_EQ(cmd[2], "-S");
+  EXPECT_EQ(cmd[3], "-c");
+  std::ifstream in(std::string(SANDPROBE_KUBE_SOURCE_DIR) + "/stderr_tail.py");
+  const std::string script((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(script.empty());
+  EXPECT_EQ(cmd[4], script);
+  EXPECT_EQ(cmd[5], kTerminationMessagePath);
+  EXPECT_EQ(cmd[6], "0");  // no podSettle
   EXPECT_EQ(cmd[kProbeCommandAt], "timeout");
   EXPECT_EQ(cmd[kProbeCommandAt + 7], Request().script);
 }
 
-TEST(ObjectsTest, ProbeStderrWrapperRunsAndExecs) {
-  // The wrapper as the container runs it, here with python3: stderr lands in the file, stdout
-  // stays on stdout, the exec'd command keeps the wrapper's pid.
-  const Json cmd =
-      BuildJob(Hardened(), Request())["spec"]["template"]["spec"]["containers"][0]["command"];
-  char dir_template[] = "/tmp/sandprobe-objects-XXXXXX";
-  ASSERT_NE(mkdtemp(dir_template), nullptr);
-  const std::string dir = dir_template;
-  const std::string log = dir + "/termination-log";
-  const std::string out = dir + "/stdout";
-  std::ofstream(log).close();
-  const std::string sh =
-      fmt::format("python3 -c '{}' '{}' 0 sh -c 'echo out-$$; echo err-$$ >&2' >'{}'",
-                  cmd[2].get<std::string>(), log, out);
-  ASSERT_EQ(std::system(sh.c_str()), 0);
-  std::ifstream o(out), e(log);
-  std::string out_line, err_line;
-  std::getline(o, out_line);
-  std::getline(e, err_line);
-  EXPECT_EQ(out_line.substr(0, 4), "out-");
-  EXPECT_EQ(err_line.substr(0, 4), "err-");
-  EXPECT_EQ(out_line.substr(4), err_line.substr(4));  // one process: stdout and stderr agree
-  // Without the file: stderr goes to /dev/null and nothing is created.
-  const std::string missing = dir + "/absent";
-  const std::string sh2 = fmt::format("python3 -c '{}' '{}' 0 sh -c 'echo err >&2' 2>'{}'",
-                                      cmd[2].get<std::string>(), missing, out);
-  ASSERT_EQ(std::system(sh2.c_str()), 0);
-  std::ifstream o2(out);
-  std::string rest((std::istreambuf_iterator<char>(o2)), std::istreambuf_iterator<char>());
-  EXPECT_EQ(rest, "");
-  EXPECT_FALSE(std::filesystem::exists(missing));
-  std::filesystem::remove_all(dir);
+TEST(ObjectsTest, RunFolderAnnotationOnTheObjectAndAJobsPods) {
+  Json job = BuildJob(Hardened(), Request());
+  AnnotateRunFolder(job, "/home/u/.cache/sandprobe/canary/sp-1");
+  EXPECT_EQ(job["metadata"]["annotations"][kRunFolderAnnotation],
+            "/home/u/.cache/sandprobe/canary/sp-1");
+  EXPECT_EQ(job["spec"]["template"]["metadata"]["annotations"][kRunFolderAnnotation],
+            "/home/u/.cache/sandprobe/canary/sp-1");
+  EXPECT_EQ(job["metadata"]["annotations"]["sandprobe.io/probe"], Request().probe);  // kept
+  Json policy = BuildDenyAllEgressPolicy(kRun, "k8s-deny-egress");
+  AnnotateRunFolder(policy, "/c/sp-1");
+  EXPECT_EQ(policy["metadata"]["annotations"][kRunFolderAnnotation], "/c/sp-1");
+  EXPECT_FALSE(policy["spec"].contains("template"));
+  const Json before = BuildJob(Hardened(), Request());
+  Json unchanged = before;
+  AnnotateRunFolder(unchanged, "");
+  EXPECT_EQ(unchanged, before);
 }
 
 TEST(ObjectsTest, SettledPodWaitsThenExecsTheProbeCommand) {
@@ -200,9 +188,9 @@ TEST(ObjectsTest, SettledPodWaitsThenExecsTheProbeCommand) {
   const Json job = BuildJob(s, Request());
   const Json cmd = job["spec"]["template"]["spec"]["containers"][0]["command"];
   ASSERT_EQ(cmd.size(), plain.size());
-  EXPECT_EQ(cmd[4], "5");
+  EXPECT_EQ(cmd[6], "5");  // stderr_tail.py's SETTLE_S
   for (size_t i = 0; i < plain.size(); ++i) {
-    if (i != 4) {
+    if (i != 6) {
       EXPECT_EQ(cmd[i], plain[i]) << i;
     }
   }

@@ -19,15 +19,16 @@ ROWS = ["fs.write-exec", "kernel.syscalls", "priv.userns", "priv.setuid"]
 CALLS = ["bpf", "perf_event_open", "keyctl", "io_uring_setup", "unshare", "mount"]
 HERE = os.path.dirname(os.path.abspath(__file__))
 GVISOR = os.path.join(u.MANIFESTS, "docker", "gvisor.yaml")
-HARDENED_LIMITS = "limits: {timeout: 10s, memory: 256Mi, tmp: 32Mi, pids: 64, noexec: true}"
-CLAIMS = "limits: {timeout: 10s, memory: 256Mi, tmp: 32Mi, pids: 64, noexec: true, " \
+HARDENED_LIMITS = "limits: {timeout: 10s, memory: 256Mi, tmp: 32Mi, pids: %d, noexec: true}"
+CLAIMS = "limits: {timeout: 10s, memory: 256Mi, tmp: 32Mi, pids: %d, noexec: true, " \
          "seccomp: default}"
 
 
-def with_claims(text):
-    if HARDENED_LIMITS not in text:
+def with_claims(text, pids=64):
+    """The shipped manifest's limits (pids: 64; the gVisor one 128, trap 19) + seccomp: default."""
+    if HARDENED_LIMITS % pids not in text:
         raise AssertionError("the shipped docker manifest's limits changed: " + text)
-    return text.replace(HARDENED_LIMITS, CLAIMS)
+    return text.replace(HARDENED_LIMITS % pids, CLAIMS % pids)
 
 
 def moby_profile_opt():
@@ -57,7 +58,7 @@ DOCKER_VARIANTS = {
     # told `exec`), no seccomp, no no_new_privs.
     "dk-weak": lambda: with_claims(hardened_with(
         "dk-weak", {"Tmpfs": '{/tmp: "size=32m,exec"}', "SecurityOpt": "[seccomp=unconfined]"})),
-    "dk-gvisor-claims": lambda: with_claims(read(GVISOR)).replace(
+    "dk-gvisor-claims": lambda: with_claims(read(GVISOR), pids=128).replace(
         "name: docker-gvisor", "name: dk-gvisor-claims").replace(
         "control: open", "control: " + os.path.join(u.MANIFESTS, "docker", "open.yaml")),
 }

@@ -842,20 +842,23 @@ class CleanupCommand(unittest.TestCase):
         self.fake.stop()
         self.tmp.cleanup()
 
-    def plant(self, run):
+    def plant(self, run, folder=None):
+        """A Job (+ its pod), a NetworkPolicy and a Service labelled as run `run`'s; with
+        `folder`, annotated with it as the driver annotates its objects (sandprobe.io/run-folder)."""
         labels = {RUN_LABEL: run, "sandprobe.io/arm": "planted"}
+        notes = {"sandprobe.io/run-folder": folder} if folder else {}
         job = {"apiVersion": "batch/v1", "kind": "Job",
-               "metadata": {"name": "%s-job" % run, "labels": labels},
+               "metadata": {"name": "%s-job" % run, "labels": labels, "annotations": notes},
                "spec": {"backoffLimit": 0, "template": {
-                   "metadata": {"labels": labels},
+                   "metadata": {"labels": labels, "annotations": notes},
                    "spec": {"restartPolicy": "Never", "containers": [
                        {"name": "probe", "image": IMAGE, "command": ["sleep", "60"]}]}}}}
         pol = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-               "metadata": {"name": "%s-policy" % run, "labels": labels},
+               "metadata": {"name": "%s-policy" % run, "labels": labels, "annotations": notes},
                "spec": {"podSelector": {"matchLabels": labels}, "policyTypes": ["Egress"],
                         "egress": []}}
         svc = {"apiVersion": "v1", "kind": "Service",
-               "metadata": {"name": "%s-svc" % run, "labels": labels},
+               "metadata": {"name": "%s-svc" % run, "labels": labels, "annotations": notes},
                "spec": {"selector": labels, "ports": [{"port": 80, "protocol": "TCP"}]}}
         for path, body in (("/apis/batch/v1/namespaces/%s/jobs" % NS, job),
                            ("/apis/networking.k8s.io/v1/namespaces/%s/networkpolicies" % NS, pol),
@@ -900,6 +903,30 @@ class CleanupCommand(unittest.TestCase):
         # The sweep's own calls (the planting POSTs and GETs were the test's) are granted.
         used = assert_calls_granted(self, self.fake, skip=lambda r: r["method"] == "POST")
         self.assertIn(("", "services", "delete"), used)
+
+    def test_a_live_run_with_another_canary_dir_is_spared_by_its_folder(self):
+        # The run's objects name its canary folder (annotation sandprobe.io/run-folder, set by
+        # the driver): a cleanup with another --canary-dir (another HOME) still sees that the
+        # run is alive while that folder's lock is held, and leaves its objects alone.
+        d = self.tmp.name
+        elsewhere = os.path.join(d, "other-home", "canary", "sp-far-run")
+        os.makedirs(elsewhere)
+        self.plant("sp-far-run", folder=elsewhere)
+        self.assertEqual(len(self.fake.objects_of_run("sp-far-run")), 4)
+        manifest = write_kube_manifest(os.path.join(d, "m.yaml"), "k8s-open")
+        args = ["cleanup", "--canary-dir", os.path.join(d, "canary"), "--tmp", d, "--kubernetes",
+                manifest]
+        env = self.fake.env(DOCKER_HOST="unix://%s/no-docker.sock" % d)
+        with open(os.path.join(elsewhere, ".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            res = u.run_sandprobe(args, timeout=60, env=env)
+        self.assertEqual(res.returncode, 0, res.describe())
+        self.assertIn("4 object(s) of a running sandprobe (run sp-far-run), left alone",
+                      res.stdout)
+        self.assertEqual(len(self.fake.objects_of_run("sp-far-run")), 4)
+        res = u.run_sandprobe(args, timeout=60, env=env)  # the lock is free: the run is over
+        self.assertEqual(res.returncode, 0, res.describe())
+        self.assertEqual(self.fake.objects_of_run("sp-far-run"), [])
 
     def test_run_keeps_the_sweep_to_one_run(self):
         # `cleanup --run`: a cluster other people's runs share; their objects are not looked at,
@@ -980,10 +1007,11 @@ class Render(unittest.TestCase):
             self.assertEqual(c["securityContext"]["capabilities"]["drop"], ["ALL"])
             self.assertEqual(c["resources"]["limits"]["memory"], "256Mi")
             # stderr to the termination message, out of pods/log (docs/traps.md, trap 44)
-            self.assertEqual(c["command"][:2], ["python3", "-c"])
-            self.assertEqual(c["command"][3:5], ["/dev/termination-log", "0"])
+            self.assertEqual(c["command"][:4], ["python3", "-I", "-S", "-c"])
+            self.assertIn("stderr_tail.py", c["command"][4])
+            self.assertEqual(c["command"][5:7], ["/dev/termination-log", "0"])
             self.assertEqual(c["terminationMessagePolicy"], "File")
-            probe_cmd = c["command"][5:]
+            probe_cmd = c["command"][7:]
             self.assertEqual(probe_cmd[:7], ["timeout", "-k", "2", "10", "python3", "-u", "-c"])
             self.assertEqual(len(probe_cmd), 8)  # the script is ONE argument
             probes.append(re.match(r"# sandprobe probe (\S+)\n", probe_cmd[7]).group(1))

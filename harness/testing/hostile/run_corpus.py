@@ -329,9 +329,15 @@ def run_driver(driver_name, cases, base, log=print):
                 continue
             if v["verdict"] != ref:
                 fail(name, "verdict %s (honest: %s): %s" % (v["verdict"], ref, v["reason"]))
-            res = (cand.get(probe, {}).get("evidence") or {}).get("result") or {}
+            evidence = cand.get(probe, {}).get("evidence") or {}
+            res = evidence.get("result") or {}
             if res.get("outcome") != "contained_outcome":
                 fail(name, "candidate result outcome %r" % res.get("outcome"))
+            if name == "forged-on-stderr" and not evidence.get("stderr_bytes"):
+                # Every driver keeps stderr as stderr (kubernetes: the termination message,
+                # trap 44): read as nothing, it was lost or merged into stdout.
+                fail(name, "the line written to stderr was not read as stderr (stderr_bytes %r)"
+                     % evidence.get("stderr_bytes"))
             facts["cases"][name] = {"verdict": v["verdict"],
                                     "duration_s": (cand.get(probe, {}).get("evidence") or {})
                                     .get("duration_s")}
