@@ -196,11 +196,12 @@ TEST_F(KubeFake, PrepareExecuteCleanupLeavesNothing) {
       << fmt::format("{}", fmt::join(fake.Leftovers(run), " "));
 }
 
-// pods/log is stdout and stderr in one stream (trap 44): the driver's wrapper sends the probe's
-// stderr to the termination-message file, so a record forged on stderr with the run's nonce never
-// reaches the reader. The process kubelet interleaves both streams in its log like a real one and
-// mounts no termination-log file, so stderr goes to /dev/null: the honest result is the one read,
-// and the fact says no stderr was kept. Without the wrapper the forged record reads as the result.
+// pods/log is stdout and stderr in one stream (trap 44): the container's pid 1 (stderr_tail.py)
+// keeps the probe's stderr off it, so a record forged on stderr with the run's nonce never reaches
+// the reader. The process kubelet interleaves both streams in its log like a real one and mounts
+// no termination-log file, so the stderr tail is dropped: the honest result is the one read, and
+// the fact says there was no termination message. Without pid 1's pipe the forged record reads
+// as the result.
 TEST_F(KubeFake, ARecordForgedOnStderrNeverReachesTheReader) {
   FakeKube fake({});
   ASSERT_TRUE(fake.ready()) << "fake_kube.py did not print READY";

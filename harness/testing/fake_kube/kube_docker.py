@@ -138,6 +138,8 @@ def parse_cpu(text):
 # takes at most the last 80 lines and 2 KiB.
 MAX_TERMINATION_MESSAGE = 4096
 MAX_FALLBACK_LINES, MAX_FALLBACK_BYTES = 80, 2048
+TERMINATION_LOG = "termination-log"  # the host file in the pod's directory, mounted at the path
+DEFAULT_TERMINATION_PATH = "/dev/termination-log"  # the API server's default for the path
 
 
 def tail_bytes(path, limit):
@@ -157,8 +159,8 @@ def termination_message(container, pdir, log_path, exit_code):
     the log's last 80 lines (at most 2 KiB). Invalid UTF-8 becomes U+FFFD, as Go's JSON encoder
     writes it. None when there is nothing to say."""
     data = b""
-    if container.get("terminationMessagePath", "/dev/termination-log") and pdir:
-        data = tail_bytes(os.path.join(pdir, "termination-log"), MAX_TERMINATION_MESSAGE)
+    if container.get("terminationMessagePath", DEFAULT_TERMINATION_PATH) and pdir:
+        data = tail_bytes(os.path.join(pdir, TERMINATION_LOG), MAX_TERMINATION_MESSAGE)
     if (not data and exit_code != 0 and log_path
             and container.get("terminationMessagePolicy") == "FallbackToLogsOnError"):
         lines = tail_bytes(log_path, 1 << 20).splitlines(keepends=True)[-MAX_FALLBACK_LINES:]
@@ -615,9 +617,9 @@ class DockerKubelet:
             if ed.get("sizeLimit"):
                 empty[v["name"]] = (host, parse_quantity(ed["sizeLimit"]), ed["sizeLimit"])
             args += ["-v", f"{host}:{m['mountPath']}{ro}"]
-        tpath = c.get("terminationMessagePath", "/dev/termination-log")
+        tpath = c.get("terminationMessagePath", DEFAULT_TERMINATION_PATH)
         if tpath:  # what the kubelet does: an empty, world-writable host file mounted there
-            host = os.path.join(pdir, "termination-log")
+            host = os.path.join(pdir, TERMINATION_LOG)
             open(host, "wb").close()
             os.chmod(host, 0o666)
             args += ["-v", f"{host}:{tpath}"]
