@@ -1,0 +1,142 @@
+"""Shared by the real-cluster tests (ctest label cluster): starts and stops the one-node cluster of
+ci/cluster (docs/cluster.md) and checks what it leaves behind and what leaves the machine.
+
+The cluster is real: kube-apiserver, kubelet, containerd and runc, kube-proxy, CoreDNS and
+kube-router built from upstream sources, in a network namespace with no route off the machine.
+Every probe target is inside it (the run's in-cluster canary, the API server's Service); none is
+169.254.169.254 or any address outside the namespace. `EgressWatch` captures on the host's
+default-route interface for the cluster's addresses and must see no packet.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
+import e2e_util as u  # noqa: E402
+
+CLUSTER = os.path.join(u.HOME, "ci", "cluster")
+STATE = os.environ.get("SANDPROBE_CLUSTER_STATE", "/var/lib/sandprobe-cluster")
+ADMIN_KUBECONFIG = os.path.join(STATE, "admin.kubeconfig")
+SA_KUBECONFIG = os.path.join(STATE, "sandprobe.kubeconfig")
+NETNS = "sandprobe-cluster"
+# The cluster's own address ranges (ci/cluster/lib.sh): link, pods, Services.
+CLUSTER_NETS = ["10.251.0.0/30", "10.252.0.0/24", "10.253.0.0/24"]
+NODE = "sandprobe-node"
+NS = "sandprobe"
+RUN_LABEL = "sandprobe.io/run"
+
+
+def lib_value(name):
+    """A variable of ci/cluster/lib.sh, as the scripts see it."""
+    return subprocess.run(["bash", "-c", 'source "$0"; echo "${!1}"',
+                           os.path.join(CLUSTER, "lib.sh"), name],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def bin_dir():
+    """The built binaries (ci/cluster/build; at once when built, which ci/test does first)."""
+    return subprocess.run([os.path.join(CLUSTER, "build")], capture_output=True, text=True,
+                          check=True, timeout=7200).stdout.strip()
+
+
+class Cluster:
+    """ci/cluster/up with `args` on start(), ci/cluster/down on stop() (which asserts that
+    nothing was left behind). One per test module: the cluster takes about a minute to start."""
+
+    def __init__(self, *args):
+        self.args = list(args)
+        self.kube = os.path.join(bin_dir(), "kube")
+        self.up_log = ""
+        self.down_log = ""
+
+    def start(self):
+        t0 = time.monotonic()
+        res = subprocess.run([os.path.join(CLUSTER, "up")] + self.args, capture_output=True,
+                             text=True, timeout=600, stdin=subprocess.DEVNULL)
+        self.up_log = res.stderr
+        self.up_s = time.monotonic() - t0
+        if res.returncode != 0:
+            raise AssertionError("ci/cluster/up %s failed (exit %d):\n%s" % (
+                " ".join(self.args), res.returncode, res.stderr[-6000:]))
+        self.kubeconfig = res.stdout.strip().splitlines()[-1]
+        with open(os.path.join("/run/sandprobe-cluster", "server-version")) as f:
+            self.server_version = f.read().strip()
+        return self
+
+    def stop(self):
+        """-> (exit status, stderr) of ci/cluster/down."""
+        res = subprocess.run([os.path.join(CLUSTER, "down")], capture_output=True, text=True,
+                             timeout=300, stdin=subprocess.DEVNULL)
+        self.down_log = res.stderr
+        return res.returncode, res.stderr
+
+    def env(self, kubeconfig=None):
+        return {"KUBECONFIG": kubeconfig or self.kubeconfig}
+
+    def kubectl(self, *args, check=True, kubeconfig=None, timeout=60, input=None):
+        res = subprocess.run([self.kube, "kubectl", "--kubeconfig",
+                              kubeconfig or self.kubeconfig] + list(args),
+                             capture_output=True, text=True, timeout=timeout, input=input)
+        if check and res.returncode != 0:
+            raise AssertionError("kubectl %s: %s" % (" ".join(args), res.stderr[-2000:]))
+        return res
+
+    def get(self, *args):
+        return json.loads(self.kubectl("get", "-o", "json", *args).stdout)
+
+    def objects_of_run(self, run_id, namespace=NS):
+        """["job/<name>", "pod/<name>", …] labelled with the run, in `namespace`."""
+        items = self.get("-n", namespace, "jobs,pods,services,networkpolicies",
+                         "-l", "%s=%s" % (RUN_LABEL, run_id))["items"]
+        return sorted("%s/%s" % (i["kind"].lower(), i["metadata"]["name"]) for i in items)
+
+    def wait_objects_gone(self, run_id, timeout=60, namespace=NS):
+        """Pods of a deleted Job terminate in the background: wait for them, then -> the list
+        left (empty when all went)."""
+        end = time.monotonic() + timeout
+        while True:
+            left = self.objects_of_run(run_id, namespace)
+            if not left or time.monotonic() > end:
+                return left
+            time.sleep(1)
+
+
+def default_route_interface():
+    out = subprocess.run(["ip", "-j", "route", "show", "default"], capture_output=True,
+                         text=True, check=True).stdout
+    routes = json.loads(out or "[]")
+    return routes[0]["dev"] if routes else None
+
+
+class EgressWatch:
+    """tcpdump on the host's default-route interface for any packet from or to the cluster's
+    address ranges (and for the metadata address, which nothing may aim at). `count()` stops it
+    and returns how many it saw: the tests require 0."""
+
+    def __init__(self, path):
+        self.dev = default_route_interface()
+        self.path = path
+        nets = " or ".join("net %s" % n for n in CLUSTER_NETS + ["169.254.169.254/32"])
+        self.proc = None
+        if self.dev:
+            self.proc = subprocess.Popen(
+                ["tcpdump", "-i", self.dev, "-n", "-U", "-w", path, nets],
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            time.sleep(1)  # the capture is armed before the first probe
+
+    def count(self):
+        if self.proc is None:
+            raise AssertionError("no default route: nothing to watch (the test cannot show "
+                                 "that nothing left)")
+        self.proc.terminate()
+        _, err = self.proc.communicate(timeout=20)
+        m = re.search(r"(\d+) packets? captured", err.decode())
+        if not m:
+            raise AssertionError("tcpdump did not report a count: %s" % err.decode()[-500:])
+        res = subprocess.run(["tcpdump", "-n", "-r", self.path], capture_output=True, text=True)
+        self.lines = res.stdout.splitlines()
+        return int(m.group(1))

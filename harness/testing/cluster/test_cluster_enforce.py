@@ -1,0 +1,342 @@
+"""Real cluster, NetworkPolicy enforced by kube-router (ci/cluster/up --network-policy enforce).
+One cluster for the module (started in setUpModule, stopped in tearDownModule, which checks that
+ci/cluster/down left nothing behind); each class is one `sandprobe run` against it.
+
+  Enforced        the egress suite against deny-egress: traffic rows PASS, no banner, exit 0.
+  Port53Allowed   a policy allowing port 53 to anywhere: the rows it opens REACHED and named.
+  HostNetwork     a hostNetwork jobTemplate on the deny arm (in a namespace whose Pod Security
+                  admits host networking): FAIL, named.
+  NewPodOldPolicy a fresh pod under an old policy, and one that waited: what kube-router does,
+                  measured and printed, judged as the product judges it.
+  Workloads       the kubelet's own facts: OOMKilled, Evicted, DeadlineExceeded; a mounted
+                  token FAILs with its hash prefix only; Pod Security's and the admission
+                  policy's own refusals in the report; quota exhausted mid-run is back-off.
+  LeastPrivilege  the whole egress run with the sandprobe ServiceAccount's token only.
+  Interrupt       Ctrl-C mid-run, and an API server killed mid-run: nothing left after cleanup.
+Traffic rule: every target is inside the cluster's namespace; EgressWatch sees no packet.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import cluster_util as c
+from cluster_util import u
+import real_manifests as rm
+
+CLUSTER = None
+WATCH = None
+TMP = None
+
+
+def setUpModule():
+    global CLUSTER, WATCH, TMP
+    u.require_sandprobe()
+    TMP = tempfile.TemporaryDirectory(prefix="sandprobe-cluster-enforce-")
+    CLUSTER = c.Cluster("--network-policy", "enforce").start()
+    WATCH = c.EgressWatch(os.path.join(TMP.name, "egress.pcap"))
+
+
+def tearDownModule():
+    packets = WATCH.count() if WATCH else None
+    rc, err = CLUSTER.stop() if CLUSTER else (0, "")
+    TMP.cleanup()
+    if packets:
+        raise AssertionError("%d packet(s) of the cluster on the default route: %s" % (
+            packets, WATCH.lines[:10]))
+    if rc != 0:
+        raise AssertionError("ci/cluster/down left something behind:\n" + err[-3000:])
+
+
+class RealRun(unittest.TestCase):
+    """One sandprobe run (cls.run_args()) against the module's cluster, made in setUpClass."""
+    KUBECONFIG = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory(prefix="sandprobe-cluster-run-", dir=TMP.name)
+        d = cls.tmp.name
+        cls.out = os.path.join(d, "out")
+        t0 = time.monotonic()
+        cls.res = u.run_sandprobe(["run", "--out", cls.out, "--canary-dir",
+                                   os.path.join(d, "canary"), "--no-color"] + cls.run_args(),
+                                  timeout=900, env=CLUSTER.env(cls.KUBECONFIG))
+        cls.wall = time.monotonic() - t0
+        cls.report = u.report_or_none(cls.out)
+        cls.left = ([] if not cls.report else
+                    CLUSTER.wait_objects_gone(cls.report["run_id"]) +
+                    CLUSTER.wait_objects_gone(cls.report["run_id"], namespace=HOSTNET_NS))
+        print("\n[%s] run %.0f s, exit %d\n%s" % (cls.__name__, cls.wall, cls.res.returncode,
+                                                 cls.res.stdout), file=sys.stderr)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def setUp(self):
+        self.assertIsNotNone(self.report, "no report.json\n" + self.res.describe())
+
+    def cell(self, arm, probe):
+        return u.observations(self.report, arm)[probe]
+
+    def verdict(self, arm, probe):
+        return u.verdicts(self.report, arm)[probe]
+
+    def note(self, prefix):
+        found = [n for n in self.report["notes"] if n.startswith(prefix)]
+        self.assertEqual(len(found), 1, (prefix, self.report["notes"]))
+        return found[0]
+
+    def assert_nothing_left(self):
+        self.assertEqual(self.left, [])
+
+    @classmethod
+    def policy_run(cls, arm, rows, policy=True, params=None, extra=(), job_spec=None, flags=(),
+                   control_spec=None):
+        d = cls.tmp.name
+        ctl = rm.write_manifest(os.path.join(d, "open.yaml"), "k8s-open", job_spec=control_spec)
+        cand = rm.write_manifest(os.path.join(d, "cand.yaml"), arm, control=ctl, policy=policy,
+                                 extra=extra, job_spec=job_spec)
+        suite = u.write_suite(d, "suite-" + arm, rows, params=params or rm.cluster_params())
+        return ["--suite", suite, "--sandbox", cand] + list(flags) + rm.FAST
+
+
+HOSTNET_NS = "sandprobe-hostnet"
+
+
+class Enforced(RealRun):
+    @classmethod
+    def run_args(cls):
+        d = cls.tmp.name
+        ctl = rm.copy_shipped(rm.OPEN, os.path.join(d, "open.yaml"))
+        deny = rm.copy_shipped(rm.DENY, os.path.join(d, "deny-egress.yaml"), control=ctl)
+        return ["--suite", rm.egress_suite(d), "--sandbox", deny] + rm.FAST
+
+    def test_exit_0_no_banner(self):
+        self.assertEqual(self.res.returncode, 0, self.res.describe())
+        self.assertEqual(self.report["banners"], [])
+        self.assertNotIn(rm.BANNER, self.res.stdout)
+
+    def test_traffic_rows_reached_in_control_blocked_in_candidate(self):
+        for probe in rm.TRAFFIC_ROWS:
+            self.assertEqual(self.cell("k8s-open", probe)["label"], "REACHED", probe)
+            cand = self.cell("k8s-deny-egress", probe)
+            self.assertEqual(cand["exposure"], "contained", (probe, cand["reason"]))
+            self.assertEqual(cand["evidence"]["canary_hits"], [], probe)
+            v = self.verdict("k8s-deny-egress", probe)
+            self.assertEqual((v["verdict"], v["validated_by"]), ("PASS", "k8s-open"),
+                             (probe, v["reason"]))
+        # A policy drops packets; the pod keeps eth0: reported, not judged.
+        self.assertEqual(self.cell("k8s-deny-egress", "net.interfaces")["exposure"], "exposed")
+        self.assertEqual(self.verdict("k8s-deny-egress", "net.interfaces")["verdict"], "SKIP")
+        self.assertEqual(self.verdict("k8s-deny-egress", "platform.runtime-class")["verdict"],
+                         "PASS")
+
+    def test_ruled_out_note(self):
+        note = self.note("k8s-deny-egress: ruled out before concluding")
+        self.assertIn("server v1.34.4", note)
+        self.assertIn("deny all egress", note)
+        self.assertIn("are selected by its podSelector", note)
+
+    def test_nothing_left(self):
+        self.assert_nothing_left()
+
+
+PORT53_POLICY = """apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata:
+  name: dns-anywhere
+spec:
+  podSelector: {}
+  policyTypes: [Egress]
+  egress:
+    - ports:
+        - {port: 53, protocol: UDP}
+        - {port: 53, protocol: TCP}
+"""
+
+
+class Port53Allowed(RealRun):
+    @classmethod
+    def run_args(cls):
+        policy = os.path.join(cls.tmp.name, "dns-anywhere.yaml")
+        with open(policy, "w") as f:
+            f.write(PORT53_POLICY)
+        return cls.policy_run(
+            "k8s-dns-only", ["net.dns", "net.tcp-by-ip", "net.udp", "net.http-by-name"],
+            policy=policy, params=rm.cluster_params(**{
+                "net.tcp-by-ip": {"target": "{canary.cluster.ip}:53"},
+                "net.udp": {"target": "{canary.cluster.ip}:53"}}))
+
+    def test_port_53_reached_and_named_the_rest_blocked(self):
+        self.assertEqual(self.res.returncode, 1, self.res.describe())
+        for probe in ("net.dns", "net.tcp-by-ip", "net.udp"):
+            o = self.cell("k8s-dns-only", probe)
+            self.assertEqual(o["label"], "REACHED", (probe, o["reason"]))
+            self.assertTrue(o["evidence"]["canary_hits"], probe)
+            self.assertEqual(self.verdict("k8s-dns-only", probe)["verdict"], "FAIL")
+        http = self.cell("k8s-dns-only", "net.http-by-name")
+        self.assertEqual(http["exposure"], "contained", http["reason"])
+        note = self.note("k8s-dns-only: ruled out before concluding")
+        self.assertIn("ports 53/UDP, 53/TCP to any", note)
+        self.assertEqual(self.report["banners"], [])
+        self.assert_nothing_left()
+
+
+class HostNetwork(RealRun):
+    """Pod Security restricted (the sandprobe namespace) refuses host networking outright, so this
+    arm runs in a namespace labelled privileged: there the policy selects the pod and cannot
+    apply to it."""
+
+    @classmethod
+    def run_args(cls):
+        CLUSTER.kubectl("apply", "-f", "-", input=json.dumps({
+            "apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": HOSTNET_NS, "labels": {
+                "pod-security.kubernetes.io/enforce": "privileged"}}}))
+        d = cls.tmp.name
+        ctl = rm.write_manifest(os.path.join(d, "open.yaml"), "k8s-open")
+        cand = rm.write_manifest(os.path.join(d, "cand.yaml"), "k8s-deny-hostnet", control=ctl,
+                                 policy=True, job_spec={"hostNetwork": True},
+                                 extra=["namespace: %s" % HOSTNET_NS])
+        suite = u.write_suite(d, "hostnet", ["net.dns", "net.tcp-by-ip", "net.udp",
+                                             "net.http-by-name"], params=rm.cluster_params())
+        return ["--suite", suite, "--sandbox", cand] + rm.FAST
+
+    def test_traffic_rows_fail_and_the_notes_name_host_network(self):
+        self.assertEqual(self.res.returncode, 1, self.res.describe())
+        for probe in ("net.dns", "net.tcp-by-ip", "net.udp", "net.http-by-name"):
+            self.assertEqual(self.verdict("k8s-deny-hostnet", probe)["verdict"], "FAIL", probe)
+            facts = self.cell("k8s-deny-hostnet", probe)["evidence"]["driver_facts"]
+            self.assertIs(facts.get("host_network"), True, probe)
+        self.assertIn("NetworkPolicy never applies to host-network pods",
+                      self.note("k8s-deny-hostnet: ruled out before concluding"))
+        self.assertEqual(self.report["banners"], [])
+        self.assert_nothing_left()
+
+
+class NewPodOldPolicy(RealRun):
+    """A policy aged 10 s, then a fresh pod (k8s-deny) and one that waited 6 s after starting
+    before its probe ran (k8s-deny-settled), three trials each: whether kube-router programs a
+    new pod's rules before the pod's first packet is measured, not assumed."""
+
+    @classmethod
+    def run_args(cls):
+        return cls.policy_run("k8s-deny", ["net.tcp-by-ip", "net.udp"],
+                              extra=["minPolicyAge: 10s", "settledRerun: 6s"],
+                              flags=["--repeat", "3"])
+
+    def test_what_kube_router_does_is_reported_consistently(self):
+        fresh = {p: self.cell("k8s-deny", p) for p in ("net.tcp-by-ip", "net.udp")}
+        settled = {p: self.cell("k8s-deny-settled", p) for p in ("net.tcp-by-ip", "net.udp")}
+        leaked = [p for p, o in fresh.items() if o["exposure"] == "exposed"]
+        print("\n[new pod, old policy] fresh: %s; settled: %s; banners: %s" % (
+            {p: o["label"] for p, o in fresh.items()},
+            {p: o["label"] for p, o in settled.items()}, self.report["banners"]),
+            file=sys.stderr)
+        for p in ("net.tcp-by-ip", "net.udp"):
+            self.assertGreaterEqual(fresh[p]["evidence"]["driver_facts"]["policy_age_s"], 10)
+            self.assertEqual(settled[p]["exposure"], "contained", settled[p]["reason"])
+        if leaked:  # a leak in any trial is a leak, and the banner says it is late
+            self.assertEqual(self.res.returncode, 1)
+            self.assertTrue(self.report["banners"][0].startswith(rm.LATE), self.report["banners"])
+        else:
+            self.assertEqual(self.res.returncode, 0, self.res.describe())
+            self.assertEqual(self.report["banners"], [])
+        self.assert_nothing_left()
+
+
+class Workloads(RealRun):
+    @classmethod
+    def run_args(cls):
+        d = cls.tmp.name
+        ctl = rm.write_manifest(os.path.join(d, "open.yaml"), "k8s-open")
+        hardened = rm.write_manifest(os.path.join(d, "hardened.yaml"), "k8s-hardened",
+                                     control=ctl, policy=True, timeout=20,
+                                     limits={"memory": "128Mi", "tmp": "16Mi"})
+        weak = rm.write_manifest(
+            os.path.join(d, "weak.yaml"), "k8s-weak", control=ctl, policy=True,
+            limits={"memory": "128Mi", "tmp": "16Mi"},
+            job_spec={"automountServiceAccountToken": True,
+                      "volumes": [{"name": "tmp", "emptyDir": {"medium": "Memory",
+                                                               "sizeLimit": "16Mi"}}]})
+        # activeDeadlineSeconds shorter than the container's own timeout: the Job controller
+        # ends the loop (DeadlineExceeded), not `timeout`.
+        deadline = rm.write_manifest(
+            os.path.join(d, "deadline.yaml"), "k8s-deadline", control=ctl, policy=True,
+            timeout=30, extra=["jobTemplate: {spec: {activeDeadlineSeconds: 4, template: "
+                               "{spec: {runtimeClassName: runc}}}}"])
+        privileged = rm.write_manifest(
+            os.path.join(d, "privileged.yaml"), "k8s-privileged", control=ctl, policy=True,
+            extra=["jobTemplate: {spec: {template: {spec: {runtimeClassName: runc, containers: "
+                   "[{name: probe, securityContext: {privileged: true}}]}}}}"])
+        suite = u.write_suite(d, "workloads", ["res.memory-balloon", "fs.fill-tmp",
+                                               "cred.sa-token", "res.cpu-loop"],
+                              params={"fs.fill-tmp": {"hold_s": 2}, "cred.sa-token": {}})
+        return ["--suite", suite, "--sandbox", hardened, "--sandbox", weak, "--sandbox",
+                deadline, "--sandbox", privileged] + rm.FAST
+
+    def test_memory_limit_is_oom_killed(self):
+        balloon = self.cell("k8s-hardened", "res.memory-balloon")
+        self.assertIs(balloon["evidence"]["driver_facts"].get("oom_killed"), True, balloon)
+        self.assertEqual(self.verdict("k8s-hardened", "res.memory-balloon")["verdict"], "PASS")
+
+    def test_emptydir_size_limit_evicts_and_a_tmpfs_refuses(self):
+        fill = self.cell("k8s-hardened", "fs.fill-tmp")
+        facts = fill["evidence"]["driver_facts"]
+        self.assertIs(facts.get("evicted"), True, fill)
+        self.assertIn("exceeds", facts.get("pod_message", ""))
+        tmpfs = self.cell("k8s-weak", "fs.fill-tmp")
+        self.assertEqual(tmpfs["evidence"]["result"]["errno"], "ENOSPC", tmpfs)
+
+    def test_active_deadline_is_deadline_exceeded(self):
+        loop = self.cell("k8s-deadline", "res.cpu-loop")
+        self.assertEqual(loop["evidence"]["driver_facts"].get("job_reason"), "DeadlineExceeded",
+                         loop)
+        self.assertEqual(self.verdict("k8s-deadline", "res.cpu-loop")["verdict"], "PASS")
+
+    def test_mounted_token_fails_with_hash_prefix_only(self):
+        self.assertEqual(self.verdict("k8s-weak", "cred.sa-token")["verdict"], "FAIL")
+        result = self.cell("k8s-weak", "cred.sa-token")["evidence"]["result"]
+        text = json.dumps(result)
+        self.assertRegex(text, r"[0-9a-f]{12}")
+        self.assertNotIn("eyJ", text)  # a JWT's first bytes: the value never reaches the report
+        self.assertNotIn("eyJ", open(os.path.join(self.out, "report.json")).read())
+        self.assertEqual(self.cell("k8s-hardened", "cred.sa-token")["exposure"], "contained")
+
+    def test_privileged_is_refused_by_pod_security_in_its_own_words(self):
+        cells = u.observations(self.report, "k8s-privileged")
+        text = json.dumps(cells)
+        self.assertIn("violates PodSecurity", text)
+        self.assertIn("privileged", text)
+        for probe, v in u.verdicts(self.report, "k8s-privileged").items():
+            self.assertIn(v["verdict"], ("ERROR", "INCONCLUSIVE"), (probe, v))
+
+    def test_nothing_left(self):
+        self.assert_nothing_left()
+
+
+class LeastPrivilege(RealRun):
+    KUBECONFIG = c.SA_KUBECONFIG
+
+    @classmethod
+    def run_args(cls):
+        d = cls.tmp.name
+        ctl = rm.copy_shipped(rm.OPEN, os.path.join(d, "open.yaml"))
+        deny = rm.copy_shipped(rm.DENY, os.path.join(d, "deny-egress.yaml"), control=ctl)
+        return ["--suite", rm.egress_suite(d), "--sandbox", deny] + rm.FAST
+
+    def test_the_service_account_suffices(self):
+        self.assertEqual(self.res.returncode, 0, self.res.describe())
+        for probe in rm.TRAFFIC_ROWS:
+            self.assertEqual(self.verdict("k8s-deny-egress", probe)["verdict"], "PASS", probe)
+        self.assertNotIn("forbidden", self.res.stderr.lower())
+        self.assert_nothing_left()
+
+
+if __name__ == "__main__":
+    unittest.main()

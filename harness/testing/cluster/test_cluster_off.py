@@ -1,0 +1,126 @@
+"""Real cluster, NetworkPolicy off (ci/cluster/up --network-policy off: every component but
+kube-router, which is what k3s's --disable-network-policy leaves out). The ticket's question
+asked of a real cluster: suites/kubernetes-egress.yaml against manifests/kubernetes/deny-egress.yaml
+(image and runtimeClassName set for this cluster, nothing else) must show the policy accepted by
+the API server and never enforced.
+
+The shipped suite aims net.metadata at 169.254.169.254:80; here that one target is replaced by
+the run's in-cluster canary (traffic rule: nothing in a test aims outside the cluster's
+namespace). EgressWatch proves no packet of the cluster reached the host's default route.
+"""
+import os
+import re
+import sys
+import tempfile
+import time
+import unittest
+
+import cluster_util as c
+from cluster_util import u
+import real_manifests as rm
+
+
+class K3sQuestion(unittest.TestCase):
+    ARMS = ("k8s-open", "k8s-deny-egress", "k8s-deny-egress-aged")
+
+    @classmethod
+    def setUpClass(cls):
+        u.require_sandprobe()
+        cls.tmp = tempfile.TemporaryDirectory(prefix="sandprobe-cluster-off-")
+        cls.cluster = c.Cluster("--network-policy", "off").start()
+        try:
+            d = cls.tmp.name
+            cls.watch = c.EgressWatch(os.path.join(d, "egress.pcap"))
+            ctl = rm.copy_shipped(rm.OPEN, os.path.join(d, "open.yaml"))
+            deny = rm.copy_shipped(rm.DENY, os.path.join(d, "deny-egress.yaml"), control=ctl,
+                                   drop=("minPolicyAge",),
+                                   add=["minPolicyAge: 5s", "agedRerun: 10s"])
+            suite = rm.egress_suite(d)
+            cls.out = os.path.join(d, "out")
+            t0 = time.monotonic()
+            cls.res = u.run_sandprobe(
+                ["run", "--suite", suite, "--sandbox", deny, "--out", cls.out, "--canary-dir",
+                 os.path.join(d, "canary"), "--no-color"], timeout=600,
+                env=cls.cluster.env())
+            cls.wall = time.monotonic() - t0
+            cls.report = u.report_or_none(cls.out)
+            cls.left = (cls.cluster.wait_objects_gone(cls.report["run_id"])
+                        if cls.report else None)
+            cls.policy_stored = cls.cluster.get("-n", c.NS, "networkpolicies")["items"]
+            cls.packets = cls.watch.count()
+        except BaseException:
+            cls.cluster.stop()
+            cls.tmp.cleanup()
+            raise
+        cls.down_rc, cls.down_err = cls.cluster.stop()
+        cls.tmp.cleanup()
+
+    def setUp(self):
+        self.assertIsNotNone(self.report, "no report.json\n" + self.res.describe())
+
+    def cell(self, arm, probe):
+        return u.observations(self.report, arm)[probe]
+
+    def verdict(self, arm, probe):
+        return u.verdicts(self.report, arm)[probe]
+
+    def test_exit_1_three_columns_and_the_matrix(self):
+        self.assertEqual(self.res.returncode, 1, self.res.describe())
+        self.assertEqual([a["name"] for a in self.report["arms"]], list(self.ARMS))
+        print("\n[cluster off] %s, run %.0f s, cluster up %.0f s\n%s" % (
+            self.cluster.server_version, self.wall, self.cluster.up_s, self.res.stdout),
+            file=sys.stderr)
+
+    def test_every_traffic_row_reached_in_all_three_columns(self):
+        for arm in self.ARMS:
+            for probe in rm.TRAFFIC_ROWS:
+                o = self.cell(arm, probe)
+                self.assertEqual((o["exposure"], o["label"]), ("exposed", "REACHED"),
+                                 (arm, probe, o["reason"]))
+        for arm in self.ARMS:  # the in-cluster canary logged it (pods/log): server-side proof
+            for probe in ("net.dns", "net.http-by-name", "net.tcp-by-ip", "net.udp"):
+                hits = self.cell(arm, probe)["evidence"]["canary_hits"]
+                self.assertTrue(hits, (arm, probe))
+                self.assertRegex(hits[0]["peer"], r"^10\.252\.0\.\d+:\d+$")  # a pod address
+        for cand in self.ARMS[1:]:
+            for probe in rm.TRAFFIC_ROWS:
+                self.assertEqual(self.verdict(cand, probe)["verdict"], "FAIL", (cand, probe))
+
+    def test_banner_accepted_but_not_enforced(self):
+        banners = self.report["banners"]
+        self.assertEqual(len(banners), 1, banners)
+        self.assertTrue(banners[0].startswith(rm.BANNER), banners)
+        self.assertIn("k8s-deny-egress (policy", banners[0])
+        self.assertIn("k8s-deny-egress-aged (policy", banners[0])
+        self.assertNotIn("net.interfaces", banners[0])
+        self.assertIn(rm.BANNER, self.res.stdout)
+
+    def test_ruled_out_shows_server_version_policy_selector_and_no_controller(self):
+        note = [n for n in self.report["notes"]
+                if n.startswith("k8s-deny-egress: ruled out before concluding")]
+        self.assertEqual(len(note), 1, self.report["notes"])
+        note = note[0]
+        self.assertIn("server %s" % self.cluster.server_version, note)
+        self.assertEqual(self.cluster.server_version, "v1.34.4")
+        self.assertIn("deny all egress", note)
+        self.assertIn("sandprobe.io/arm=k8s-deny-egress", note)
+        self.assertIn("are selected by its podSelector", note)
+        self.assertIn("networking.k8s.io/v1 networkpolicies served", note)
+        self.assertRegex(note, r"no (enforcing )?(network )?policy controller")
+
+    def test_runtime_class_row_refused_by_the_admission_policy(self):
+        for cand in self.ARMS[1:]:
+            v = self.verdict(cand, "platform.runtime-class")
+            self.assertEqual(v["verdict"], "PASS", v)
+            detail = str(self.cell(cand, "platform.runtime-class")["evidence"])
+            self.assertIn("sandprobe-require-runtime-class", detail)
+
+    def test_nothing_left_in_the_cluster_or_on_the_machine(self):
+        self.assertEqual(self.left, [])
+        self.assertEqual([p["metadata"]["name"] for p in self.policy_stored], [])
+        self.assertEqual(self.down_rc, 0, self.down_err)
+        self.assertEqual(self.packets, 0, self.watch.lines[:20])
+
+
+if __name__ == "__main__":
+    unittest.main()
