@@ -284,9 +284,16 @@ bool KubernetesDriver::JobRun::CheckWhyNoPodRuns() {
                                   nullptr, After(api_timeout_s), &cancel_);
   if (ev) {
     for (const Json& e : kube::ListItems(ev->body)) {
-      if (e.is_object() && e.value("reason", "") == "FailedCreate") {
-        failed_create_ = core::SanitizeUtf8(e.value("message", "").substr(0, 1000));
+      if (!e.is_object() || e.value("reason", "") != "FailedCreate") continue;
+      std::string message = core::SanitizeUtf8(e.value("message", "").substr(0, 1000));
+      if (message.find("exceeded quota") != std::string::npos) {
+        // Quota back-pressure on the pod, not a refusal: the Job controller creates the pod
+        // itself once the quota frees (measured on a real cluster: a run's pods and its canary
+        // filled `pods: 8`). Keep waiting until podStartTimeout.
+        quota_wait_ = std::move(message);
+        continue;
       }
+      failed_create_ = std::move(message);
     }
   }
   if (!job_failure_.empty() || !failed_create_.empty()) return true;
@@ -474,7 +481,10 @@ core::Observation KubernetesDriver::JobRun::Decide() {
       return Fail(fmt::format("Job {}: no running container within podStartTimeout ({:g}s){}",
                               name_, driver_.settings_.pod_start_timeout_s,
                               pod_name_.empty()
-                                  ? ": no pod was created"
+                                  ? (quota_wait_.empty()
+                                         ? std::string(": no pod was created")
+                                         : ": no pod was created (quota back-pressure did not "
+                                           "clear: " + quota_wait_ + ")")
                                   : fmt::format(": pod {} phase {}{}", pod_name_, Phase(pod_),
                                                 waiting.empty() ? "" : ", " + waiting)));
     }
