@@ -44,14 +44,25 @@ def copy_shipped(src, dst, control=None, drop=(), add=()):
 
 
 def write_manifest(path, name, control=None, policy=False, extra=(), timeout=None, limits=None,
-                   job_spec=None):
+                   job_spec=None, job=None, namespace=None):
     """A kubernetes manifest for this cluster (test_kubernetes.write_kube_manifest) whose Job pod
-    spec is `job_spec` (a dict merged over {runtimeClassName: runc})."""
+    spec is `job_spec` (a dict merged over {runtimeClassName: runc}), whose Job spec carries the
+    fields of `job` (e.g. activeDeadlineSeconds), in `namespace` (default sandprobe)."""
     spec = {"runtimeClassName": "runc"}
     spec.update(job_spec or {})
-    lines = ["jobTemplate: %s" % json.dumps({"spec": {"template": {"spec": spec}}})]
-    return tk.write_kube_manifest(path, name, control=control, policy=policy,
-                                  extra=lines + list(extra), timeout=timeout, limits=limits)
+    job_template = {"spec": dict(job or {}, template={"spec": spec})}
+    lines = ["jobTemplate: %s" % json.dumps(job_template)]
+    tk.write_kube_manifest(path, name, control=control, policy=policy,
+                           extra=lines + list(extra), timeout=timeout, limits=limits)
+    if namespace:
+        with open(path) as f:
+            text = f.read()
+        default = "  namespace: %s\n" % tk.NS
+        if text.count(default) != 1:
+            raise AssertionError("%s: expected one %r" % (path, default))
+        with open(path, "w") as f:
+            f.write(text.replace(default, "  namespace: %s\n" % namespace))
+    return path
 
 
 def egress_suite(directory):
@@ -65,6 +76,14 @@ def egress_suite(directory):
     with open(path, "w") as f:
         f.write(text.replace(shipped, 'params: {target: "{canary.cluster.http}"}'))
     return path
+
+
+def shipped_egress_run(directory, deny_add=()):
+    """Run args: the egress suite against the shipped deny-egress manifest and its control."""
+    ctl = copy_shipped(OPEN, os.path.join(directory, "open.yaml"))
+    deny = copy_shipped(DENY, os.path.join(directory, "deny-egress.yaml"), control=ctl,
+                        drop=("minPolicyAge",) if deny_add else (), add=deny_add)
+    return ["--suite", egress_suite(directory), "--sandbox", deny] + FAST
 
 
 cluster_params = tk.cluster_params

@@ -52,7 +52,7 @@ def tearDownModule():
         raise AssertionError("ci/cluster/down left something behind:\n" + err[-3000:])
 
 
-class RealRun(unittest.TestCase):
+class RealRun(c.ReportReading, unittest.TestCase):
     """One sandprobe run (cls.run_args()) against the module's cluster, made in setUpClass."""
     KUBECONFIG = None
 
@@ -77,20 +77,6 @@ class RealRun(unittest.TestCase):
     def tearDownClass(cls):
         cls.tmp.cleanup()
 
-    def setUp(self):
-        self.assertIsNotNone(self.report, "no report.json\n" + self.res.describe())
-
-    def cell(self, arm, probe):
-        return u.observations(self.report, arm)[probe]
-
-    def verdict(self, arm, probe):
-        return u.verdicts(self.report, arm)[probe]
-
-    def note(self, prefix):
-        found = [n for n in self.report["notes"] if n.startswith(prefix)]
-        self.assertEqual(len(found), 1, (prefix, self.report["notes"]))
-        return found[0]
-
     def assert_nothing_left(self):
         self.assertEqual(self.left, [])
 
@@ -111,10 +97,7 @@ HOSTNET_NS = "sandprobe-hostnet"
 class Enforced(RealRun):
     @classmethod
     def run_args(cls):
-        d = cls.tmp.name
-        ctl = rm.copy_shipped(rm.OPEN, os.path.join(d, "open.yaml"))
-        deny = rm.copy_shipped(rm.DENY, os.path.join(d, "deny-egress.yaml"), control=ctl)
-        return ["--suite", rm.egress_suite(d), "--sandbox", deny] + rm.FAST
+        return rm.shipped_egress_run(cls.tmp.name)
 
     def test_exit_0_no_banner(self):
         self.assertEqual(self.res.returncode, 0, self.res.describe())
@@ -146,18 +129,7 @@ class Enforced(RealRun):
         self.assert_nothing_left()
 
 
-PORT53_POLICY = """apiVersion: networking.k8s.io/v1
-kind: NetworkPolicy
-metadata:
-  name: dns-anywhere
-spec:
-  podSelector: {}
-  policyTypes: [Egress]
-  egress:
-    - ports:
-        - {port: 53, protocol: UDP}
-        - {port: 53, protocol: TCP}
-"""
+PORT53_POLICY = rm.tk.PORT53_POLICY  # the same policy the fake's test uses
 
 
 class Port53Allowed(RealRun):
@@ -199,10 +171,11 @@ class HostNetwork(RealRun):
             "metadata": {"name": HOSTNET_NS, "labels": {
                 "pod-security.kubernetes.io/enforce": "privileged"}}}))
         d = cls.tmp.name
-        ctl = rm.write_manifest(os.path.join(d, "open.yaml"), "k8s-open")
+        # The control beside it, in the same namespace (one in-cluster canary per run).
+        ctl = rm.write_manifest(os.path.join(d, "open.yaml"), "k8s-open", namespace=HOSTNET_NS)
         cand = rm.write_manifest(os.path.join(d, "cand.yaml"), "k8s-deny-hostnet", control=ctl,
                                  policy=True, job_spec={"hostNetwork": True},
-                                 extra=["namespace: %s" % HOSTNET_NS])
+                                 namespace=HOSTNET_NS)
         suite = u.write_suite(d, "hostnet", ["net.dns", "net.tcp-by-ip", "net.udp",
                                              "net.http-by-name"], params=rm.cluster_params())
         return ["--suite", suite, "--sandbox", cand] + rm.FAST
@@ -266,14 +239,14 @@ class Workloads(RealRun):
                                                                "sizeLimit": "16Mi"}}]})
         # activeDeadlineSeconds shorter than the container's own timeout: the Job controller
         # ends the loop (DeadlineExceeded), not `timeout`.
-        deadline = rm.write_manifest(
-            os.path.join(d, "deadline.yaml"), "k8s-deadline", control=ctl, policy=True,
-            timeout=30, extra=["jobTemplate: {spec: {activeDeadlineSeconds: 4, template: "
-                               "{spec: {runtimeClassName: runc}}}}"])
+        deadline = rm.write_manifest(os.path.join(d, "deadline.yaml"), "k8s-deadline",
+                                     control=ctl, policy=True, timeout=30,
+                                     job={"activeDeadlineSeconds": 4})
         privileged = rm.write_manifest(
             os.path.join(d, "privileged.yaml"), "k8s-privileged", control=ctl, policy=True,
-            extra=["jobTemplate: {spec: {template: {spec: {runtimeClassName: runc, containers: "
-                   "[{name: probe, securityContext: {privileged: true}}]}}}}"])
+            job_spec={"containers": [{"name": "probe",
+                                      "securityContext": {"privileged": True,
+                                                          "allowPrivilegeEscalation": True}}]})
         suite = u.write_suite(d, "workloads", ["res.memory-balloon", "fs.fill-tmp",
                                                "cred.sa-token", "res.cpu-loop"],
                               params={"fs.fill-tmp": {"hold_s": 2}, "cred.sa-token": {}})
@@ -325,10 +298,7 @@ class LeastPrivilege(RealRun):
 
     @classmethod
     def run_args(cls):
-        d = cls.tmp.name
-        ctl = rm.copy_shipped(rm.OPEN, os.path.join(d, "open.yaml"))
-        deny = rm.copy_shipped(rm.DENY, os.path.join(d, "deny-egress.yaml"), control=ctl)
-        return ["--suite", rm.egress_suite(d), "--sandbox", deny] + rm.FAST
+        return rm.shipped_egress_run(cls.tmp.name)
 
     def test_the_service_account_suffices(self):
         self.assertEqual(self.res.returncode, 0, self.res.describe())

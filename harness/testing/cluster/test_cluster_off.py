@@ -9,7 +9,6 @@ the run's in-cluster canary (traffic rule: nothing in a test aims outside the cl
 namespace). EgressWatch proves no packet of the cluster reached the host's default route.
 """
 import os
-import re
 import sys
 import tempfile
 import time
@@ -20,7 +19,7 @@ from cluster_util import u
 import real_manifests as rm
 
 
-class K3sQuestion(unittest.TestCase):
+class K3sQuestion(c.ReportReading, unittest.TestCase):
     ARMS = ("k8s-open", "k8s-deny-egress", "k8s-deny-egress-aged")
 
     @classmethod
@@ -31,17 +30,12 @@ class K3sQuestion(unittest.TestCase):
         try:
             d = cls.tmp.name
             cls.watch = c.EgressWatch(os.path.join(d, "egress.pcap"))
-            ctl = rm.copy_shipped(rm.OPEN, os.path.join(d, "open.yaml"))
-            deny = rm.copy_shipped(rm.DENY, os.path.join(d, "deny-egress.yaml"), control=ctl,
-                                   drop=("minPolicyAge",),
-                                   add=["minPolicyAge: 5s", "agedRerun: 10s"])
-            suite = rm.egress_suite(d)
+            args = rm.shipped_egress_run(d, deny_add=["minPolicyAge: 5s", "agedRerun: 10s"])
             cls.out = os.path.join(d, "out")
             t0 = time.monotonic()
             cls.res = u.run_sandprobe(
-                ["run", "--suite", suite, "--sandbox", deny, "--out", cls.out, "--canary-dir",
-                 os.path.join(d, "canary"), "--no-color"], timeout=600,
-                env=cls.cluster.env())
+                ["run", "--out", cls.out, "--canary-dir", os.path.join(d, "canary"),
+                 "--no-color"] + args, timeout=600, env=cls.cluster.env())
             cls.wall = time.monotonic() - t0
             cls.report = u.report_or_none(cls.out)
             cls.left = (cls.cluster.wait_objects_gone(cls.report["run_id"])
@@ -54,15 +48,6 @@ class K3sQuestion(unittest.TestCase):
             raise
         cls.down_rc, cls.down_err = cls.cluster.stop()
         cls.tmp.cleanup()
-
-    def setUp(self):
-        self.assertIsNotNone(self.report, "no report.json\n" + self.res.describe())
-
-    def cell(self, arm, probe):
-        return u.observations(self.report, arm)[probe]
-
-    def verdict(self, arm, probe):
-        return u.verdicts(self.report, arm)[probe]
 
     def test_exit_1_three_columns_and_the_matrix(self):
         self.assertEqual(self.res.returncode, 1, self.res.describe())
@@ -96,10 +81,7 @@ class K3sQuestion(unittest.TestCase):
         self.assertIn(rm.BANNER, self.res.stdout)
 
     def test_ruled_out_shows_server_version_policy_selector_and_no_controller(self):
-        note = [n for n in self.report["notes"]
-                if n.startswith("k8s-deny-egress: ruled out before concluding")]
-        self.assertEqual(len(note), 1, self.report["notes"])
-        note = note[0]
+        note = self.note("k8s-deny-egress: ruled out before concluding")
         self.assertIn("server %s" % self.cluster.server_version, note)
         self.assertEqual(self.cluster.server_version, "v1.34.4")
         self.assertIn("deny all egress", note)
