@@ -28,9 +28,11 @@ bool Idempotent(std::string_view method) { return method == "GET" || method == "
 
 }  // namespace
 
-bool ApiError::IsQuota() const {
-  return code == 403 && message.find("exceeded quota") != std::string::npos;
+bool IsQuotaMessage(std::string_view message) {
+  return message.find("exceeded quota") != std::string_view::npos;
 }
+
+bool ApiError::IsQuota() const { return code == 403 && IsQuotaMessage(message); }
 
 std::string ApiError::ToString() const {
   std::string s =

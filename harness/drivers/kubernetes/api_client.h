@@ -25,6 +25,10 @@ namespace sandprobe::drivers::kube {
 
 using Clock = transport::Clock;
 
+// Whether an API server message is a ResourceQuota refusal ("exceeded quota"): back-pressure,
+// whether it comes as a 403 on a create or in a Job's FailedCreate event.
+bool IsQuotaMessage(std::string_view message);
+
 struct ApiError {
   int code = 0;              // HTTP status; 0 = transport (connect, TLS, timeout, broken stream)
   std::string reason;        // Status.reason ("Forbidden", "AlreadyExists", "Invalid", ...)

@@ -286,7 +286,7 @@ bool KubernetesDriver::JobRun::CheckWhyNoPodRuns() {
     for (const Json& e : kube::ListItems(ev->body)) {
       if (!e.is_object() || e.value("reason", "") != "FailedCreate") continue;
       std::string message = core::SanitizeUtf8(e.value("message", "").substr(0, 1000));
-      if (message.find("exceeded quota") != std::string::npos) {
+      if (kube::IsQuotaMessage(message)) {
         // Quota back-pressure on the pod, not a refusal: the Job controller creates the pod
         // itself once the quota frees (measured on a real cluster: a run's pods and its canary
         // filled `pods: 8`). Keep waiting until podStartTimeout.
@@ -478,15 +478,16 @@ core::Observation KubernetesDriver::JobRun::Decide() {
                         "(last error: {})",
                         name_, last_api_error_));
       }
-      return Fail(fmt::format("Job {}: no running container within podStartTimeout ({:g}s){}",
-                              name_, driver_.settings_.pod_start_timeout_s,
-                              pod_name_.empty()
-                                  ? (quota_wait_.empty()
-                                         ? std::string(": no pod was created")
-                                         : ": no pod was created (quota back-pressure did not "
-                                           "clear: " + quota_wait_ + ")")
-                                  : fmt::format(": pod {} phase {}{}", pod_name_, Phase(pod_),
-                                                waiting.empty() ? "" : ", " + waiting)));
+      return Fail(fmt::format(
+          "Job {}: no running container within podStartTimeout ({:g}s){}", name_,
+          driver_.settings_.pod_start_timeout_s,
+          pod_name_.empty()
+              ? (quota_wait_.empty() ? std::string(": no pod was created")
+                                     : ": no pod was created (quota back-pressure did not "
+                                       "clear: " +
+                                           quota_wait_ + ")")
+              : fmt::format(": pod {} phase {}{}", pod_name_, Phase(pod_),
+                            waiting.empty() ? "" : ", " + waiting)));
     }
   }
   if (!deleted_) return Fail(deleted_.error() + " (the API server stopped answering?)");

@@ -137,8 +137,8 @@ class KubernetesDriver::JobRun {
   std::optional<Clock::time_point> running_since_;  // local time a container was first seen
   std::string job_failure_;                         // Job Failed/FailureTarget condition reason
   std::string failed_create_;                       // message of a FailedCreate event
-  std::string quota_wait_;      // the last FailedCreate for exceeded quota (back-pressure)
-  std::string setup_failure_;                       // why the watch gave up (harness error)
+  std::string quota_wait_;        // the last FailedCreate for exceeded quota (back-pressure)
+  std::string setup_failure_;     // why the watch gave up (harness error)
   std::string last_api_error_;    // the last transport or deadline error of a pod list
   bool pod_deleted_ = false;      // the pod was deleted before it finished
   Clock::time_point last_check_;  // the last CheckWhyNoPodRuns (at most every 2 s)

@@ -105,25 +105,6 @@ class Cluster:
             time.sleep(1)
 
 
-class ReportReading:
-    """Reading one run's report.json (cls.report, cls.res) in a unittest.TestCase."""
-
-    def setUp(self):
-        self.assertIsNotNone(self.report, "no report.json\n" + self.res.describe())
-
-    def cell(self, arm, probe):
-        return u.observations(self.report, arm)[probe]
-
-    def verdict(self, arm, probe):
-        return u.verdicts(self.report, arm)[probe]
-
-    def note(self, prefix):
-        """The one report note starting with `prefix`."""
-        found = [n for n in self.report["notes"] if n.startswith(prefix)]
-        self.assertEqual(len(found), 1, (prefix, self.report["notes"]))
-        return found[0]
-
-
 def default_route_interface():
     out = subprocess.run(["ip", "-j", "route", "show", "default"], capture_output=True,
                          text=True, check=True).stdout

@@ -52,7 +52,7 @@ def tearDownModule():
         raise AssertionError("ci/cluster/down left something behind:\n" + err[-3000:])
 
 
-class RealRun(c.ReportReading, unittest.TestCase):
+class RealRun(u.ReportReading, unittest.TestCase):
     """One sandprobe run (cls.run_args()) against the module's cluster, made in setUpClass."""
     KUBECONFIG = None
 

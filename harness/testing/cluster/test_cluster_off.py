@@ -19,7 +19,7 @@ from cluster_util import u
 import real_manifests as rm
 
 
-class K3sQuestion(c.ReportReading, unittest.TestCase):
+class K3sQuestion(u.ReportReading, unittest.TestCase):
     ARMS = ("k8s-open", "k8s-deny-egress", "k8s-deny-egress-aged")
 
     @classmethod

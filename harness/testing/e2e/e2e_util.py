@@ -262,6 +262,26 @@ def observations(report, arm):
     return {o["probe"]: o for o in report["observations"] if o["arm"] == arm}
 
 
+class ReportReading:
+    """Reading one run's report.json (cls.report, cls.res) in a unittest.TestCase: shared by the
+    fake-cluster and real-cluster tests."""
+
+    def setUp(self):
+        self.assertIsNotNone(self.report, "no report.json\n" + self.res.describe())
+
+    def cell(self, arm, probe):
+        return observations(self.report, arm)[probe]
+
+    def verdict(self, arm, probe):
+        return verdicts(self.report, arm)[probe]
+
+    def note(self, prefix):
+        """The one report note starting with `prefix` (e.g. "k8s-deny-egress: ruled out")."""
+        found = [n for n in self.report["notes"] if n.startswith(prefix)]
+        self.assertEqual(len(found), 1, (prefix, self.report["notes"]))
+        return found[0]
+
+
 def arm_names(report, role):
     return [a["name"] for a in report["arms"] if a["role"] == role]
 

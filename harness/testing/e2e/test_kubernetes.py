@@ -221,7 +221,7 @@ def write_kube_manifest(path, name, control=None, policy=False, extra=(), timeou
     return path
 
 
-class FakeRun(unittest.TestCase):
+class FakeRun(u.ReportReading, unittest.TestCase):
     """One fake (FAKE_ARGS) and one sandprobe run (cls.run_args()) made in setUpClass."""
     FAKE_ARGS = ()
 
@@ -261,21 +261,6 @@ class FakeRun(unittest.TestCase):
                                    policy=policy, extra=extra)
         suite = u.write_suite(d, "suite-" + arm, rows, params=params or cluster_params())
         return ["--suite", suite, "--sandbox", cand] + list(flags) + FAST
-
-    def setUp(self):
-        self.assertIsNotNone(self.report, "no report.json\n" + self.res.describe())
-
-    def cell(self, arm, probe):
-        return u.observations(self.report, arm)[probe]
-
-    def verdict(self, arm, probe):
-        return u.verdicts(self.report, arm)[probe]
-
-    def note(self, prefix):
-        """The report note starting with `prefix` (e.g. "k8s-deny-egress: ruled out")."""
-        found = [n for n in self.report["notes"] if n.startswith(prefix)]
-        self.assertEqual(len(found), 1, (prefix, self.report["notes"]))
-        return found[0]
 
     def assert_nothing_left(self):
         self.assertEqual(self.left, [])
