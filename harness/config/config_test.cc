@@ -295,6 +295,50 @@ TEST(ProbeTest, CanaryHitKinds) {
   }
 }
 
+TEST(ProbeTest, LiveTarget) {
+  auto write = [](const std::string& name, const std::string& rule) {
+    const std::filesystem::path dir =
+        std::filesystem::path(::testing::TempDir()) / "probes" / name;
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "probe.yaml")
+        << "id: x.y\nlabel: y\ncategory: x\ndescription: d\nclassify:\n"
+           "  outcomes: {reached: exposed, refused: exposed, blocked: contained}\n"
+        << rule;
+    std::ofstream(dir / "probe.py") << "result('ok', 'positive')\n";
+    return dir;
+  };
+  auto ok = LoadProbe(write("live", "  live_target: {refused: refused, reached: [reached], "
+                                    "target: target}\n"));
+  ASSERT_TRUE(ok) << ok.error().ToString();
+  ASSERT_TRUE(ok->classify.live_target);
+  EXPECT_EQ(ok->classify.live_target->refused, "refused");
+  EXPECT_EQ(ok->classify.live_target->reached, std::vector<std::string>{"reached"});
+  EXPECT_EQ(ok->classify.live_target->target, "target");
+  const struct {
+    const char* rule;
+    int column;
+    const char* field;
+  } bad[] = {
+      {"  live_target: {refused: refused, reached: [blocked], target: target}\n", 45,
+       "classify.live_target.reached"},  // a declared containment is no reach
+      {"  live_target: {refused: nope, reached: [reached], target: target}\n", 26,
+       "classify.live_target.refused"},
+      {"  live_target: {refused: refused, reached: [], target: target}\n", 16,
+       "classify.live_target"},
+      {"  live_target: {refused: refused, reached: [reached]}\n", 16, "classify.live_target"},
+      {"  live_target: {refused: refused, reached: [reached], target: t, x: 1}\n", 66,
+       "classify.live_target.x"},
+  };
+  for (const auto& b : bad) {
+    SCOPED_TRACE(b.rule);
+    auto p = LoadProbe(write("live-bad", b.rule));
+    ASSERT_FALSE(p);
+    EXPECT_EQ(p.error().line, 7) << p.error().ToString();
+    EXPECT_EQ(p.error().column, b.column) << p.error().ToString();
+    EXPECT_EQ(p.error().field, b.field) << p.error().ToString();
+  }
+}
+
 // The repository's own probes, suites and manifests must load.
 TEST(RepoFilesTest, ShippedFilesLoad) {
   const std::filesystem::path root = SANDPROBE_SOURCE_ROOT;

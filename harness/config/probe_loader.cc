@@ -74,7 +74,8 @@ std::expected<void, ConfigError> LoadClassify(const std::string& file, const YAM
   if (auto r = internal::OnlyKeys(
           file, node, "classify",
           {"outcomes", "killed", "timed_out", "deadline", "crashed", "canary_hit",
-           "canary_hit_kinds", "exceeds", "fact", "output", "quiet_after_call", "still_running"});
+           "canary_hit_kinds", "exceeds", "fact", "output", "quiet_after_call", "still_running",
+           "live_target"});
       !r) {
     return r;
   }
@@ -182,6 +183,38 @@ std::expected<void, ConfigError> LoadClassify(const std::string& file, const YAM
           At(file, r["param"], "classify.still_running.param", "names no parameter of this probe"));
     }
     p.classify.still_running = core::StillRunningRule{r["param"].Scalar()};
+  }
+  if (const YAML::Node l = node["live_target"]; l.IsDefined()) {
+    constexpr const char* kShape =
+        "expected {refused: <outcome>, reached: [<outcome>, ...], target: <result field>}";
+    auto has = [&](const char* key) { return l.IsMap() && l[key].IsDefined(); };
+    if (!has("refused") || !has("reached") || !has("target") || !l["refused"].IsScalar() ||
+        !l["reached"].IsSequence() || l["reached"].size() == 0 || !l["target"].IsScalar()) {
+      return std::unexpected(At(file, l, "classify.live_target", kShape));
+    }
+    if (auto r = internal::OnlyKeys(file, l, "classify.live_target",
+                                    {"refused", "reached", "target"});
+        !r) {
+      return r;
+    }
+    core::LiveTargetRule rule{
+        .refused = l["refused"].Scalar(), .reached = {}, .target = l["target"].Scalar()};
+    // Both must be outcomes this probe declares exposed: the rule turns one reach into another's
+    // proof, never a declared containment into anything.
+    auto declared_exposed = [&](const YAML::Node& n, const std::string& field)
+        -> std::expected<void, ConfigError> {
+      const auto it = n.IsScalar() ? p.classify.outcomes.find(n.Scalar())
+                                   : p.classify.outcomes.end();
+      if (it == p.classify.outcomes.end() || it->second != core::Exposure::kExposed)
+        return std::unexpected(At(file, n, field, "names no outcome this probe declares exposed"));
+      return {};
+    };
+    if (auto r = declared_exposed(l["refused"], "classify.live_target.refused"); !r) return r;
+    for (const YAML::Node& o : l["reached"]) {
+      if (auto r = declared_exposed(o, "classify.live_target.reached"); !r) return r;
+      rule.reached.push_back(o.Scalar());
+    }
+    p.classify.live_target = std::move(rule);
   }
   return {};
 }

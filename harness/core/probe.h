@@ -70,6 +70,20 @@ struct QuietAfterCallRule {
 struct StillRunningRule {
   std::string param;  // e.g. "canary"
 };
+
+// A refusal at a target a control reached in the same run (probe.yaml `classify.live_target`).
+// connect() reports a host's reset and a firewall's REJECT (icmp-port-unreachable, what
+// kube-router's NetworkPolicy chains answer) with the same ECONNREFUSED. A refusal from a
+// non-loopback target alone counts as reach (the packet got somewhere); but when a control with
+// identical parameters got an answer from the same target (result field `target` equal) in the
+// same run, a listener was alive there, and a live listener accepts: what refused the candidate
+// stood in between -> contained, positive (docs/traps.md, "a REJECT looks like a reset").
+struct LiveTargetRule {
+  std::string refused;               // the outcome meaning "the connection was refused"
+  std::vector<std::string> reached;  // outcomes meaning "a listener answered"
+  std::string target;                // result field naming the address, compared between arms
+};
+
 inline constexpr double kHeartbeatGraceS = 0.5;         // one heartbeat period: a beat in flight
 inline constexpr size_t kLateBeatsForStillRunning = 2;  // one late beat may be jitter
 
@@ -99,6 +113,7 @@ struct ClassifyRules {
   std::optional<OutputRule> output;
   std::optional<QuietAfterCallRule> quiet_after_call;
   std::optional<StillRunningRule> still_running;
+  std::optional<LiveTargetRule> live_target;
 };
 
 // How a probe reaches its arm (probe.yaml `deploy:`).

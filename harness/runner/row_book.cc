@@ -4,6 +4,7 @@
 
 #include "core/classify.h"
 #include "core/facts.h"
+#include "core/live_target.h"
 #include "core/trials.h"
 
 namespace sandprobe::runner {
@@ -38,19 +39,47 @@ void RowBook::FinalizeRemaining() {
   }
 }
 
+bool RowBook::IsControl(const std::string& arm) const {
+  const core::ArmInfo* info = matrix_.FindArm(arm);
+  return info != nullptr && info->role == core::ArmRole::kControl;
+}
+
+void RowBook::ApplyLiveTarget(const core::ProbeDescriptor& probe,
+                              std::vector<std::vector<core::Cell>>& arm_trials) const {
+  if (!probe.classify.live_target) return;
+  // Every control trial counts: one that reached the target shows the listener lived.
+  std::vector<core::ArmView> controls;
+  for (const std::vector<core::Cell>& trials : arm_trials) {
+    for (const core::Cell& t : trials) {
+      if (IsControl(t.observation.arm)) {
+        controls.push_back({t.observation.arm, &t.observation, t.classification});
+      }
+    }
+  }
+  for (std::vector<core::Cell>& trials : arm_trials) {
+    for (core::Cell& t : trials) {
+      if (IsControl(t.observation.arm)) continue;
+      if (auto re = core::RefusedAtLiveTarget(probe, controls, t.observation, t.classification)) {
+        t.classification = std::move(*re);
+      }
+    }
+  }
+}
+
 void RowBook::FinalizeRow(size_t row) {
   done_[row] = true;
   const core::Row& r = plan_.rows[row];
   const core::ProbeDescriptor& probe =
       *std::ranges::find(probes_, r.probe, &core::ProbeDescriptor::id);
   const size_t first_cell = matrix_.cells.size();
+  std::vector<std::vector<core::Cell>> arm_trials;  // per task of this row, in task order
   for (size_t i = 0; i < plan_.tasks.size(); ++i) {
     const Task& task = plan_.tasks[i];
     if (task.row != row) continue;
     std::vector<core::Observation>& observed = results_[i];
     // Only an interrupt leaves trials missing: each becomes "not run", never a pass.
     observed.resize(std::max(observed.size(), trials_));
-    std::vector<core::Cell> trials;
+    std::vector<core::Cell>& trials = arm_trials.emplace_back();
     for (core::Observation& obs : observed) {
       obs.probe = task.probe;
       obs.arm = task.arm;
@@ -60,6 +89,9 @@ void RowBook::FinalizeRow(size_t row) {
       core::Classification cls = core::Classify(probe, obs);
       trials.push_back({std::move(obs), std::move(cls)});
     }
+  }
+  ApplyLiveTarget(probe, arm_trials);
+  for (std::vector<core::Cell>& trials : arm_trials) {
     matrix_.cells.push_back(core::AggregateTrials(std::move(trials)));
   }
   std::vector<core::ArmView> controls;

@@ -41,6 +41,11 @@ class RowBook {
   // drivers fill only what they measured), classifies it, then judges each candidate against
   // the row's control cells (or records its planned SKIP).
   void FinalizeRow(size_t row);
+  // Re-reads each non-control trial's refusal against every control trial of the row (the
+  // probe's classify.live_target, core/live_target.h), before the trials are aggregated.
+  void ApplyLiveTarget(const core::ProbeDescriptor& probe,
+                       std::vector<std::vector<core::Cell>>& arm_trials) const;
+  bool IsControl(const std::string& arm) const;
 
   const Plan& plan_;
   const std::vector<core::ProbeDescriptor>& probes_;

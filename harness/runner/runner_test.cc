@@ -531,6 +531,41 @@ TEST_F(RunnerTest, ArmPlaceholdersFillTheSuiteForEveryArm) {
   EXPECT_EQ(VerdictOf(*m, "net.tcp", "cand").validated_by, "local");
 }
 
+// A refusal at the target the control reached in the same run is a filter's REJECT (contained);
+// where the control was refused too, nothing shows a listener lived there: still a FAIL.
+TEST_F(RunnerTest, ARefusalAtALiveTargetIsContained) {
+  core::ProbeDescriptor tcp = Probe("net.tcp");
+  tcp.classify.outcomes["refused"] = core::Exposure::kExposed;
+  tcp.classify.live_target = core::LiveTargetRule{"refused", {"reached"}, "target"};
+  auto act = [](const char* outcome) {
+    return FakeAct{FakeAct::kResult,
+                   {{"outcome", outcome}, {"evidence", "positive"}, {"target", "10.0.0.9:80"}}};
+  };
+  for (const char* control : {"reached", "refused"}) {
+    SCOPED_TRACE(control);
+    book_ = std::make_shared<FakeBook>();
+    FakeArm local, cand;
+    local.acts["net.tcp"] = act(control);
+    cand.acts["net.tcp"] = act("refused");
+    auto m = RunIt(Options({tcp}, {{"local", local}, {"cand", cand}}));
+    ASSERT_TRUE(m) << m.error().message;
+    const core::Verdict v = VerdictOf(*m, "net.tcp", "cand");
+    if (std::string_view(control) == "reached") {
+      EXPECT_EQ(v.kind, core::VerdictKind::kPass) << v.reason;
+      EXPECT_EQ(v.evidence, core::Evidence::kPositive);
+      EXPECT_NE(v.reason.find("which control local reached in this run"), std::string::npos)
+          << v.reason;
+      for (const core::Cell& c : m->cells) {
+        if (c.observation.arm == "cand") {
+          EXPECT_EQ(c.classification.label, "refused (filtered)");
+        }
+      }
+    } else {
+      EXPECT_EQ(v.kind, core::VerdictKind::kFail) << v.reason;
+    }
+  }
+}
+
 TEST_F(RunnerTest, ArmPlaceholderConflictOrMissingIsASetupError) {
   core::ProbeDescriptor tcp = Probe("net.tcp");
   tcp.params["target"] = core::ParamSpec{"", "", "", 1, ""};

@@ -99,7 +99,12 @@ class DescriptorTest(unittest.TestCase):
                 self.assertEqual(list(c)[:2], ["outcomes", "killed"])
                 self.assertLessEqual(set(c), {"outcomes", "killed", "timed_out", "deadline",
                                               "exceeds", "fact", "output", "quiet_after_call",
-                                              "crashed", "still_running", "canary_hit_kinds"})
+                                              "crashed", "still_running", "canary_hit_kinds",
+                                              "live_target"})
+                if "live_target" in c:  # a refusal re-read against a control's reach
+                    self.assertEqual(c["outcomes"].get(c["live_target"]["refused"]), "exposed")
+                    for o in c["live_target"]["reached"]:
+                        self.assertEqual(c["outcomes"].get(o), "exposed")
                 if "still_running" in c:  # heartbeats to a canary parameter, after_call_s to hear
                     self.assertIn(c["still_running"]["param"], d["params"])
                     self.assertGreater(d.get("after_call_s", 0), 0)

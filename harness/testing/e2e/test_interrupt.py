@@ -131,7 +131,7 @@ class Interrupt(unittest.TestCase):
             self.assertNotEqual(verdicts.get("res.cpu-loop", {}).get("verdict"), "PASS")
             if os.environ.get("E2E_VERBOSE"):
                 print("\n" + context)
-            return code, report, running_before
+            return code, report, running_before, first_row.is_set()
 
     def test_leftover_scan_finds_a_tagged_probe(self):
         # The "nothing left behind" assertions are only as good as this scan: prove it sees one.
@@ -182,11 +182,19 @@ class Interrupt(unittest.TestCase):
 
     def test_sigint_while_the_loops_run(self):
         # Later: the balloon row (a FAIL) is complete and both cpu-loop sandboxes are spinning.
-        code, report, running = self.interrupt_run(signal.SIGINT, to_group=True,
-                                                   wait_for_label="memory balloon", wait_s=12)
+        code, report, running, balloon_printed = self.interrupt_run(
+            signal.SIGINT, to_group=True, wait_for_label="memory balloon", wait_s=12)
         self.assertTrue(running, "no probe process was running when the signal was sent")
-        self.assertEqual(u.verdicts(report, "bubblewrap")["res.memory-balloon"]["verdict"], "FAIL")
-        self.assertEqual(code, 1)
+        balloon = u.verdicts(report, "bubblewrap")["res.memory-balloon"]
+        # Once (CI, both cores busy) the row was not printed within 12 s and the signal cut the
+        # balloon itself: INCONCLUSIVE, rightly. A row printed before the signal must be the FAIL;
+        # one cut by it may be INCONCLUSIVE or FAIL, never a PASS.
+        if balloon_printed:
+            self.assertEqual(balloon["verdict"], "FAIL", balloon)
+        else:
+            self.assertIn(balloon["verdict"], ("FAIL", "INCONCLUSIVE"), balloon)
+        if balloon["verdict"] == "FAIL":  # a required FAIL measured: the gate says so (exit 1)
+            self.assertEqual(code, 1)
         loops = [o for o in report["observations"] if o["probe"] == "res.cpu-loop"]
         self.assertEqual(sorted(o["evidence"]["ending"] for o in loops),
                          ["interrupted", "interrupted"], loops)
