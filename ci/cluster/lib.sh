@@ -8,6 +8,12 @@ KUBE_VERSION=v1.34.4
 KUBE_ROUTER_VERSION=v2.1.0
 COREDNS_VERSION=v1.14.7
 
+# Go 1.26 lives in /usr/local/go on the project's machines; a non-login shell may not have it on
+# PATH.
+if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
+  PATH=/usr/local/go/bin:$PATH
+fi
+
 CLUSTER_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # Built once per machine, outside the checkout (a fresh clone reuses it).
 CLUSTER_CACHE=${SANDPROBE_CLUSTER_CACHE:-/var/cache/sandprobe-cluster}

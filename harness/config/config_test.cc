@@ -297,8 +297,7 @@ TEST(ProbeTest, CanaryHitKinds) {
 
 TEST(ProbeTest, LiveTarget) {
   auto write = [](const std::string& name, const std::string& rule) {
-    const std::filesystem::path dir =
-        std::filesystem::path(::testing::TempDir()) / "probes" / name;
+    const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "probes" / name;
     std::filesystem::create_directories(dir);
     std::ofstream(dir / "probe.yaml")
         << "id: x.y\nlabel: y\ncategory: x\ndescription: d\nclassify:\n"
@@ -307,8 +306,9 @@ TEST(ProbeTest, LiveTarget) {
     std::ofstream(dir / "probe.py") << "result('ok', 'positive')\n";
     return dir;
   };
-  auto ok = LoadProbe(write("live", "  live_target: {refused: refused, reached: [reached], "
-                                    "target: target}\n"));
+  auto ok = LoadProbe(write("live",
+                            "  live_target: {refused: refused, reached: [reached], "
+                            "target: target}\n"));
   ASSERT_TRUE(ok) << ok.error().ToString();
   ASSERT_TRUE(ok->classify.live_target);
   EXPECT_EQ(ok->classify.live_target->refused, "refused");

@@ -71,11 +71,10 @@ std::expected<void, ConfigError> LoadClassify(const std::string& file, const YAM
   // IsDefined() first (found by the probe fuzz target, docs/design.md "Fuzzing").
   if (!node.IsDefined() || !node.IsMap())
     return std::unexpected(At(file, node, "classify", "required mapping is missing"));
-  if (auto r = internal::OnlyKeys(
-          file, node, "classify",
-          {"outcomes", "killed", "timed_out", "deadline", "crashed", "canary_hit",
-           "canary_hit_kinds", "exceeds", "fact", "output", "quiet_after_call", "still_running",
-           "live_target"});
+  if (auto r = internal::OnlyKeys(file, node, "classify",
+                                  {"outcomes", "killed", "timed_out", "deadline", "crashed",
+                                   "canary_hit", "canary_hit_kinds", "exceeds", "fact", "output",
+                                   "quiet_after_call", "still_running", "live_target"});
       !r) {
     return r;
   }
@@ -192,8 +191,8 @@ std::expected<void, ConfigError> LoadClassify(const std::string& file, const YAM
         !l["reached"].IsSequence() || l["reached"].size() == 0 || !l["target"].IsScalar()) {
       return std::unexpected(At(file, l, "classify.live_target", kShape));
     }
-    if (auto r = internal::OnlyKeys(file, l, "classify.live_target",
-                                    {"refused", "reached", "target"});
+    if (auto r =
+            internal::OnlyKeys(file, l, "classify.live_target", {"refused", "reached", "target"});
         !r) {
       return r;
     }
@@ -201,10 +200,10 @@ std::expected<void, ConfigError> LoadClassify(const std::string& file, const YAM
         .refused = l["refused"].Scalar(), .reached = {}, .target = l["target"].Scalar()};
     // Both must be outcomes this probe declares exposed: the rule turns one reach into another's
     // proof, never a declared containment into anything.
-    auto declared_exposed = [&](const YAML::Node& n, const std::string& field)
-        -> std::expected<void, ConfigError> {
-      const auto it = n.IsScalar() ? p.classify.outcomes.find(n.Scalar())
-                                   : p.classify.outcomes.end();
+    auto declared_exposed = [&](const YAML::Node& n,
+                                const std::string& field) -> std::expected<void, ConfigError> {
+      const auto it =
+          n.IsScalar() ? p.classify.outcomes.find(n.Scalar()) : p.classify.outcomes.end();
       if (it == p.classify.outcomes.end() || it->second != core::Exposure::kExposed)
         return std::unexpected(At(file, n, field, "names no outcome this probe declares exposed"));
       return {};

@@ -85,7 +85,8 @@ inline constexpr char kPolicySelectsPod[] = "policy_selects_pod";
 inline constexpr char kOtherPoliciesAllowingEgress[] = "other_policies_allowing_egress";
 inline constexpr char kPolicyWaitS[] = "policy_wait_s";  // s waited for minPolicyAge
 inline constexpr char kStartWaitS[] = "start_wait_s";    // s: Job created to running
-// bool: the Pod ran with spec.hostNetwork (NetworkPolicy never applies to it; no banner).
+// bool: the Pod ran with spec.hostNetwork (the NetworkPolicy API leaves such pods to the plugin;
+// no banner).
 inline constexpr char kHostNetwork[] = "host_network";
 inline constexpr char kPodSettleS[] = "pod_settle_s";  // s the pod waited before probing (-settled)
 inline constexpr char kPodRelists[] = "pod_relists";   // int: watch re-lists

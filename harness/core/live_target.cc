@@ -14,6 +14,18 @@ std::string ResultField(const Observation& obs, const std::string& field) {
   return obs.result ? StringField(*obs.result, field) : std::string();
 }
 
+// The address a result names in `field`: a non-empty string, or a list of exactly one (a name
+// that resolved to one address). "" when there is none or more than one: a refusal at one
+// address and a reach at another prove nothing about each other.
+std::string OneAddress(const Observation& obs, const std::string& field) {
+  if (!obs.result || !obs.result->is_object()) return "";
+  const auto it = obs.result->find(field);
+  if (it == obs.result->end()) return "";
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_array() && it->size() == 1 && (*it)[0].is_string()) return (*it)[0].get<std::string>();
+  return "";
+}
+
 }  // namespace
 
 std::optional<Classification> RefusedAtLiveTarget(const ProbeDescriptor& probe,
@@ -26,12 +38,12 @@ std::optional<Classification> RefusedAtLiveTarget(const ProbeDescriptor& probe,
   // is reach whatever the result says.
   if (c.exposure != Exposure::kExposed || !candidate.canary_hits.empty()) return std::nullopt;
   if (ResultField(candidate, "outcome") != rule.refused) return std::nullopt;
-  const std::string target = ResultField(candidate, rule.target);
+  const std::string target = OneAddress(candidate, rule.target);
   if (target.empty()) return std::nullopt;
   for (const ArmView& control : controls) {
     if (control.observation == nullptr) continue;
     const Observation& o = *control.observation;
-    if (o.params_key != candidate.params_key || ResultField(o, rule.target) != target) continue;
+    if (o.params_key != candidate.params_key || OneAddress(o, rule.target) != target) continue;
     const std::string outcome = ResultField(o, "outcome");
     const bool answered = std::ranges::find(rule.reached, outcome) != rule.reached.end();
     if (!answered && o.canary_hits.empty()) continue;

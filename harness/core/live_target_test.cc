@@ -22,7 +22,9 @@ Observation Result(const std::string& arm, const std::string& outcome, const std
   o.arm = arm;
   o.params_key = params_key;
   o.ending = Ending::kExited;
-  o.result = nlohmann::json{{"kind", "result"},  {"outcome", outcome}, {"evidence", "positive"},
+  o.result = nlohmann::json{{"kind", "result"},
+                            {"outcome", outcome},
+                            {"evidence", "positive"},
                             {"errno", outcome == "refused" ? "ECONNREFUSED" : ""},
                             {"target", target}};
   return o;
@@ -36,9 +38,9 @@ struct Case {
   std::string control_outcome;  // "" = no control ran
   std::string control_target;
   std::string control_key;
-  bool control_hit;      // the canary logged the control
-  bool candidate_hit;    // the canary logged the candidate
-  bool rule;             // the probe declares live_target
+  bool control_hit;    // the canary logged the control
+  bool candidate_hit;  // the canary logged the candidate
+  bool rule;           // the probe declares live_target
   std::string cand_outcome;
   bool want_contained;
 };
@@ -48,10 +50,10 @@ TEST(LiveTargetTest, Table) {
   const std::string t = "10.253.0.42:7000";
   const Case cases[] = {
       {"control reached the same target", "reached", t, key, false, false, true, "refused", true},
-      {"control's canary hit, no reached outcome", "no_echo", t, key, true, false, true,
-       "refused", true},
-      {"control refused too: nothing lived there", "refused", t, key, false, false, true,
-       "refused", false},
+      {"control's canary hit, no reached outcome", "no_echo", t, key, true, false, true, "refused",
+       true},
+      {"control refused too: nothing lived there", "refused", t, key, false, false, true, "refused",
+       false},
       {"control blocked", "blocked", t, key, false, false, true, "refused", false},
       {"no control ran", "", t, key, false, false, true, "refused", false},
       {"control reached another target", "reached", "10.253.0.43:7000", key, false, false, true,
@@ -102,6 +104,35 @@ TEST(LiveTargetTest, AContainedOrUnknownCandidateIsLeftAlone) {
   for (Exposure e : {Exposure::kContained, Exposure::kUnknown}) {
     EXPECT_FALSE(RefusedAtLiveTarget(probe, controls, cand,
                                      Classification{e, Evidence::kPositive, "x", "y"}));
+  }
+}
+
+// net.http-by-name and net.k8s-api name the addresses a name resolved to: one address on both
+// sides is one target; two are not (the refusal may have come from the other one).
+TEST(LiveTargetTest, AListOfExactlyOneAddress) {
+  ProbeDescriptor probe = TcpProbe();
+  probe.classify.live_target->target = "addresses";
+  auto with = [](const std::string& arm, const char* outcome, nlohmann::json addresses) {
+    Observation o = Result(arm, outcome, "");
+    (*o.result)["addresses"] = std::move(addresses);
+    return o;
+  };
+  const struct {
+    nlohmann::json control, candidate;
+    bool want;
+  } cases[] = {
+      {{"10.0.0.1"}, {"10.0.0.1"}, true},
+      {{"10.0.0.1", "10.0.0.2"}, {"10.0.0.1", "10.0.0.2"}, false},
+      {{"10.0.0.1"}, {"10.0.0.2"}, false},
+      {nlohmann::json::array(), nlohmann::json::array(), false},
+      {{1}, {1}, false},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.candidate.dump());
+    const Observation ctl = with("control", "reached", c.control);
+    const Observation cand = with("cand", "refused", c.candidate);
+    const ArmView controls[] = {{"control", &ctl, kRefused}};
+    EXPECT_EQ(RefusedAtLiveTarget(probe, controls, cand, kRefused).has_value(), c.want);
   }
 }
 

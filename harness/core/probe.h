@@ -75,13 +75,14 @@ struct StillRunningRule {
 // connect() reports a host's reset and a firewall's REJECT (icmp-port-unreachable, what
 // kube-router's NetworkPolicy chains answer) with the same ECONNREFUSED. A refusal from a
 // non-loopback target alone counts as reach (the packet got somewhere); but when a control with
-// identical parameters got an answer from the same target (result field `target` equal) in the
-// same run, a listener was alive there, and a live listener accepts: what refused the candidate
-// stood in between -> contained, positive (docs/traps.md, "a REJECT looks like a reset").
+// identical parameters got an answer from the same address (result field `target`: one string, or
+// a list of exactly one) in the same run, a listener was alive there, and a live listener
+// accepts: what refused the candidate stood in between -> contained, positive (docs/traps.md, "a
+// REJECT looks like a reset").
 struct LiveTargetRule {
   std::string refused;               // the outcome meaning "the connection was refused"
   std::vector<std::string> reached;  // outcomes meaning "a listener answered"
-  std::string target;                // result field naming the address, compared between arms
+  std::string target;                // result field naming the address (string or one-element list)
 };
 
 inline constexpr double kHeartbeatGraceS = 0.5;         // one heartbeat period: a beat in flight

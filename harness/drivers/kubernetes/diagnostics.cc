@@ -277,8 +277,9 @@ RuledOut CheckPolicyArmUnchecked(const ApiClient& client, const PolicyArmView& v
   }
   if (view.host_network) {
     r.facts.push_back(
-        "the probe pods run with hostNetwork: true, and NetworkPolicy never applies to "
-        "host-network pods");
+        "the probe pods run with hostNetwork: true, and the NetworkPolicy API leaves "
+        "host-network pods to the plugin (most never apply a policy to them; kube-router "
+        "matches them by the node's IP)");
   }
   if (auto served = get("/apis/networking.k8s.io/v1"); !served) {
     r.not_checked.push_back("networking.k8s.io/v1 discovery (" + why(served.error()) + ")");

@@ -2,17 +2,21 @@
 One cluster for the module (started in setUpModule, stopped in tearDownModule, which checks that
 ci/cluster/down left nothing behind); each class is one `sandprobe run` against it.
 
-  Enforced        the egress suite against deny-egress: traffic rows PASS, no banner, exit 0.
+  Enforced        the egress suite against the shipped deny-egress manifest with a settled
+                  re-run: held once kube-router has programmed the pod (kube-router's REJECT
+                  read as a filter, not reach); a fresh pod's leak is "enforced late", never
+                  "not enforced".
   Port53Allowed   a policy allowing port 53 to anywhere: the rows it opens REACHED and named.
   HostNetwork     a hostNetwork jobTemplate on the deny arm (in a namespace whose Pod Security
-                  admits host networking): FAIL, named.
+                  admits host networking): every row says host_network, judged on what it
+                  measured.
   NewPodOldPolicy a fresh pod under an old policy, and one that waited: what kube-router does,
                   measured and printed, judged as the product judges it.
-  Workloads       the kubelet's own facts: OOMKilled, Evicted, DeadlineExceeded; a mounted
-                  token FAILs with its hash prefix only; Pod Security's and the admission
-                  policy's own refusals in the report; quota exhausted mid-run is back-off.
+  Workloads       the kubelet's own facts: OOMKilled, DeadlineExceeded; a disk emptyDir's
+                  sizeLimit does not stop a write; a mounted token FAILs with its hash prefix
+                  only.
+  Privileged      Pod Security's own refusal, named by the run that stops at setup.
   LeastPrivilege  the whole egress run with the sandprobe ServiceAccount's token only.
-  Interrupt       Ctrl-C mid-run, and an API server killed mid-run: nothing left after cleanup.
 Traffic rule: every target is inside the cluster's namespace; EgressWatch sees no packet.
 """
 import json
@@ -94,33 +98,71 @@ class RealRun(u.ReportReading, unittest.TestCase):
 HOSTNET_NS = "sandprobe-hostnet"
 
 
-class Enforced(RealRun):
-    @classmethod
-    def run_args(cls):
-        return rm.shipped_egress_run(cls.tmp.name)
+# kube-router (v2.1.0, as k3s embeds it) programs a new pod's rules after the pod has started:
+# measured here, a fresh pod under a deny-egress policy 10 s old reached the canaries by IP and by
+# name, while pods that waited 6 s were held (docs/cluster.md "Where the fake was wrong"). So the
+# policy runs carry a settled re-run (`settledRerun`), and the question each test asks is the
+# product's: held once programmed, and a fresh pod's leak reported as late enforcement, never as
+# "not enforced".
+SETTLED = ["minPolicyAge: 10s", "settledRerun: 6s"]
+DENY_ARM, SETTLED_ARM = "k8s-deny-egress", "k8s-deny-egress-settled"
+EGRESS_ROWS = rm.TRAFFIC_ROWS + [rm.tk.METADATA] + rm.CLOUD_ROWS + [rm.tk.CLOUD_CRED]
 
-    def test_exit_0_no_banner(self):
-        self.assertEqual(self.res.returncode, 0, self.res.describe())
-        self.assertEqual(self.report["banners"], [])
-        self.assertNotIn(rm.BANNER, self.res.stdout)
 
-    def test_traffic_rows_reached_in_control_blocked_in_candidate(self):
-        for probe in rm.TRAFFIC_ROWS:
-            self.assertEqual(self.cell("k8s-open", probe)["label"], "REACHED", probe)
-            cand = self.cell("k8s-deny-egress", probe)
-            self.assertEqual(cand["exposure"], "contained", (probe, cand["reason"]))
-            self.assertEqual(cand["evidence"]["canary_hits"], [], probe)
-            v = self.verdict("k8s-deny-egress", probe)
+class LateOrHeld:
+    """Assertions shared by the runs of the shipped deny-egress manifest."""
+
+    def assert_held_once_programmed_and_a_leak_is_late(self, rows, fresh, settled):
+        leaked = []
+        for probe in rows:
+            self.assertEqual(self.cell("k8s-open", probe)["exposure"], "exposed", probe)
+            held = self.cell(settled, probe)
+            self.assertEqual(held["exposure"], "contained", (probe, held["reason"]))
+            self.assertEqual(held["evidence"]["canary_hits"], [], probe)
+            v = self.verdict(settled, probe)
             self.assertEqual((v["verdict"], v["validated_by"]), ("PASS", "k8s-open"),
                              (probe, v["reason"]))
+            cell = self.cell(fresh, probe)
+            if cell["exposure"] == "exposed":  # a fresh pod's leak: the canary heard it
+                self.assertTrue(cell["evidence"]["canary_hits"], (probe, cell["reason"]))
+                self.assertEqual(self.verdict(fresh, probe)["verdict"], "FAIL", probe)
+                leaked.append(probe)
+            else:
+                self.assertEqual(self.verdict(fresh, probe)["verdict"], "PASS", probe)
+        print("\n[%s] fresh pods leaked: %s" % (type(self).__name__, leaked), file=sys.stderr)
+        self.assertNotIn(rm.BANNER, self.res.stdout)
+        if leaked:
+            self.assertEqual(self.res.returncode, 1, self.res.describe())
+            self.assertEqual(len(self.report["banners"]), 1, self.report["banners"])
+            self.assertTrue(self.report["banners"][0].startswith(rm.LATE), self.report["banners"])
+        else:
+            self.assertEqual(self.res.returncode, 0, self.res.describe())
+            self.assertEqual(self.report["banners"], [])
+
+
+class Enforced(LateOrHeld, RealRun):
+    @classmethod
+    def run_args(cls):
+        return rm.shipped_egress_run(cls.tmp.name, deny_add=SETTLED)
+
+    def test_held_once_programmed_a_fresh_leak_is_late(self):
+        self.assert_held_once_programmed_and_a_leak_is_late(EGRESS_ROWS, DENY_ARM, SETTLED_ARM)
+
+    def test_refusals_are_kube_routers_reject(self):
+        # kube-router REJECTs: a held row is a refusal at the canary the control reached.
+        labels = {p: self.cell(SETTLED_ARM, p)["label"] for p in ("net.tcp-by-ip", "net.udp")}
+        self.assertEqual(set(labels.values()), {"refused (filtered)"}, labels)
+        self.assertIn("which control k8s-open reached in this run",
+                      self.cell(SETTLED_ARM, "net.tcp-by-ip")["reason"])
+
+    def test_interfaces_reported_not_judged_and_runtime_class_refused(self):
         # A policy drops packets; the pod keeps eth0: reported, not judged.
-        self.assertEqual(self.cell("k8s-deny-egress", "net.interfaces")["exposure"], "exposed")
-        self.assertEqual(self.verdict("k8s-deny-egress", "net.interfaces")["verdict"], "SKIP")
-        self.assertEqual(self.verdict("k8s-deny-egress", "platform.runtime-class")["verdict"],
-                         "PASS")
+        self.assertEqual(self.cell(DENY_ARM, "net.interfaces")["exposure"], "exposed")
+        self.assertEqual(self.verdict(DENY_ARM, "net.interfaces")["verdict"], "SKIP")
+        self.assertEqual(self.verdict(DENY_ARM, "platform.runtime-class")["verdict"], "PASS")
 
     def test_ruled_out_note(self):
-        note = self.note("k8s-deny-egress: ruled out before concluding")
+        note = self.note(DENY_ARM + ": ruled out before concluding")
         self.assertIn("server v1.34.4", note)
         self.assertIn("deny all egress", note)
         self.assertIn("are selected by its podSelector", note)
@@ -140,22 +182,23 @@ class Port53Allowed(RealRun):
             f.write(PORT53_POLICY)
         return cls.policy_run(
             "k8s-dns-only", ["net.dns", "net.tcp-by-ip", "net.udp", "net.http-by-name"],
-            policy=policy, params=rm.cluster_params(**{
+            policy=policy, extra=SETTLED, params=rm.cluster_params(**{
                 "net.tcp-by-ip": {"target": "{canary.cluster.ip}:53"},
                 "net.udp": {"target": "{canary.cluster.ip}:53"}}))
 
-    def test_port_53_reached_and_named_the_rest_blocked(self):
+    def test_port_53_reached_and_named_the_rest_held_once_programmed(self):
         self.assertEqual(self.res.returncode, 1, self.res.describe())
-        for probe in ("net.dns", "net.tcp-by-ip", "net.udp"):
-            o = self.cell("k8s-dns-only", probe)
-            self.assertEqual(o["label"], "REACHED", (probe, o["reason"]))
-            self.assertTrue(o["evidence"]["canary_hits"], probe)
-            self.assertEqual(self.verdict("k8s-dns-only", probe)["verdict"], "FAIL")
-        http = self.cell("k8s-dns-only", "net.http-by-name")
+        for arm in ("k8s-dns-only", "k8s-dns-only-settled"):
+            for probe in ("net.dns", "net.tcp-by-ip", "net.udp"):
+                o = self.cell(arm, probe)
+                self.assertEqual(o["label"], "REACHED", (arm, probe, o["reason"]))
+                self.assertTrue(o["evidence"]["canary_hits"], (arm, probe))
+                self.assertEqual(self.verdict(arm, probe)["verdict"], "FAIL")
+        http = self.cell("k8s-dns-only-settled", "net.http-by-name")
         self.assertEqual(http["exposure"], "contained", http["reason"])
         note = self.note("k8s-dns-only: ruled out before concluding")
         self.assertIn("ports 53/UDP, 53/TCP to any", note)
-        self.assertEqual(self.report["banners"], [])
+        self.assertNotIn(rm.BANNER, self.res.stdout)
         self.assert_nothing_left()
 
 
@@ -180,15 +223,29 @@ class HostNetwork(RealRun):
                                              "net.http-by-name"], params=rm.cluster_params())
         return ["--suite", suite, "--sandbox", cand] + rm.FAST
 
-    def test_traffic_rows_fail_and_the_notes_name_host_network(self):
-        self.assertEqual(self.res.returncode, 1, self.res.describe())
+    def test_host_network_is_named_and_every_row_judged_on_what_it_measured(self):
+        # The API leaves NetworkPolicy on host-network pods to the plugin. kube-router matches
+        # pods by IP, and a host-network pod's IP is the node's: measured here, such a pod reached
+        # the canaries by IP once and was held once (fresh and settled timing). The product's part
+        # is the same either way: every row says host_network, the note says why a policy may not
+        # hold, and each verdict follows its cell.
+        measured = {}
         for probe in ("net.dns", "net.tcp-by-ip", "net.udp", "net.http-by-name"):
-            self.assertEqual(self.verdict("k8s-deny-hostnet", probe)["verdict"], "FAIL", probe)
-            facts = self.cell("k8s-deny-hostnet", probe)["evidence"]["driver_facts"]
-            self.assertIs(facts.get("host_network"), True, probe)
-        self.assertIn("NetworkPolicy never applies to host-network pods",
+            cell = self.cell("k8s-deny-hostnet", probe)
+            self.assertIs(cell["evidence"]["driver_facts"].get("host_network"), True, probe)
+            v = self.verdict("k8s-deny-hostnet", probe)["verdict"]
+            self.assertEqual(v, {"exposed": "FAIL", "contained": "PASS"}.get(cell["exposure"],
+                                                                            "INCONCLUSIVE"), probe)
+            if cell["exposure"] == "exposed":
+                self.assertTrue(cell["evidence"]["canary_hits"], (probe, cell["reason"]))
+            measured[probe] = cell["label"]
+        print("\n[hostNetwork under deny-egress] %s" % measured, file=sys.stderr)
+        self.assertIn("the NetworkPolicy API leaves host-network pods to the plugin",
                       self.note("k8s-deny-hostnet: ruled out before concluding"))
-        self.assertEqual(self.report["banners"], [])
+        self.assertEqual(self.res.returncode,
+                         1 if "FAIL" in json.dumps(u.verdicts(self.report, "k8s-deny-hostnet"))
+                         else 0)
+        self.assertNotIn(rm.BANNER, self.res.stdout)
         self.assert_nothing_left()
 
 
@@ -242,33 +299,30 @@ class Workloads(RealRun):
         deadline = rm.write_manifest(os.path.join(d, "deadline.yaml"), "k8s-deadline",
                                      control=ctl, policy=True, timeout=30,
                                      job={"activeDeadlineSeconds": 4})
-        privileged = rm.write_manifest(
-            os.path.join(d, "privileged.yaml"), "k8s-privileged", control=ctl, policy=True,
-            job_spec={"containers": [{"name": "probe",
-                                      "securityContext": {"privileged": True,
-                                                          "allowPrivilegeEscalation": True}}]})
         suite = u.write_suite(d, "workloads", ["res.memory-balloon", "fs.fill-tmp",
                                                "cred.sa-token", "res.cpu-loop"],
                               params={"fs.fill-tmp": {"hold_s": 2}, "cred.sa-token": {}})
         return ["--suite", suite, "--sandbox", hardened, "--sandbox", weak, "--sandbox",
-                deadline, "--sandbox", privileged] + rm.FAST
+                deadline] + rm.FAST
 
     def test_memory_limit_is_oom_killed(self):
         balloon = self.cell("k8s-hardened", "res.memory-balloon")
         self.assertIs(balloon["evidence"]["driver_facts"].get("oom_killed"), True, balloon)
         self.assertEqual(self.verdict("k8s-hardened", "res.memory-balloon")["verdict"], "PASS")
 
-    def test_emptydir_size_limit_evicts_and_a_tmpfs_refuses(self):
+    def test_emptydir_size_limit_does_not_stop_a_write_and_a_tmpfs_refuses(self):
+        # A disk-backed emptyDir's sizeLimit is enforced by the kubelet's eviction manager, on
+        # volume stats it gathers every minute: a probe that writes 32 MiB into a 16 MiB limit and
+        # ends in seconds is never evicted. Measured here; the fake evicted at once.
         fill = self.cell("k8s-hardened", "fs.fill-tmp")
-        facts = fill["evidence"]["driver_facts"]
-        self.assertIs(facts.get("evicted"), True, fill)
-        self.assertIn("exceeds", facts.get("pod_message", ""))
+        self.assertEqual(self.verdict("k8s-hardened", "fs.fill-tmp")["verdict"], "FAIL", fill)
+        self.assertNotEqual(fill["evidence"]["driver_facts"].get("evicted"), True, fill)
         tmpfs = self.cell("k8s-weak", "fs.fill-tmp")
         self.assertEqual(tmpfs["evidence"]["result"]["errno"], "ENOSPC", tmpfs)
 
     def test_active_deadline_is_deadline_exceeded(self):
         loop = self.cell("k8s-deadline", "res.cpu-loop")
-        self.assertEqual(loop["evidence"]["driver_facts"].get("job_reason"), "DeadlineExceeded",
+        self.assertEqual(loop["evidence"]["driver_facts"].get("job_condition"), "DeadlineExceeded",
                          loop)
         self.assertEqual(self.verdict("k8s-deadline", "res.cpu-loop")["verdict"], "PASS")
 
@@ -281,30 +335,66 @@ class Workloads(RealRun):
         self.assertNotIn("eyJ", open(os.path.join(self.out, "report.json")).read())
         self.assertEqual(self.cell("k8s-hardened", "cred.sa-token")["exposure"], "contained")
 
-    def test_privileged_is_refused_by_pod_security_in_its_own_words(self):
-        cells = u.observations(self.report, "k8s-privileged")
-        text = json.dumps(cells)
-        self.assertIn("violates PodSecurity", text)
-        self.assertIn("privileged", text)
-        for probe, v in u.verdicts(self.report, "k8s-privileged").items():
-            self.assertIn(v["verdict"], ("ERROR", "INCONCLUSIVE"), (probe, v))
+    def test_nothing_left(self):
+        self.assert_nothing_left()
+
+
+class Privileged(RealRun):
+    """A privileged jobTemplate in the restricted namespace: the real API server admits the Job
+    and Pod Security refuses its pod (FailedCreate), so the arm's preflight cannot run a probe
+    and the run stops before any row, naming Pod Security's own words. (With
+    allowPrivilegeEscalation false the API server refuses the Job itself, 422, before Pod
+    Security is asked.)"""
+
+    @classmethod
+    def run_args(cls):
+        d = cls.tmp.name
+        ctl = rm.write_manifest(os.path.join(d, "open.yaml"), "k8s-open")
+        privileged = rm.write_manifest(
+            os.path.join(d, "privileged.yaml"), "k8s-privileged", control=ctl, policy=True,
+            job_spec={"containers": [{"name": "probe",
+                                      "securityContext": {"privileged": True,
+                                                          "allowPrivilegeEscalation": True}}]})
+        suite = u.write_suite(d, "privileged", ["net.tcp-by-ip"], params=rm.cluster_params())
+        return ["--suite", suite, "--sandbox", privileged] + rm.FAST
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        # No report (the run stopped at setup), so no run id: any object of any run is left.
+        end = time.monotonic() + 60
+        while True:
+            items = CLUSTER.get("-n", c.NS, "jobs,pods,services,networkpolicies",
+                                "-l", c.RUN_LABEL)["items"]
+            cls.left = sorted("%s/%s" % (i["kind"].lower(), i["metadata"]["name"])
+                              for i in items)
+            if not cls.left or time.monotonic() > end:
+                break
+            time.sleep(1)
+
+    def test_refused_by_pod_security_in_its_own_words(self):
+        self.assertEqual(self.res.returncode, 3, self.res.describe())  # a setup error
+        self.assertIn("k8s-privileged", self.res.stderr)
+        self.assertIn("could not run a trivial probe", self.res.stderr)
+        self.assertIn('violates PodSecurity "restricted:latest": privileged', self.res.stderr)
 
     def test_nothing_left(self):
         self.assert_nothing_left()
 
 
-class LeastPrivilege(RealRun):
+class LeastPrivilege(LateOrHeld, RealRun):
     KUBECONFIG = c.SA_KUBECONFIG
 
     @classmethod
     def run_args(cls):
-        return rm.shipped_egress_run(cls.tmp.name)
+        return rm.shipped_egress_run(cls.tmp.name, deny_add=SETTLED)
 
     def test_the_service_account_suffices(self):
-        self.assertEqual(self.res.returncode, 0, self.res.describe())
-        for probe in rm.TRAFFIC_ROWS:
-            self.assertEqual(self.verdict("k8s-deny-egress", probe)["verdict"], "PASS", probe)
+        self.assert_held_once_programmed_and_a_leak_is_late(rm.TRAFFIC_ROWS, DENY_ARM,
+                                                            SETTLED_ARM)
         self.assertNotIn("forbidden", self.res.stderr.lower())
+        for v in self.report["verdicts"]:
+            self.assertNotEqual(v["verdict"], "ERROR", v)
         self.assert_nothing_left()
 
 

@@ -551,7 +551,7 @@ class HostNetwork(FakeRun):
             self.assertIs(facts.get("host_network"), True, probe)
         notes = "\n".join(self.report["notes"])
         self.assertIn("hostNetwork", notes)
-        self.assertIn("NetworkPolicy never applies to host-network pods",
+        self.assertIn("the NetworkPolicy API leaves host-network pods to the plugin",
                       self.note("k8s-deny-hostnet: ruled out before concluding"))
         self.assertEqual(self.report["banners"], [])  # not evidence about enforcement
         self.assert_nothing_left()
