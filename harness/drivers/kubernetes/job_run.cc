@@ -260,13 +260,24 @@ void KubernetesDriver::JobRun::WatchPods() {
     if (!running_since_ && SecondsSince(last_check_) >= 2 && CheckWhyNoPodRuns()) break;
     if (!WatchFrom(StringAt(list->body, "/metadata/resourceVersion"))) break;
   }
+  // A pod the Job controller stopped (activeDeadlineSeconds) ends like any SIGTERM, exit 143:
+  // only the Job's condition says who stopped it. On a real cluster the pod's end was seen
+  // before any Job condition the watch had read (docs/cluster.md "Where the fake was wrong").
+  if (const Json* t = Terminated(pod_); t != nullptr && !cancel_.load() && job_failure_.empty() &&
+                                        t->value("exitCode", 0) >= 128) {
+    ReadJobCondition();
+  }
 }
 
-void KubernetesDriver::JobRun::ExplainDeletedPod() {
+void KubernetesDriver::JobRun::ReadJobCondition() {
   if (auto j = driver_.client_->Call("GET", driver_.Path("/apis/batch/v1", "jobs", name_), nullptr,
                                      After(driver_.settings_.api_timeout_s), &cancel_)) {
     job_failure_ = JobFailure(j->body);
   }
+}
+
+void KubernetesDriver::JobRun::ExplainDeletedPod() {
+  ReadJobCondition();
   if (job_failure_.empty())
     setup_failure_ = "pod " + StringAt(pod_, "/metadata/name") + " was deleted before it finished";
 }

@@ -116,6 +116,9 @@ class KubernetesDriver::JobRun {
   // The pod was deleted before it finished: the Job's Failed condition (its deadline) when it
   // has one, else a setup failure.
   void ExplainDeletedPod();
+  // GET the Job: its Failed / FailureTarget condition's reason into job_failure_ (batch/v1 Job
+  // status.conditions, e.g. DeadlineExceeded), when the API answers.
+  void ReadJobCondition();
   // One watch of the Job's pods from resourceVersion `rv`, up to 60 s. False when the server
   // refused it (setup failure "watching pods: ...").
   bool WatchFrom(const std::string& rv);
