@@ -13,6 +13,7 @@ ci/cluster/down left nothing behind); each class is one `sandprobe run` against 
   NewPodOldPolicy a fresh pod under an old policy, and one that waited: what kube-router does,
                   measured and printed, judged as the product judges it.
   LeastPrivilege  the whole egress run with the sandprobe ServiceAccount's token only.
+  Interrupt       Ctrl-C while the loops run: nothing of the run left on the cluster.
 The kubelet's own facts (OOMKilled, DeadlineExceeded, eviction) and Pod Security's refusals are
 in test_cluster_workloads.py.
 Traffic rule: every target is inside the cluster's namespace; EgressWatch sees no packet.
@@ -295,6 +296,53 @@ class LeastPrivilege(LateOrHeld, RealRun):
         for v in self.report["verdicts"]:
             self.assertNotEqual(v["verdict"], "ERROR", v)
         self.assert_nothing_left()
+
+
+class Interrupt(unittest.TestCase):
+    """Ctrl-C while both arms' res.cpu-loop pods run on the real node: the run stops within
+    30 s, exit 2 (nothing was measured to FAIL), report.json says interrupted, and every object
+    of the run (Jobs, their pods, the canary's Pod and Service, the policy) is gone."""
+
+    def test_ctrl_c_exit_2_and_nothing_left(self):
+        tmp = tempfile.TemporaryDirectory(prefix="sandprobe-cluster-int-", dir=TMP.name)
+        self.addCleanup(tmp.cleanup)
+        d = tmp.name
+        ctl = rm.write_manifest(os.path.join(d, "open.yaml"), "k8s-open", timeout=30)
+        deny = rm.write_manifest(os.path.join(d, "deny.yaml"), "k8s-deny", control=ctl,
+                                 policy=True, timeout=30)
+        suite = u.write_suite(d, "int", ["res.cpu-loop"], params=rm.cluster_params())
+        out = os.path.join(d, "out")
+        p = subprocess.Popen(
+            [u.BIN, "run", "--suite", suite, "--sandbox", deny, "--out", out, "--canary-dir",
+             os.path.join(d, "canary"), "--default-timeout", "40", "--grace", "2"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+            env=dict(os.environ, SANDPROBE_HOME=u.HOME, **CLUSTER.env()), start_new_session=True)
+        self.addCleanup(lambda: p.poll() is None and (p.kill(), p.wait()))
+
+        def running_loops():
+            pods = CLUSTER.get("-n", c.NS, "pods", "-l", c.RUN_LABEL)["items"]
+            return [q for q in pods if q["status"].get("phase") == "Running"
+                    and q["metadata"]["labels"].get("sandprobe.io/role") != "canary"
+                    and not q["metadata"]["labels"].get("job-name", "").endswith("-preflight")]
+        end = time.monotonic() + 120
+        loops = []
+        while time.monotonic() < end and len(loops) < 2:
+            if p.poll() is not None:
+                self.fail("sandprobe ended early: %s" % p.communicate()[1][-3000:])
+            loops = running_loops()
+            time.sleep(0.5)
+        self.assertGreaterEqual(len(loops), 2, "two running res.cpu-loop pods")
+        run_id = loops[0]["metadata"]["labels"][c.RUN_LABEL]
+        t0 = time.monotonic()
+        os.killpg(p.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+        _, err = p.communicate(timeout=90)
+        err = err.decode("utf-8", "replace")
+        self.assertLess(time.monotonic() - t0, 30, "Ctrl-C took too long")
+        self.assertEqual(p.returncode, 2, err[-3000:])
+        report = u.load_report(out)
+        self.assertTrue(report["interrupted"])
+        self.assertEqual(report["run_id"], run_id)
+        self.assertEqual(CLUSTER.wait_objects_gone(run_id), [])
 
 
 if __name__ == "__main__":
