@@ -97,8 +97,7 @@ void RowBook::FinalizeRow(size_t row) {
   std::vector<core::ArmView> controls;
   for (size_t c = first_cell; c < matrix_.cells.size(); ++c) {
     const core::Cell& cell = matrix_.cells[c];
-    const core::ArmInfo* arm = matrix_.FindArm(cell.observation.arm);
-    if (arm != nullptr && arm->role == core::ArmRole::kControl) {
+    if (IsControl(cell.observation.arm)) {
       controls.push_back({cell.observation.arm, &cell.observation, cell.classification});
     }
   }
