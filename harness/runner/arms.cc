@@ -70,11 +70,17 @@ std::expected<void, RunError> Arms::Open(const std::vector<const core::Manifest*
 std::expected<void, RunError> Arms::Preflight(const std::string& preamble, const Session& session,
                                               RunObserver& observer,
                                               const std::atomic<bool>& cancel) {
-  for (const core::Manifest* m : order_) {
+  for (size_t i = 0; i < order_.size(); ++i) {
+    const core::Manifest* m = order_[i];
     observer.OnMessage(fmt::format("preflight: {} ({})", m->name, m->driver));
+    // One invocation id per arm: a driver names what it creates after it (a Job, a container),
+    // and two arms of one run on one cluster must not share a name. Measured on a real cluster:
+    // the second arm's preflight Job, named as the first's, listed the first's pod while it was
+    // still being deleted and took its labels and its exit 137 as its own.
+    const std::string invocation = fmt::format("preflight{}", i);
     auto script = core::BuildScript(PreflightProbe(), preamble, nlohmann::json::object(),
-                                    session.nonce(), "preflight");
-    const drivers::Invocation inv{"harness.preflight", "preflight", script.value_or(""), 30,
+                                    session.nonce(), invocation);
+    const drivers::Invocation inv{"harness.preflight", invocation, script.value_or(""), 30,
                                   session.Env()};
     drivers::Driver& d = driver(m->name);
     core::Observation obs = d.Execute(inv, cancel);

@@ -85,6 +85,11 @@ class FakeBook {
     std::lock_guard lock(mu_);
     return ProbeCallsLocked();
   }
+  // Every call, the preflights included, in start order.
+  std::vector<FakeCall> AllCalls() const {
+    std::lock_guard lock(mu_);
+    return calls_;
+  }
   int max_in_flight() const {
     std::lock_guard lock(mu_);
     return max_in_flight_;

@@ -566,6 +566,22 @@ TEST_F(RunnerTest, ARefusalAtALiveTargetIsContained) {
   }
 }
 
+// A driver names what it creates after the invocation id (a Job, a container): each arm's
+// preflight has its own, or two arms on one cluster create same-named Jobs one after the other.
+TEST_F(RunnerTest, EachArmsPreflightHasItsOwnInvocationId) {
+  auto m = RunIt(Options({Probe("net.tcp")}, {{"local", {}}, {"cand", {}}}));
+  ASSERT_TRUE(m) << m.error().message;
+  std::map<std::string, std::string> by_arm;
+  std::set<std::string> ids;
+  for (const FakeCall& c : book_->AllCalls()) {
+    if (c.probe != "harness.preflight") continue;
+    by_arm[c.arm] = c.invocation;
+    ids.insert(c.invocation);
+  }
+  EXPECT_EQ(by_arm.size(), 2u);
+  EXPECT_EQ(ids.size(), 2u);
+}
+
 TEST_F(RunnerTest, ArmPlaceholderConflictOrMissingIsASetupError) {
   core::ProbeDescriptor tcp = Probe("net.tcp");
   tcp.params["target"] = core::ParamSpec{"", "", "", 1, ""};

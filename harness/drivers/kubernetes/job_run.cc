@@ -188,7 +188,10 @@ bool KubernetesDriver::JobRun::CreateJob() {
   driver_.submitted_ = true;
   auto created = driver_.client_->Call("POST", driver_.Path("/apis/batch/v1", "jobs"), job_,
                                        start_deadline_, &cancel_);
-  if (created) return true;
+  if (created) {
+    uid_ = StringAt(created->body, "/metadata/uid");
+    return true;
+  }
   if (created.error().cancelled) {
     driver_.DeleteJob(name_, true);
     MarkInterrupted();
@@ -214,6 +217,7 @@ bool KubernetesDriver::JobRun::PodFinished() const { return pod_.is_object() && 
 
 void KubernetesDriver::JobRun::Absorb(const Json& p) {
   if (!p.is_object()) return;
+  if (!OwnedByThisJob(p)) return;  // a pod of an earlier Job of the same name, being deleted
   if (pod_.is_object() && StringAt(p, "/metadata/name") != StringAt(pod_, "/metadata/name") &&
       StringAt(p, "/metadata/creationTimestamp") < StringAt(pod_, "/metadata/creationTimestamp")) {
     return;  // an older pod of the same Job
@@ -225,9 +229,24 @@ void KubernetesDriver::JobRun::Absorb(const Json& p) {
   }
 }
 
+bool KubernetesDriver::JobRun::OwnedByThisJob(const Json& p) const {
+  if (uid_.empty()) return true;
+  const Json refs = p.value("/metadata/ownerReferences"_json_pointer, Json::array());
+  if (!refs.is_array()) return true;
+  for (const Json& r : refs) {
+    if (r.is_object() && r.value("kind", "") == "Job" && r.value("controller", false)) {
+      return r.value("uid", "") == uid_;
+    }
+  }
+  return true;  // no controller reference (yet): the job-name selector is all there is
+}
+
 void KubernetesDriver::JobRun::AbsorbNewest(const Json& list) {
   ++relists_;
-  const Json items = kube::ListItems(list);
+  Json items = Json::array();
+  for (const Json& p : kube::ListItems(list)) {
+    if (p.is_object() && OwnedByThisJob(p)) items.push_back(p);
+  }
   const std::string newest = NewestPodName(items);
   for (const Json& p : items) {
     if (StringAt(p, "/metadata/name") == newest) Absorb(p);

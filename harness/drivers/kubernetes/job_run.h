@@ -107,6 +107,9 @@ class KubernetesDriver::JobRun {
   // Takes `p` as the run's pod unless it is an older pod of the same Job; the first time a
   // container runs, starts the harness deadline and writes start_wait_s.
   void Absorb(const nlohmann::json& p);
+  // False when `p`'s controller ownerReference (kind Job) names another uid than the Job this
+  // run created (POST answer metadata.uid): a same-named Job's pod still being deleted.
+  bool OwnedByThisJob(const nlohmann::json& p) const;
   // A pod list: counts the re-list and absorbs the newest pod (metadata.creationTimestamp).
   void AbsorbNewest(const nlohmann::json& list);
   // No container runs yet: the Job's status (a Failed condition) and its events (FailedCreate)
@@ -132,6 +135,7 @@ class KubernetesDriver::JobRun {
   Clock::time_point start_;                         // Execute's start
   nlohmann::json job_;                              // the Job as built
   std::string name_;                                // its metadata.name
+  std::string uid_;                                 // its metadata.uid, from the POST's answer
   Clock::time_point created_at_;                    // just before the POST
   Clock::time_point start_deadline_;                // created_at_ + podStartTimeout
   std::string pods_path_;                           // GET pods?labelSelector=job-name=<name>

@@ -196,6 +196,47 @@ TEST_F(KubeFake, PrepareExecuteCleanupLeavesNothing) {
       << fmt::format("{}", fmt::join(fake.Leftovers(run), " "));
 }
 
+// Two arms of one run that name an invocation alike create Jobs of one name, one after the other.
+// The real garbage collector deletes a deleted Job's pods after the Job (asynchronously), so the
+// second Job's job-name selector still lists the first's pod: measured on a real cluster, the
+// second arm took the first's pod (its labels, its exit 137 while being deleted) as its own. The
+// driver keeps only pods whose controller ownerReference is the Job it created.
+TEST_F(KubeFake, APodOfAnEarlierJobOfTheSameNameIsNotTaken) {
+  FakeKube fake({"--fault", "gc-delay=4"});
+  ASSERT_TRUE(fake.ready());
+  const std::string run = "sp-20250101T000000Z-e2e00g";
+  auto first = Make(KubeManifest("k8s-open", fake.kubeconfig()), run);
+  auto second = Make(KubeManifest("k8s-other", fake.kubeconfig()), run);
+  ASSERT_TRUE(first && second);
+  ASSERT_TRUE(first->Prepare().has_value());
+  ASSERT_TRUE(second->Prepare().has_value());
+  auto execute = [&](Driver& d) {
+    return d.Execute({"harness.preflight", "same",
+                      Script("harness.preflight", kOkBody, Json::object(), "same"), 10, {}},
+                     cancel_);
+  };
+  const core::Observation a = execute(*first);
+  ASSERT_EQ(a.ending, core::Ending::kExited) << a.harness_error;
+  const Json lingering = fake.State();
+  int first_pods = 0;
+  for (const Json& p : lingering.value("/objects/pods"_json_pointer, Json::array())) {
+    first_pods += p.value("/metadata/name"_json_pointer, std::string()) ==
+                  a.driver_facts.value("pod", std::string("?"));
+  }
+  ASSERT_EQ(first_pods, 1) << "the fake's garbage collector did not keep the first Job's pod";
+  const core::Observation b = execute(*second);
+  EXPECT_EQ(b.ending, core::Ending::kExited) << b.harness_error;
+  EXPECT_EQ(b.driver_facts.value("job", ""), a.driver_facts.value("job", "?"));
+  EXPECT_NE(b.driver_facts.value("pod", ""), a.driver_facts.value("pod", ""));
+  ASSERT_TRUE(b.result.has_value()) << b.stdout_head;
+  EXPECT_EQ(core::StringField(*b.result, "outcome"), "ok");
+  first->Cleanup();
+  second->Cleanup();
+  std::this_thread::sleep_for(std::chrono::seconds(5));
+  EXPECT_TRUE(fake.Leftovers(run).empty())
+      << fmt::format("{}", fmt::join(fake.Leftovers(run), " "));
+}
+
 // pods/log is stdout and stderr in one stream (trap 44): the container's pid 1 (stderr_tail.py)
 // keeps the probe's stderr off it, so a record forged on stderr with the run's nonce never reaches
 // the reader. The process kubelet interleaves both streams in its log like a real one and mounts

@@ -323,7 +323,7 @@ class Interrupt(unittest.TestCase):
             pods = CLUSTER.get("-n", c.NS, "pods", "-l", c.RUN_LABEL)["items"]
             return [q for q in pods if q["status"].get("phase") == "Running"
                     and q["metadata"]["labels"].get("sandprobe.io/role") != "canary"
-                    and not q["metadata"]["labels"].get("job-name", "").endswith("-preflight")]
+                    and "-preflight" not in q["metadata"]["labels"].get("job-name", "")]
         end = time.monotonic() + 120
         loops = []
         while time.monotonic() < end and len(loops) < 2:

@@ -72,6 +72,9 @@ Faults (--fault, repeatable; POST /fake/script {"faults": [...]} replaces them a
   hang-after=N             after N API requests, accept requests and never answer
   oom=PROBE / evict=PROBE  pods of that probe end OOMKilled (137) / Evicted ~0.3 s after start
   pod-fails-create=PROBE   the Job gets a FailedCreate event and never a pod
+  gc-delay=S               a Job deleted with propagationPolicy Background keeps its pods S
+                           seconds more, as the real garbage collector deletes them after the
+                           Job, asynchronously (a same-named Job's selector then lists them)
   forbid=PATH_REGEX        requests whose path?query matches answer 403 Forbidden as RBAC words
                            it: `<resource> is forbidden: User "system:serviceaccount:sandprobe:
                            sandprobe" cannot <verb> resource "<resource>" in API group "<group>"
@@ -144,11 +147,13 @@ def parse_faults(items):
     """['watch-break-after=3', '429=jobs:2', ...] -> fault dict; ValueError on unknown faults."""
     f = {"watch-break-after": None, "watch-gone": 0, "429": [], "quota-jobs": None,
          "quota-pods": None, "hang-after": None, "oom": set(), "evict": set(),
-         "pod-fails-create": set(), "forbid": []}
+         "pod-fails-create": set(), "forbid": [], "gc-delay": 0.0}
     for item in items:
         key, _, value = item.partition("=")
         if key in ("watch-break-after", "quota-jobs", "quota-pods", "hang-after"):
             f[key] = int(value)
+        elif key == "gc-delay":
+            f[key] = float(value)
         elif key == "watch-gone":
             f[key] = int(value) if value else 1
         elif key == "429":

@@ -528,11 +528,26 @@ class Cluster:
             job["metadata"]["deletionTimestamp"] = now_rfc3339()
             deleted = self.store.delete_locked("jobs", ns, name)
             if propagation == "Background":
+                delay = self.settings["faults"].get("gc-delay") or 0
+                if delay > 0:
+                    names = [p["metadata"]["name"] for p in pods]
+                    timer = threading.Timer(delay, self._collect_pods, (ns, names))
+                    timer.daemon = True
+                    timer.start()
+                    pods = []
                 for p in pods:
                     live = self.store.get_locked("pods", ns, p["metadata"]["name"])
                     if live is not None:
                         self._delete_pod_locked(live)
             return deleted
+
+    def _collect_pods(self, ns, names):
+        """The garbage collector's late pass (fault gc-delay): deletes a deleted Job's pods."""
+        with self.store.cond:
+            for name in names:
+                live = self.store.get_locked("pods", ns, name)
+                if live is not None:
+                    self._delete_pod_locked(live)
 
     def delete_pod(self, ns, name):
         with self.store.cond:
