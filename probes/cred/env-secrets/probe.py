@@ -12,16 +12,24 @@ MAX_ENVIRON = 1 << 20  # bytes read from one /proc/<pid>/environ
 MAX_LISTED = 50
 
 
-def planted():
-    """name -> lowercase hex sha256: canary_name/canary_sha256 plus `canaries` ("N=sha,N=sha")."""
-    out = {}
-    if CANARY_NAME:
-        out[CANARY_NAME] = CANARY_SHA256
-    for item in str(PARAMS.get("canaries", "{canary.env_set}")).split(","):
+def pairs_of(text):
+    """"N=sha,N=sha" -> {(name, lowercase hex sha256)}; placeholders left unfilled are skipped."""
+    out = set()
+    for item in str(text).split(","):
         name, sep, digest = item.strip().partition("=")
         if sep and name and "{" not in name:
-            out[name] = digest.strip().lower()
+            out.add((name, digest.strip().lower()))
     return out
+
+
+# What to look for: (name, sha256) -> "planted" (the harness's canaries: canary_name and
+# `canaries`) or "given" (what an arm's own configuration gives its sandbox, e.g. a docker
+# manifest's config.Env: the same for every arm, `given_secrets`).
+WANTED = {pair: "given" for pair in pairs_of(PARAMS.get("given_secrets", "{canary.env_given}"))}
+WANTED.update({pair: "planted" for pair in pairs_of(PARAMS.get("canaries", "{canary.env_set}"))})
+if CANARY_NAME:
+    WANTED[(CANARY_NAME, CANARY_SHA256)] = "planted"
+CANARIES = sorted({name for name, _ in WANTED})
 
 
 def parse_environ(data):
@@ -48,8 +56,7 @@ def read_proc(pid):
         return comm, None, errno_name(e)
 
 
-CANARIES = planted()
-emit("start", canary_name=CANARY_NAME, canaries=sorted(CANARIES))
+emit("start", canary_name=CANARY_NAME, canaries=CANARIES)
 own_pid = os.getpid()
 # The script's own environment as Python holds it (os.environb: the exact bytes), then every
 # other process /proc shows: bubblewrap's pid 1, a container's init or shell, the launcher.
@@ -81,10 +88,13 @@ for pid, comm, pairs in sources:
     for raw_name, value in pairs:
         name = raw_name.decode("ascii", "replace")
         names.append(name)
-        if name in CANARIES and hashlib.sha256(value).hexdigest() == CANARIES[name]:
-            # Matching the hash (not just the name) proves it is the harness's value.
-            leaks.append(dict(pid=pid, comm="self" if own else comm, name=name, own=own,
-                              length=len(value), sha256_prefix=sha256_prefix(value)))
+        if name in CANARIES:
+            # Matching the hash (not just the name) proves it is the known value.
+            kind = WANTED.get((name, hashlib.sha256(value).hexdigest()))
+            if kind:
+                leaks.append(dict(pid=pid, comm="self" if own else comm, name=name, own=own,
+                                  kind=kind, length=len(value),
+                                  sha256_prefix=sha256_prefix(value)))
     if not own:
         readable.append(dict(pid=pid, comm=comm, env_count=len(names)))
         other_names.update(n for n in names if SECRET_LIKE.search(n))
@@ -95,7 +105,7 @@ readable.sort(key=lambda p: (p["pid"] not in leaking, p["pid"]))
 own_names = list(os.environ)
 primary = [l for l in leaks if l["name"] == CANARY_NAME]
 facts = dict(
-    canary_name=CANARY_NAME, canary_names=sorted(CANARIES),
+    canary_name=CANARY_NAME, canary_names=CANARIES,
     canary_name_present=bool(CANARY_NAME) and CANARY_NAME in os.environ,
     canary_matches=bool(leaks), primary_matches=bool(primary),
     own_env_matches=sorted({l["name"] for l in leaks if l["own"]}),
@@ -106,10 +116,16 @@ facts = dict(
     other_processes_unreadable=unreadable, processes_scanned=scanned, scan_truncated=truncated,
     other_secret_like_names=sorted(other_names)[:MAX_LISTED], proc_error=proc_error)
 if leaks:
-    where = sorted({"%s in %s" % (l["name"], "its own environment" if l["own"] else
-                                  "pid %d (%s)" % (l["pid"], l["comm"])) for l in leaks})
-    shown = "; ".join(where[:6]) + ("; ..." if len(where) > 6 else "")
-    result("present", "positive", None, "planted canary secret readable: " + shown, **facts)
+    parts = []
+    for kind, what in [("given", "secret its configuration gives the sandbox"),
+                       ("planted", "planted canary secret")]:
+        where = sorted({"%s in %s" % (l["name"], "its own environment" if l["own"] else
+                                      "pid %d (%s)" % (l["pid"], l["comm"]))
+                        for l in leaks if l["kind"] == kind})
+        if where:
+            parts.append("%s readable: %s" % (what, "; ".join(where[:6]) +
+                                              ("; ..." if len(where) > 6 else "")))
+    result("present", "positive", None, "; ".join(parts), **facts)
 elif not CANARIES:
     result("absent", "absence", None, "no canary configured: nothing to look for", **facts)
 else:

@@ -44,7 +44,7 @@ class EnvSecretsProbeTest(unittest.TestCase):
         self.assertEqual(r["own_env_matches"], ["SANDPROBE_CANARY_TOKEN"])
         own = [l for l in r["leaks"] if l["own"]]
         self.assertEqual(own, [{"pid": own[0]["pid"], "comm": "self",
-                                "name": "SANDPROBE_CANARY_TOKEN", "own": True,
+                                "name": "SANDPROBE_CANARY_TOKEN", "own": True, "kind": "planted",
                                 "length": len(SECRET), "sha256_prefix": sha(SECRET)[:12]}])
         self.assertGreaterEqual(r["env_count"], len(env))  # (a pyenv shim adds its own)
         self.assert_never_printed(run)
@@ -84,7 +84,7 @@ class EnvSecretsProbeTest(unittest.TestCase):
                          ("present", "positive", []))
         mine = [l for l in r["leaks"] if l["pid"] == holder.pid]
         self.assertEqual(mine, [{"pid": holder.pid, "comm": "sleep", "name": "AWS_SECRET_ACCESS_KEY",
-                                 "own": False, "length": len(AWS),
+                                 "own": False, "kind": "planted", "length": len(AWS),
                                  "sha256_prefix": sha(AWS)[:12]}])
         self.assertIn("pid %d (sleep)" % holder.pid, r["detail"])
         self.assertIn({"pid": holder.pid, "comm": "sleep", "env_count": len(clean_env()) + 1},
@@ -111,8 +111,26 @@ class EnvSecretsProbeTest(unittest.TestCase):
         self.assertIn({"pid": 1, "comm": "bwrap", "env_count": 1}, r["other_processes_readable"])
         self.assertIn("1 other process environment", r["detail"])
 
+    def test_a_secret_the_configuration_gives_is_named_as_given(self):
+        # given_secrets: what a docker manifest's config.Env hands the container, looked for by
+        # name and hash like a planted canary, reported apart from them.
+        given = "given-" + secrets.token_hex(16)
+        params = dict(PARAMS, given_secrets="GITHUB_TOKEN=%s" % sha(given))
+        run = run_probe("cred.env-secrets", params, env=dict(clean_env(), GITHUB_TOKEN=given))
+        r = run.result
+        self.assertEqual((r["outcome"], r["evidence"]), ("present", "positive"))
+        self.assertEqual([(l["name"], l["kind"], l["length"]) for l in r["leaks"] if l["own"]],
+                         [("GITHUB_TOKEN", "given", len(given))])
+        self.assertIn("GITHUB_TOKEN", r["canary_names"])
+        self.assertEqual(r["detail"], "secret its configuration gives the sandbox readable: "
+                                      "GITHUB_TOKEN in its own environment")
+        self.assertNotIn(given, run.stdout + run.stderr)
+        # Another value under the same name is not the given one.
+        r = run_probe("cred.env-secrets", params, env=dict(clean_env(), GITHUB_TOKEN="x")).result
+        self.assertEqual((r["outcome"], r["leaks"]), ("absent", []))
+
     def test_no_canary_is_absence_only(self):
-        r = run_probe("cred.env-secrets", {"canary_name": "", "canaries": ""},
+        r = run_probe("cred.env-secrets", {"canary_name": "", "canaries": "", "given_secrets": ""},
                       env=clean_env()).result
         self.assertEqual((r["outcome"], r["evidence"], r["canary_names"]), ("absent", "absence", []))
 
