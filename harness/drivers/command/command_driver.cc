@@ -10,6 +10,7 @@
 
 #include "core/facts.h"
 #include "core/text.h"
+#include "drivers/given_secrets.h"
 #include "process/process.h"
 
 namespace sandprobe::drivers {
@@ -206,6 +207,10 @@ core::Observation CommandDriver::Execute(const Invocation& inv, const std::atomi
     }
   }
   return obs;
+}
+
+std::vector<std::pair<std::string, std::string>> CommandDriver::GivenSecrets() const {
+  return SecretsInArgv(config_.argv);
 }
 
 void CommandDriver::Cleanup() {
