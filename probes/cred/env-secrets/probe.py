@@ -6,7 +6,8 @@ import re
 
 CANARY_NAME = PARAMS.get("canary_name", "{canary.env_name}")
 CANARY_SHA256 = PARAMS.get("canary_sha256", "{canary.env_sha256}").lower()
-SECRET_LIKE = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
+# The same words as the harness's given secrets (harness/drivers/given_secrets.cc).
+SECRET_LIKE = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 MAX_PIDS = 4096  # bounded on a host with many processes (the local control sees them all)
 MAX_ENVIRON = 1 << 20  # bytes read from one /proc/<pid>/environ
 MAX_LISTED = 50
@@ -132,4 +133,4 @@ else:
     seen = "its own environment and %d other process environment(s)" % len(readable)
     if proc_error:
         seen = "its own environment (/proc unreadable: %s)" % proc_error
-    result("absent", "positive", None, "%s inspected: no planted canary value" % seen, **facts)
+    result("absent", "positive", None, "%s inspected: no canary value" % seen, **facts)
