@@ -58,6 +58,17 @@ bool CanaryNotPlanted(const Task& task, const core::ProbeDescriptor& probe,
   });
 }
 
+// Waiting after the call is worth it only when something could be heard: the probe's heartbeat
+// canary parameter (classify still_running / quiet_after_call) is set, or the probe names none.
+bool HeardAfterCall(const core::ProbeDescriptor& probe, const nlohmann::json& params) {
+  std::string param;
+  if (probe.classify.still_running) param = probe.classify.still_running->param;
+  if (probe.classify.quiet_after_call) param = probe.classify.quiet_after_call->param;
+  if (param.empty()) return true;
+  const auto it = params.find(param);
+  return it != params.end() && it->is_string() && !it->get<std::string>().empty();
+}
+
 // The sequence of calls of one invocation: `calls` sequential calls, then (concurrent probes)
 // two calls at the same moment and a closing call. Call k gets `call` = k and `previous` = the
 // results of the calls before it; the last observation is the one judged.
