@@ -320,7 +320,7 @@ Result CheckConfig(const std::string& file, const YAML::Node& config) {
       });
   if (!walked) return walked;
   // What the spec's types do not say and the daemon refuses or misreads.
-  if (const YAML::Node env = config["Env"]; env.IsSequence()) {
+  if (const YAML::Node env = config["Env"]; env.IsDefined() && env.IsSequence()) {
     for (size_t i = 0; i < env.size(); ++i) {
       const std::string& item = env[i].Scalar();
       if (item.find('=') == std::string::npos || item.starts_with("=")) {
@@ -331,7 +331,7 @@ Result CheckConfig(const std::string& file, const YAML::Node& config) {
       }
     }
   }
-  if (const YAML::Node labels = config["Labels"]; labels.IsMap()) {
+  if (const YAML::Node labels = config["Labels"]; labels.IsDefined() && labels.IsMap()) {
     for (const auto& kv : labels) {
       if (kv.first.Scalar().starts_with("sandprobe.")) {
         return std::unexpected(
@@ -341,7 +341,8 @@ Result CheckConfig(const std::string& file, const YAML::Node& config) {
       }
     }
   }
-  if (const YAML::Node wd = config["WorkingDir"]; wd.IsScalar() && !wd.Scalar().starts_with("/")) {
+  if (const YAML::Node wd = config["WorkingDir"];
+      wd.IsDefined() && wd.IsScalar() && !wd.Scalar().starts_with("/")) {
     return std::unexpected(At(file, wd, "docker.config.WorkingDir",
                               "expected an absolute path (the daemon refuses a relative one)"));
   }
