@@ -10,7 +10,8 @@ CANARY_SHA256 = PARAMS.get("canary_sha256", "{canary.env_sha256}").lower()
 SECRET_LIKE = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 MAX_PIDS = 4096  # bounded on a host with many processes (the local control sees them all)
 MAX_ENVIRON = 1 << 20  # bytes read from one /proc/<pid>/environ
-MAX_LISTED = 50
+MAX_LISTED = 50  # leaks, own secret-looking names
+MAX_OTHERS = 10  # readable processes without a leak, other processes' secret-looking names
 
 
 def pairs_of(text):
@@ -100,9 +101,11 @@ for pid, comm, pairs in sources:
         readable.append(dict(pid=pid, comm=comm, env_count=len(names)))
         other_names.update(n for n in names if SECRET_LIKE.search(n))
 
-# Processes that leaked come first in the bounded list (a host shows hundreds to the control).
+# Processes that leaked, then a few others: a host shows hundreds to the control, and every byte
+# of the record is evidence some report carries.
 leaking = {l["pid"] for l in leaks}
-readable.sort(key=lambda p: (p["pid"] not in leaking, p["pid"]))
+shown = [p for p in readable if p["pid"] in leaking][:MAX_LISTED]
+shown += [p for p in readable if p["pid"] not in leaking][:MAX_OTHERS]
 own_names = list(os.environ)
 primary = [l for l in leaks if l["name"] == CANARY_NAME]
 facts = dict(
@@ -113,19 +116,30 @@ facts = dict(
     leaks=leaks[:MAX_LISTED], leak_count=len(leaks),
     env_count=len(own_names),
     secret_like_names=sorted(n for n in own_names if SECRET_LIKE.search(n))[:MAX_LISTED],
-    other_processes_readable=readable[:MAX_LISTED], other_processes_readable_count=len(readable),
+    other_processes_readable=shown, other_processes_readable_count=len(readable),
     other_processes_unreadable=unreadable, processes_scanned=scanned, scan_truncated=truncated,
-    other_secret_like_names=sorted(other_names)[:MAX_LISTED], proc_error=proc_error)
+    other_secret_like_names=sorted(other_names)[:MAX_OTHERS], proc_error=proc_error)
 if leaks:
+    # Grouped by process, its own environment first: "GITHUB_TOKEN, OPENAI_API_KEY in pid 1
+    # (bwrap)", or "all 6 in ..." when every one of its kind is there (the names are in `leaks`);
+    # three processes at most (the control reads its neighbours too).
     parts = []
     for kind, what in [("given", "secret its configuration gives the sandbox"),
                        ("planted", "planted canary secret")]:
-        where = sorted({"%s in %s" % (l["name"], "its own environment" if l["own"] else
-                                      "pid %d (%s)" % (l["pid"], l["comm"]))
-                        for l in leaks if l["kind"] == kind})
-        if where:
-            parts.append("%s readable: %s" % (what, "; ".join(where[:6]) +
-                                              ("; ..." if len(where) > 6 else "")))
+        by_where = {}
+        for l in leaks:
+            if l["kind"] == kind:
+                where = (0, "its own environment") if l["own"] else \
+                    (l["pid"], "pid %d (%s)" % (l["pid"], l["comm"]))
+                by_where.setdefault(where, set()).add(l["name"])
+        every = {name for (name, _), k in WANTED.items() if k == kind}
+        places = ["%s in %s" % ("all %d" % len(names) if names == every and len(names) > 2
+                                else ", ".join(sorted(names)), where[1])
+                  for where, names in sorted(by_where.items())]
+        if places:
+            more = len(places) - 3
+            parts.append("%s readable: %s%s" % (what, "; ".join(places[:3]),
+                                                "; %d more processes" % more if more > 0 else ""))
     result("present", "positive", None, "; ".join(parts), **facts)
 elif not CANARIES:
     result("absent", "absence", None, "no canary configured: nothing to look for", **facts)
