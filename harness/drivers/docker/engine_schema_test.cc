@@ -1,5 +1,6 @@
-// The HostConfig and ContainerConfig tables generated from the Engine API specs (engine_schema_table.inc,
-// gen_engine_schema.py) against what the spec says for a few well-known fields.
+// The HostConfig and ContainerConfig tables generated from the Engine API specs
+// (engine_schema_table.inc, gen_engine_schema.py) against what the spec says for a few well-known
+// fields.
 #include "drivers/docker/engine_schema.h"
 
 #include <gtest/gtest.h>
