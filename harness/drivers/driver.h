@@ -86,6 +86,11 @@ class Driver {
   // canary variable planted in the launching process's environment cannot reach it, so a probe
   // looking for that canary there proves nothing by not finding it.
   virtual bool PlantsEnvironment() const { return true; }
+  // Secret-looking variables the arm's own configuration gives the sandbox, {name, value} (docker:
+  // the manifest's config.Env entries whose names look like secrets). The runner looks for them
+  // as it looks for the planted canaries (placeholder canary.env_given, the same in every arm)
+  // and redacts their values from everything reported. Valid after Prepare(); empty by default.
+  virtual std::vector<std::pair<std::string, std::string>> GivenSecrets() const { return {}; }
   // Weakenings and caveats found in Prepare() (e.g. insecure-skip-tls-verify, an image not
   // pinned by digest), for the report. Empty by default.
   virtual std::vector<std::string> Warnings() const { return {}; }

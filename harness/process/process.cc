@@ -94,10 +94,14 @@ std::vector<std::string> EnvironmentWith(
 }
 
 std::string FindExecutable(const std::string& argv0) {
+  const char* path = std::getenv("PATH");
+  return FindExecutable(argv0, path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin");
+}
+
+std::string FindExecutable(const std::string& argv0, std::string_view search_path) {
   if (argv0.empty()) return "";
   if (argv0.find('/') != std::string::npos) return access(argv0.c_str(), X_OK) == 0 ? argv0 : "";
-  const char* path = std::getenv("PATH");
-  std::string_view rest = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  std::string_view rest = search_path;
   while (true) {
     const size_t colon = rest.find(':');
     const std::string dir(rest.substr(0, colon));

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/observation.h"
@@ -50,5 +51,7 @@ std::vector<std::string> EnvironmentWith(
 
 // Path of argv0 on PATH (or argv0 itself when it holds a '/'), or "" when not executable.
 std::string FindExecutable(const std::string& argv0);
+// The same on `search_path` (colon-separated directories) instead of this process's PATH.
+std::string FindExecutable(const std::string& argv0, std::string_view search_path);
 
 }  // namespace sandprobe::process

@@ -124,6 +124,14 @@ std::expected<std::map<std::string, std::string>, RunError> Arms::Substitutions(
   return session;
 }
 
+std::vector<std::pair<std::string, std::string>> Arms::GivenSecrets() const {
+  std::vector<std::pair<std::string, std::string>> given;
+  for (const core::Manifest* m : order_) {
+    for (auto& kv : drivers_.at(m->name)->GivenSecrets()) given.push_back(std::move(kv));
+  }
+  return given;
+}
+
 void Arms::CollectRunNotes(std::vector<std::string>& notes) {
   for (const core::Manifest* m : order_) {
     try {

@@ -50,6 +50,9 @@ class Arms {
   std::expected<std::map<std::string, std::string>, RunError> Substitutions(
       std::map<std::string, std::string> session, const std::set<std::string>& used) const;
 
+  // Every arm's drivers::Driver::GivenSecrets(), in Open()'s order.
+  std::vector<std::pair<std::string, std::string>> GivenSecrets() const;
+
   // Appends each driver's RunNotes() as "<arm>: <note>", in Open()'s order.
   void CollectRunNotes(std::vector<std::string>& notes);
 

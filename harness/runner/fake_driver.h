@@ -184,9 +184,10 @@ struct FakeArm {
   std::optional<drivers::SetupError> prepare_error = std::nullopt;  // Prepare() fails with it
   bool preflight_fails = false;  // the preflight exits 1 with no result
   std::string preflight_hint = "fake hint";
-  std::map<std::string, std::string> placeholders = {};  // Placeholders() after Prepare()
-  std::map<std::string, std::string> not_judged = {};    // measures -> NotJudgedReason()
-  std::vector<std::string> run_notes = {};               // RunNotes()
+  std::map<std::string, std::string> placeholders = {};         // Placeholders() after Prepare()
+  std::map<std::string, std::string> not_judged = {};           // measures -> NotJudgedReason()
+  std::vector<std::string> run_notes = {};                      // RunNotes()
+  std::vector<std::pair<std::string, std::string>> given = {};  // GivenSecrets()
 };
 
 class FakeDriver : public drivers::Driver {
@@ -212,6 +213,9 @@ class FakeDriver : public drivers::Driver {
     return it == script_.not_judged.end() ? "" : it->second;
   }
   std::vector<std::string> RunNotes() override { return script_.run_notes; }
+  std::vector<std::pair<std::string, std::string>> GivenSecrets() const override {
+    return script_.given;
+  }
 
   core::Observation Execute(const drivers::Invocation& inv,
                             const std::atomic<bool>& cancel) override {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <future>
+#include <ranges>
 
 #include "core/facts.h"
 #include "core/params.h"
@@ -18,7 +19,6 @@ bool EndsSequence(core::Ending e) {
          e == core::Ending::kDeadline || e == core::Ending::kNotRun;
 }
 
-// The probe needs the planted env, the driver cannot plant it, and the probe looks for it.
 // Drivers promise never to throw; one that does (a JSON field of an unexpected type in an
 // answer it parsed) must cost one ERROR cell, not the whole run and its cleanup.
 core::Observation GuardedExecute(drivers::Driver& driver, const drivers::Invocation& inv,
@@ -33,11 +33,29 @@ core::Observation GuardedExecute(drivers::Driver& driver, const drivers::Invocat
   }
 }
 
+// The probe needs the planted env, the driver cannot plant it, and the variables it looks for
+// (`canary_name`, the names in `canaries`: "NAME=<sha256>,...", canary.env_set) are all planted
+// ones. A suite that names the service's own secret gives the probe something that can be
+// there, and then absence counts.
 bool CanaryNotPlanted(const Task& task, const core::ProbeDescriptor& probe,
                       const drivers::Driver& driver, const Session& session) {
-  return !driver.PlantsEnvironment() && probe.Needs(core::Need::kPlantedEnv) &&
-         task.params.is_object() &&
-         task.params.value("canary_name", "") == session.Env().front().first;
+  if (driver.PlantsEnvironment() || !probe.Needs(core::Need::kPlantedEnv) ||
+      !task.params.is_object()) {
+    return false;
+  }
+  std::vector<std::string> names;
+  if (const std::string n = task.params.value("canary_name", ""); !n.empty()) names.push_back(n);
+  if (const auto set = task.params.find("canaries"); set != task.params.end() && set->is_string()) {
+    for (const auto part : std::views::split(set->get<std::string>(), ',')) {
+      const std::string item(part.begin(), part.end());
+      if (const size_t eq = item.find('='); eq != std::string::npos && eq > 0)
+        names.push_back(item.substr(0, eq));
+    }
+  }
+  const auto planted = session.Env();
+  return !names.empty() && std::ranges::all_of(names, [&](const std::string& n) {
+    return std::ranges::any_of(planted, [&](const auto& kv) { return kv.first == n; });
+  });
 }
 
 // Waiting after the call is worth it only when something could be heard: the probe's heartbeat

@@ -35,8 +35,9 @@ inline constexpr int kMaxCalls = 32;  // a probe's calls per invocation, at most
 //    still_running / quiet_after_call) is empty: nothing could be heard.
 //  - canary_hits: the session's hits carrying `invocation`.
 //  - driver_facts["canary_not_planted"] = true when the probe needs the planted env
-//    (core::Need::kPlantedEnv), the driver does not plant it (PlantsEnvironment() false) and the
-//    probe's `canary_name` parameter names the planted variable: absence proves nothing.
+//    (core::Need::kPlantedEnv), the driver does not plant it (PlantsEnvironment() false) and
+//    every variable the probe looks for (its `canary_name`, the names in its `canaries`) is a
+//    planted one: absence proves nothing.
 //  - planted secret values are redacted from everything the sandbox returned; their count is
 //    driver_facts["canary_secrets_redacted"] (absent when 0).
 // A script that cannot be built (over 64 KiB) is an observation ending kHarnessError.

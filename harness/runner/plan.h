@@ -19,13 +19,16 @@ namespace sandprobe::runner {
 // run (canary addresses and ports, planted canary secrets' names, paths and hashes).
 // canary.http6 is "[v6]:port" of the IPv6 HTTP canary, or "" on a host without one (a probe
 // then says no_target); canary.cloud_sha256 the sha256 of the canary cloud credential the HTTP
-// canaries serve (CloudCredential).
+// canaries serve (CloudCredential); canary.env_set every planted canary variable as
+// "NAME=<hex sha256>", comma-separated (PlantedSecrets::Substitutions); canary.env_given the
+// same for the secrets the arms' own configurations give their sandboxes (Session::
+// SetGivenSecrets; "" when none).
 inline constexpr std::string_view kPlaceholders[] = {
-    "canary.http",         "canary.tcp",         "canary.dns",         "canary.udp",
-    "canary.host",         "canary.http_port",   "canary.tcp_port",    "canary.dns_port",
-    "canary.udp_port",     "canary.env_name",    "canary.env_sha256",  "canary.token_file",
-    "canary.token_sha256", "canary.docker",      "canary.docker_port", "host.kernel_release",
-    "canary.http6",        "canary.cloud_sha256"};
+    "canary.http",         "canary.tcp",          "canary.dns",         "canary.udp",
+    "canary.host",         "canary.http_port",    "canary.tcp_port",    "canary.dns_port",
+    "canary.udp_port",     "canary.env_name",     "canary.env_sha256",  "canary.token_file",
+    "canary.token_sha256", "canary.docker",       "canary.docker_port", "host.kernel_release",
+    "canary.http6",        "canary.cloud_sha256", "canary.env_set",     "canary.env_given"};
 
 // Placeholders an arm fills once prepared (drivers::Driver::Placeholders), not the runner: the
 // kubernetes driver's in-cluster canary (a Pod and a ClusterIP Service in the arm's namespace).

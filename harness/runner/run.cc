@@ -91,6 +91,9 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
   if (auto open = arms.Open(manifests, options.make_driver, context, matrix.notes); !open) {
     return std::unexpected(open.error());
   }
+  // What the arms' own configurations hand their sandboxes (docker config.Env secrets) is looked
+  // for like the planted canaries, with the same parameters in every arm.
+  (*session)->SetGivenSecrets(arms.GivenSecrets());
   auto substitutions = arms.Substitutions((*session)->substitutions(), context.placeholders_used);
   if (!substitutions) return std::unexpected(substitutions.error());
   auto plan = PlanRun(options.suite, options.probes, options.candidates, options.controls,

@@ -412,6 +412,37 @@ TEST_F(RunnerTest, PlantedSecretPrintedBackIsRedacted) {
                    .observation.driver_facts.contains("canary_secrets_redacted"));
 }
 
+// The planted env is six canaries, named and hashed for suites by canary.env_set; what an arm's
+// own configuration gives its sandbox (GivenSecrets) is hashed into canary.env_given, the same
+// parameter in every arm, and redacted like a planted value.
+TEST_F(RunnerTest, PlantedSetAndGivenSecretsReachEveryArmHashedAndRedacted) {
+  const std::string given = "given-secret-value-0123456789";
+  core::ProbeDescriptor p = Probe("cred.env");
+  p.params["set"].default_value = "{canary.env_set}";
+  p.params["given"].default_value = "{canary.env_given}";
+  FakeArm cand{.given = {{"API_TOKEN", given}, {"API_TOKEN", given}}};
+  cand.acts["cred.env"].result = {
+      {"outcome", "ok"}, {"evidence", "positive"}, {"detail", "read " + given}};
+  auto m = RunIt(Options({p}, {{"cand", cand}}));
+  ASSERT_TRUE(m) << m.error().message;
+  const std::vector<FakeCall> calls = book_->ProbeCalls();
+  ASSERT_EQ(calls.size(), 2u);  // the local control and the candidate
+  for (const FakeCall& c : calls) {
+    SCOPED_TRACE(c.arm);
+    EXPECT_EQ(c.params["given"], "API_TOKEN=" + Sha256Hex(given));  // one entry per pair
+    ASSERT_EQ(c.env.size(), 6u);
+    EXPECT_EQ(c.env.front().first, "SANDPROBE_CANARY_API_TOKEN");
+    std::string set;
+    for (const auto& [name, value] : c.env)
+      set += (set.empty() ? "" : ",") + name + "=" + Sha256Hex(value);
+    EXPECT_EQ(c.params["set"], set);
+  }
+  EXPECT_EQ(calls[0].params, calls[1].params);
+  const core::Observation& obs = CellOf(*m, "cred.env", "cand").observation;
+  EXPECT_EQ(obs.result.value_or(nullptr).dump().find(given), std::string::npos);
+  EXPECT_GE(obs.driver_facts.value("canary_secrets_redacted", 0), 1);
+}
+
 // The run's HTTP canary serves the canary cloud credential (derived from the nonce) on the
 // metadata credential paths, logs that request as kind "credential", {canary.cloud_sha256} is its
 // hash, and a sandbox that prints it back has it redacted from everything the cell carries.

@@ -49,8 +49,11 @@ std::expected<PlantedSecrets, std::string> PlantedSecrets::Plant(const std::file
   if (s.lock_fd_ < 0 || flock(s.lock_fd_, LOCK_EX | LOCK_NB) != 0) {
     return std::unexpected(fmt::format("cannot lock {}", (s.dir_ / ".lock").string()));
   }
-  s.env_name_ = "SANDPROBE_CANARY_API_TOKEN";
-  s.env_value_ = "spk_" + RandomHex(16);
+  // Values carry no provider's token format: nothing here is ever printed, and a value that
+  // looked like a real key would set off secret scanners on any accidental path.
+  s.env_.emplace_back("SANDPROBE_CANARY_API_TOKEN", "spk_" + RandomHex(16));
+  for (std::string_view name : kRealisticEnvNames)
+    s.env_.emplace_back(std::string(name), "spk_" + RandomHex(20));
   s.token_value_ = "sptok_" + RandomHex(24);
   s.token_file_ = s.dir_ / "token";
   {
@@ -66,8 +69,7 @@ std::expected<PlantedSecrets, std::string> PlantedSecrets::Plant(const std::file
 PlantedSecrets::PlantedSecrets(PlantedSecrets&& o) noexcept
     : dir_(std::move(o.dir_)),
       token_file_(std::move(o.token_file_)),
-      env_name_(std::move(o.env_name_)),
-      env_value_(std::move(o.env_value_)),
+      env_(std::move(o.env_)),
       token_value_(std::move(o.token_value_)),
       lock_fd_(o.lock_fd_) {
   o.dir_.clear();
@@ -96,13 +98,22 @@ bool RunFolderInUse(const std::filesystem::path& run_dir) {
   return held;
 }
 
-std::vector<std::pair<std::string, std::string>> PlantedSecrets::Env() const {
-  return {{env_name_, env_value_}};
+std::vector<std::pair<std::string, std::string>> PlantedSecrets::Env() const { return env_; }
+
+std::vector<std::string> PlantedSecrets::Values() const {
+  std::vector<std::string> values;
+  for (const auto& [name, value] : env_) values.push_back(value);
+  values.push_back(token_value_);
+  return values;
 }
 
 std::map<std::string, std::string> PlantedSecrets::Substitutions() const {
-  return {{"canary.env_name", env_name_},
-          {"canary.env_sha256", Sha256Hex(env_value_)},
+  std::string set;
+  for (const auto& [name, value] : env_)
+    set += fmt::format("{}{}={}", set.empty() ? "" : ",", name, Sha256Hex(value));
+  return {{"canary.env_name", env_.front().first},
+          {"canary.env_sha256", Sha256Hex(env_.front().second)},
+          {"canary.env_set", set},
           {"canary.token_file", token_file_.string()},
           {"canary.token_sha256", Sha256Hex(token_value_)}};
 }

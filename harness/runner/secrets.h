@@ -12,6 +12,13 @@
 
 namespace sandprobe::runner {
 
+// The names a real caller's environment carries its secrets under, planted beside the main
+// canary with random values: a cloud key, two model API keys, two CI tokens. A sandbox that
+// filters its environment by name patterns, or a launcher that keeps what it was given, is
+// tested on the names that matter, not only on the harness's own.
+inline constexpr std::string_view kRealisticEnvNames[] = {
+    "AWS_SECRET_ACCESS_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GITHUB_TOKEN", "CI_JOB_TOKEN"};
+
 class PlantedSecrets {
  public:
   // Writes a canary token file (mode 0600) under `dir`/<run_id> (created, removed by the
@@ -24,22 +31,25 @@ class PlantedSecrets {
   PlantedSecrets& operator=(PlantedSecrets&&) = delete;
   ~PlantedSecrets();
 
-  // Planted in the launching process's environment: {name, value}.
+  // Planted in the launching process's environment: {name, value}, the main canary
+  // (SANDPROBE_CANARY_API_TOKEN) first, then kRealisticEnvNames in their order.
   std::vector<std::pair<std::string, std::string>> Env() const;
-  // Placeholders for suites: canary.env_name, canary.env_sha256, canary.token_file,
-  // canary.token_sha256.
+  // Placeholders for suites: canary.env_name, canary.env_sha256 (the main canary),
+  // canary.env_set (every planted variable as "NAME=<hex sha256>", comma-separated, in Env()
+  // order), canary.token_file, canary.token_sha256.
   std::map<std::string, std::string> Substitutions() const;
   const std::filesystem::path& token_file() const { return token_file_; }
   // `dir`/<run_id>, absolute: the folder whose .lock says the run is alive (RunFolderInUse).
   const std::filesystem::path& folder() const { return dir_; }
   // The planted values, for redaction from everything that reaches a report.
-  std::vector<std::string> Values() const { return {env_value_, token_value_}; }
+  std::vector<std::string> Values() const;
   void Remove();  // idempotent
 
  private:
   PlantedSecrets() = default;
   std::filesystem::path dir_, token_file_;
-  std::string env_name_, env_value_, token_value_;
+  std::vector<std::pair<std::string, std::string>> env_;  // Env()
+  std::string token_value_;
   int lock_fd_ = -1;
 };
 

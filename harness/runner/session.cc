@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <sys/utsname.h>
 
+#include <algorithm>
 #include <ctime>
 
 namespace sandprobe::runner {
@@ -62,6 +63,7 @@ Session::Session(std::string run_id, std::string nonce, std::string bind, Plante
   subs_["canary.docker_port"] = SplitHostPort(canaries_->docker_address()).second;
   subs_["canary.http6"] = canaries_->http6_address();  // "" without an IPv6 canary
   subs_["canary.cloud_sha256"] = Sha256Hex(CloudCredential(nonce_));
+  subs_["canary.env_given"] = "";  // SetGivenSecrets, once the arms are open
   struct utsname host {};
   uname(&host);
   subs_["host.kernel_release"] = host.release;  // kernel.boundary compares against it
@@ -74,7 +76,19 @@ std::string Session::nonce_hash() const { return Sha256Hex(nonce_).substr(0, 12)
 std::vector<std::string> Session::SecretValues() const {
   std::vector<std::string> values = secrets_.Values();
   values.push_back(CloudCredential(nonce_));
+  for (const auto& [name, value] : given_) values.push_back(value);
   return values;
+}
+
+void Session::SetGivenSecrets(std::vector<std::pair<std::string, std::string>> given) {
+  std::ranges::sort(given);
+  const auto [first, last] = std::ranges::unique(given);
+  given.erase(first, last);
+  std::string set;
+  for (const auto& [name, value] : given)
+    set += fmt::format("{}{}={}", set.empty() ? "" : ",", name, Sha256Hex(value));
+  subs_["canary.env_given"] = set;
+  given_ = std::move(given);
 }
 
 std::vector<core::CanaryHit> Session::HitsFor(const std::string& invocation) const {

@@ -48,8 +48,14 @@ class Session {
   // The planted environment, {name, value} (drivers::Invocation::extra_env); the first entry is
   // the canary variable a probe's `canary_name` parameter names.
   std::vector<std::pair<std::string, std::string>> Env() const { return secrets_.Env(); }
-  // The planted values and the canary cloud credential, for core::RedactSecrets.
+  // The planted values, the canary cloud credential and the arms' given secrets, for
+  // core::RedactSecrets.
   std::vector<std::string> SecretValues() const;
+  // The secrets the arms' own configurations give their sandboxes (drivers::Driver::
+  // GivenSecrets), {name, value}: fills canary.env_given ("NAME=<hex sha256>", comma-separated,
+  // sorted, one entry per distinct pair; "" when none) and adds the values to SecretValues().
+  // Call once, before any probe runs (not thread-safe against readers).
+  void SetGivenSecrets(std::vector<std::pair<std::string, std::string>> given);
   // Canary hits carrying `invocation` (readable after Close()).
   std::vector<core::CanaryHit> HitsFor(const std::string& invocation) const;
   size_t dropped_hits() const { return canaries_->dropped_hits(); }
@@ -66,6 +72,7 @@ class Session {
   PlantedSecrets secrets_;
   std::unique_ptr<canary::CanarySet> canaries_;
   std::map<std::string, std::string> subs_;
+  std::vector<std::pair<std::string, std::string>> given_;  // SetGivenSecrets
 };
 
 }  // namespace sandprobe::runner

@@ -3,11 +3,14 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "core/facts.h"
 #include "core/text.h"
+#include "drivers/given_secrets.h"
 #include "process/process.h"
 
 namespace sandprobe::drivers {
@@ -18,6 +21,53 @@ constexpr double kHookDeadlineS = 30;
 void ReplaceAll(std::string& s, std::string_view from, std::string_view to) {
   for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
     s.replace(at, from.size(), to);
+}
+
+// What an argv starting with env(1) runs: env's options and NAME=VALUE assignments skipped.
+// `search_path` is where env looks for it: the PATH the line sets, glibc's default after -i
+// without one, else the harness's own PATH. `program` is "" when argv does not start with env or
+// env's arguments are not understood here (-S splits a string): then only env is checked.
+struct EnvLaunch {
+  std::string program;
+  std::string search_path;
+};
+
+EnvLaunch LaunchedByEnv(const std::vector<std::string>& argv) {
+  if (argv.empty() || std::filesystem::path(argv[0]).filename() != "env") return {};
+  const char* own = std::getenv("PATH");
+  std::string path = own != nullptr ? own : "";
+  bool cleared = false, path_set = false;
+  for (size_t i = 1; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a == "-i" || a == "--ignore-environment" || a == "-") {
+      cleared = true;
+    } else if (a == "-u" || a == "--unset" || a == "-C" || a == "--chdir") {
+      ++i;  // takes the next argument
+    } else if (a.starts_with("--unset=") || a.starts_with("--chdir=") || a == "-0" ||
+               a == "--null" || a == "--" || (a.starts_with("-u") && a.size() > 2)) {
+      continue;  // an option with its argument attached, or none
+    } else if (a.starts_with("-")) {
+      return {};  // -S and the like: not followed here
+    } else if (const size_t eq = a.find('='); eq != std::string::npos && eq > 0) {
+      if (a.substr(0, eq) == "PATH") {
+        path = a.substr(eq + 1);
+        path_set = true;
+      }
+    } else {
+      if (cleared && !path_set) path = "/bin:/usr/bin";  // glibc execvp without PATH
+      return {a, path};
+    }
+  }
+  return {};
+}
+
+// How to get `program` when it is missing.
+std::string InstallHint(const std::string& program) {
+  if (program == "bwrap") return "install bubblewrap: apt-get install -y bubblewrap";
+  if (program == "python3") return "install Python 3: apt-get install -y python3";
+  if (program == "docker")
+    return "install Docker: apt-get install -y docker.io (ci/services/dockerd)";
+  return fmt::format("install {} or put it on PATH", program);
 }
 
 }  // namespace
@@ -73,12 +123,16 @@ std::expected<void, SetupError> CommandDriver::Prepare() {
   const std::vector<std::string>& argv = config_.argv;
   if (argv.empty()) return std::unexpected(SetupError{"empty argv", "give command.argv"});
   if (process::FindExecutable(argv[0]).empty()) {
-    std::string hint = fmt::format("install {} or put it on PATH", argv[0]);
-    if (argv[0] == "bwrap") hint = "install bubblewrap: apt-get install -y bubblewrap";
-    if (argv[0] == "python3") hint = "install Python 3: apt-get install -y python3";
-    if (argv[0] == "docker")
-      hint = "install Docker: apt-get install -y docker.io (ci/services/dockerd)";
-    return std::unexpected(SetupError{fmt::format("'{}' was not found on PATH", argv[0]), hint});
+    return std::unexpected(
+        SetupError{fmt::format("'{}' was not found on PATH", argv[0]), InstallHint(argv[0])});
+  }
+  // `env -i PATH=... bwrap ...` (the shipped bubblewrap lines): what env runs must exist too.
+  if (const EnvLaunch env = LaunchedByEnv(argv);
+      !env.program.empty() && process::FindExecutable(env.program, env.search_path).empty()) {
+    return std::unexpected(
+        SetupError{fmt::format("'{}' (run by {}) was not found on the PATH it is given ({})",
+                               env.program, argv[0], env.search_path),
+                   InstallHint(env.program)});
   }
   if (process::FindExecutable(context_.reaper_path).empty()) {
     return std::unexpected(
@@ -153,6 +207,10 @@ core::Observation CommandDriver::Execute(const Invocation& inv, const std::atomi
     }
   }
   return obs;
+}
+
+std::vector<std::pair<std::string, std::string>> CommandDriver::GivenSecrets() const {
+  return SecretsInArgv(config_.argv);
 }
 
 void CommandDriver::Cleanup() {

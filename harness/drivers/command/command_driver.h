@@ -14,8 +14,9 @@
 //              `docker inspect`). A non-zero exit makes the cell a harness error: what the
 //              sandbox created may still exist.
 //   cleanup:   run once by Cleanup() (e.g. remove every container labelled with the run id).
-// In argv and hooks, "{run_id}", "{run_folder}" (the run's canary folder, DriverContext::run_folder:
-// a label for what the sandbox creates, so `sandprobe cleanup` sees the run alive) and
+// In argv and hooks, "{run_id}", "{run_folder}" (the run's canary folder,
+// DriverContext::run_folder: a label for what the sandbox creates, so `sandprobe cleanup` sees the
+// run alive) and
 // "{invocation}" are replaced inside any argument.
 #pragma once
 
@@ -39,6 +40,9 @@ class CommandDriver : public Driver {
   std::expected<void, SetupError> Prepare() override;
   core::Observation Execute(const Invocation& inv, const std::atomic<bool>& cancel) override;
   void Cleanup() override;
+  // What the argv itself gives the sandboxed program under a secret-looking name: docker/podman
+  // -e NAME=value, bubblewrap --setenv NAME value (given_secrets.h SecretsInArgv).
+  std::vector<std::pair<std::string, std::string>> GivenSecrets() const override;
 
  private:
   struct HookResult {

@@ -50,6 +50,26 @@ TEST(CommandDriverTest, MissingBinaryIsASetupErrorWithAHint) {
   EXPECT_FALSE(r.error().hint.empty());
 }
 
+// `env -i PATH=... bwrap ...`: the program env runs is looked up on the PATH the line gives it.
+TEST(CommandDriverTest, WhatEnvRunsIsCheckedOnThePathItIsGiven) {
+  const std::string empty = ::testing::TempDir() + "/cmd-env-empty-path";
+  std::filesystem::create_directories(empty);
+  CommandDriver missing("command", {"env", "-i", "PATH=" + empty, "bwrap", "--", "{script}"}, false,
+                        Context());
+  auto r = missing.Prepare();
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("'bwrap' (run by env)"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find(empty), std::string::npos) << r.error().message;
+  EXPECT_EQ(r.error().hint, "install bubblewrap: apt-get install -y bubblewrap");
+  CommandDriver found("command",
+                      {"env", "-i", "PATH=/usr/bin:/bin", "-u", "X", "sh", "-c", "{script}"}, false,
+                      Context());
+  EXPECT_TRUE(found.Prepare());
+  // After -i without a PATH, env (glibc's execvp) searches /bin:/usr/bin.
+  CommandDriver bare("command", {"env", "-i", "sh", "-c", "{script}"}, false, Context());
+  EXPECT_TRUE(bare.Prepare());
+}
+
 // Hooks: `after` runs on every exit path with {run_id}/{invocation} expanded, its JSON stdout
 // becomes facts, its failure an error; a failing preflight is a setup error quoting stderr.
 TEST(CommandDriverTest, HooksRunOnEveryPathAndReportFacts) {

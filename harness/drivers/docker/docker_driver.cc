@@ -9,6 +9,7 @@
 #include "core/output.h"
 #include "drivers/docker/log_stream.h"
 #include "drivers/docker/oom_events.h"
+#include "drivers/given_secrets.h"
 
 namespace sandprobe::drivers {
 namespace {
@@ -61,16 +62,33 @@ Json DockerDriver::CreateBody(const Invocation& inv) const {
   for (auto& arg : cmd) {
     if (arg.is_string() && arg.get<std::string>() == "{script}") arg = inv.script;
   }
-  Json body = {{"Image", config_.value("image", "")},
-               {"Cmd", cmd},
-               {"Labels",
-                {{"sandprobe.run", context_.run_id},
-                 {"sandprobe.run-folder", context_.run_folder},
-                 {"sandprobe.invocation", inv.invocation},
-                 {"sandprobe.probe", inv.probe}}},
-               {"HostConfig", config_.value("hostConfig", Json::object())}};
+  // The manifest's ContainerConfig fields first (checked by docker_section.cc to the ones the
+  // driver takes), then the driver's own, which win: Image, Cmd, User, HostConfig, and the
+  // sandprobe.* labels cleanup finds containers by.
+  Json body = config_.contains("config") && config_["config"].is_object() ? config_["config"]
+                                                                          : Json::object();
+  if (!body.contains("Labels") || !body["Labels"].is_object()) body["Labels"] = Json::object();
+  body["Labels"].update(Json{{"sandprobe.run", context_.run_id},
+                             {"sandprobe.run-folder", context_.run_folder},
+                             {"sandprobe.invocation", inv.invocation},
+                             {"sandprobe.probe", inv.probe}});
+  body["Image"] = config_.value("image", "");
+  body["Cmd"] = cmd;
+  body["HostConfig"] = config_.value("hostConfig", Json::object());
   if (config_.contains("user")) body["User"] = config_["user"];
   return body;
+}
+
+std::vector<std::pair<std::string, std::string>> DockerDriver::GivenSecrets() const {
+  std::vector<std::string> env;
+  if (const auto c = config_.find("config"); c != config_.end() && c->is_object()) {
+    if (const auto e = c->find("Env"); e != c->end() && e->is_array()) {
+      for (const Json& item : *e) {
+        if (item.is_string()) env.push_back(item.get<std::string>());
+      }
+    }
+  }
+  return SecretLookingEntries(env);
 }
 
 std::expected<void, std::string> DockerDriver::Remove(const std::string& id) {

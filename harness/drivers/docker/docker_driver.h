@@ -13,6 +13,9 @@
 //     user: "65534:65534"               # optional
 //     cmd: [python3, -u, -c, "{script}"]  # optional; {script} is the probe program
 //     endpoint: unix:///var/run/docker.sock  # optional; default DOCKER_HOST or this
+//     config: {Env: [...], WorkingDir: ..}  # optional Engine API ContainerConfig fields
+//                                           # (docker_section.h kConfigTaken), merged into the
+//                                           # create body; the harness's sandprobe.* labels win
 #pragma once
 
 #include <mutex>
@@ -31,6 +34,8 @@ class DockerDriver : public Driver {
   std::expected<void, SetupError> Prepare() override;
   core::Observation Execute(const Invocation& inv, const std::atomic<bool>& cancel) override;
   void Cleanup() override;
+  // config.Env entries with secret-looking names (given_secrets.h): the container gets them.
+  std::vector<std::pair<std::string, std::string>> GivenSecrets() const override;
   std::string PreflightHint() const override {
     return "check the image and HostConfig by hand: docker run the image with python3 -c "
            "'print(1)'";

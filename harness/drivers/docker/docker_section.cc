@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <functional>
 
@@ -28,12 +29,12 @@ using Result = std::expected<void, ConfigError>;
 // The API version every DockerDriver request names: kDockerApi without its slash and "v".
 constexpr std::string_view kDriverApi = std::string_view(kDockerApi).substr(2);
 
-// Called for each named hostConfig field met (not for list items or map values).
+// Called for each named field met (not for list items or map values).
 using FieldVisitor =
     std::function<Result(const EngineField&, const YAML::Node& key, const std::string& field)>;
 
 // "a list of strings", "an integer (bytes)": what a value of `f` is, for messages.
-std::string Expected(const EngineField& f) {
+std::string Expected(const EngineObject& o, const EngineField& f) {
   switch (f.type) {
     case JsonType::kString:
       return "a string";
@@ -44,7 +45,7 @@ std::string Expected(const EngineField& f) {
     case JsonType::kBoolean:
       return "true or false";
     case JsonType::kArray: {
-      const EngineField* item = FindHostConfigField(std::string(f.path) + "[]");
+      const EngineField* item = FindField(o, std::string(f.path) + "[]");
       if (item == nullptr || item->type == JsonType::kAny) return "a list";
       static constexpr std::string_view kPlural[] = {"strings", "integers", "numbers", "booleans",
                                                      "lists",   "mappings", "anything"};
@@ -52,7 +53,7 @@ std::string Expected(const EngineField& f) {
     }
     case JsonType::kObject: {
       if (f.map) return "a mapping of keys to values";
-      const auto keys = HostConfigProperties(f.path);
+      const auto keys = Properties(o, f.path);
       return keys.size() <= 6 ? fmt::format("a mapping with {}", fmt::join(keys, ", "))
                               : "a mapping";
     }
@@ -86,7 +87,7 @@ std::optional<uint64_t> DockerRunSize(const std::string& s) {
 
 // A scalar (or null) `node` against the scalar type of `f`.
 Result CheckScalar(const std::string& file, const YAML::Node& node, const YAML::Node& at,
-                   const EngineField& f, const std::string& field) {
+                   const EngineObject& o, const EngineField& f, const std::string& field) {
   const Json value = config::YamlToJson(node);
   if (value.is_null() && f.nullable) {
     return std::unexpected(config::internal::At(file, at, field, kEmptyMessage));
@@ -119,23 +120,25 @@ Result CheckScalar(const std::string& file, const YAML::Node& node, const YAML::
   }
   return std::unexpected(
       At(file, at, field,
-         fmt::format("expected {}, not {}{}", Expected(f), Actual(node, value), hint)));
+         fmt::format("expected {}, not {}{}", Expected(o, f), Actual(node, value), hint)));
 }
 
 // `node` against `f`. `key`: where an empty value (no mark of its own) is reported.
 Result CheckValue(const std::string& file, const YAML::Node& node, const YAML::Node& key,
-                  const EngineField& f, const std::string& field, const FieldVisitor& visit);
+                  const EngineObject& o, const EngineField& f, const std::string& field,
+                  const FieldVisitor& visit);
 
-// The keys of the mapping `node`, the object at table path `parent` ("" = HostConfig itself).
-Result CheckObject(const std::string& file, const YAML::Node& node, std::string_view parent,
-                   bool map, const std::string& field, const FieldVisitor& visit) {
+// The keys of the mapping `node`, the object at table path `parent` ("" = the root itself).
+Result CheckObject(const std::string& file, const YAML::Node& node, const EngineObject& o,
+                   std::string_view parent, bool map, const std::string& field,
+                   const FieldVisitor& visit) {
   const std::string prefix = parent.empty() ? "" : std::string(parent) + ".";
   if (map) {
-    const EngineField* value = FindHostConfigField(prefix + "*");
+    const EngineField* value = FindField(o, prefix + "*");
     for (const auto& kv : node) {
       if (value == nullptr) break;
-      if (auto r =
-              CheckValue(file, kv.second, kv.first, *value, field + "." + kv.first.Scalar(), visit);
+      if (auto r = CheckValue(file, kv.second, kv.first, o, *value, field + "." + kv.first.Scalar(),
+                              visit);
           !r) {
         return r;
       }
@@ -145,13 +148,19 @@ Result CheckObject(const std::string& file, const YAML::Node& node, std::string_
   for (const auto& kv : node) {
     const std::string key = kv.first.Scalar();
     const std::string child = field + "." + key;
-    const EngineField* f = FindHostConfigField(prefix + key);
+    const EngineField* f = FindField(o, prefix + key);
     if (f == nullptr) {
-      const std::vector<std::string> known = HostConfigProperties(parent);
+      const std::vector<std::string> known = Properties(o, parent);
       const std::string where =
-          parent.empty() ? std::string("HostConfig") : fmt::format("HostConfig.{}", parent);
+          parent.empty() ? std::string(o.name) : fmt::format("{}.{}", o.name, parent);
       std::string message;
-      if (const std::string near = config::internal::DidYouMean(key, known); !near.empty()) {
+      if (parent.empty() && o.name == kHostConfig.name &&
+          std::ranges::find(kConfigTaken, key) != std::end(kConfigTaken)) {
+        message = fmt::format(
+            "unknown field: {} is a ContainerConfig field, not HostConfig: write it under "
+            "docker.config",
+            key);
+      } else if (const std::string near = config::internal::DidYouMean(key, known); !near.empty()) {
         message = fmt::format("unknown field; did you mean {}?", near);
       } else if (known.size() <= 8) {
         message = fmt::format("unknown field (expected one of: {})", fmt::join(known, ", "));
@@ -162,26 +171,27 @@ Result CheckObject(const std::string& file, const YAML::Node& node, std::string_
       return std::unexpected(At(file, kv.first, child, message));
     }
     if (auto r = visit(*f, kv.first, child); !r) return r;
-    if (auto r = CheckValue(file, kv.second, kv.first, *f, child, visit); !r) return r;
+    if (auto r = CheckValue(file, kv.second, kv.first, o, *f, child, visit); !r) return r;
   }
   return {};
 }
 
 Result CheckValue(const std::string& file, const YAML::Node& node, const YAML::Node& key,
-                  const EngineField& f, const std::string& field, const FieldVisitor& visit) {
+                  const EngineObject& o, const EngineField& f, const std::string& field,
+                  const FieldVisitor& visit) {
   const YAML::Node& at = node.IsNull() && node.Scalar().empty() ? key : node;
   switch (f.type) {
     case JsonType::kAny:
       return {};
     case JsonType::kObject:
-      if (node.IsMap()) return CheckObject(file, node, f.path, f.map, field, visit);
+      if (node.IsMap()) return CheckObject(file, node, o, f.path, f.map, field, visit);
       break;
     case JsonType::kArray:
       if (node.IsSequence()) {
-        const EngineField* item = FindHostConfigField(std::string(f.path) + "[]");
+        const EngineField* item = FindField(o, std::string(f.path) + "[]");
         for (size_t i = 0; item != nullptr && i < node.size(); ++i) {
-          if (auto r =
-                  CheckValue(file, node[i], node[i], *item, fmt::format("{}[{}]", field, i), visit);
+          if (auto r = CheckValue(file, node[i], node[i], o, *item, fmt::format("{}[{}]", field, i),
+                                  visit);
               !r) {
             return r;
           }
@@ -190,7 +200,7 @@ Result CheckValue(const std::string& file, const YAML::Node& node, const YAML::N
       }
       break;
     default:
-      if (!node.IsMap() && !node.IsSequence()) return CheckScalar(file, node, at, f, field);
+      if (!node.IsMap() && !node.IsSequence()) return CheckScalar(file, node, at, o, f, field);
   }
   if (node.IsNull() && f.nullable) {
     // An empty value, often a commented-out child, reads as null: "unset" to the daemon (no
@@ -201,23 +211,29 @@ Result CheckValue(const std::string& file, const YAML::Node& node, const YAML::N
   const Json value = node.IsScalar() || node.IsNull() ? config::YamlToJson(node) : Json();
   std::string hint;
   if (f.type == JsonType::kArray && node.IsScalar() && value.is_string()) {
-    const EngineField* item = FindHostConfigField(std::string(f.path) + "[]");
+    const EngineField* item = FindField(o, std::string(f.path) + "[]");
     if (item != nullptr && item->type == JsonType::kString) {
       hint = fmt::format("; write [{}]", node.Scalar());
     }
   }
   return std::unexpected(
       At(file, at, field,
-         fmt::format("expected {}, not {}{}", Expected(f), Actual(node, value), hint)));
+         fmt::format("expected {}, not {}{}", Expected(o, f), Actual(node, value), hint)));
 }
 
-// The whole hostConfig mapping, `visit` called on every named field.
-Result WalkHostConfig(const std::string& file, const YAML::Node& hc, const FieldVisitor& visit) {
-  if (!hc.IsMap()) {
+// A whole mapping of `o`'s fields at `field` (docker.hostConfig, docker.config), `visit` called
+// on every named field.
+Result WalkObject(const std::string& file, const YAML::Node& node, const EngineObject& o,
+                  const std::string& field, const FieldVisitor& visit) {
+  if (!node.IsMap()) {
     return std::unexpected(
-        At(file, hc, "docker.hostConfig", "expected a mapping of Engine API HostConfig fields"));
+        At(file, node, field, fmt::format("expected a mapping of Engine API {} fields", o.name)));
   }
-  return CheckObject(file, hc, "", false, "docker.hostConfig", visit);
+  return CheckObject(file, node, o, "", false, field, visit);
+}
+
+Result WalkHostConfig(const std::string& file, const YAML::Node& hc, const FieldVisitor& visit) {
+  return WalkObject(file, hc, kHostConfig, "docker.hostConfig", visit);
 }
 
 // A string value (plain or quoted), or an error naming the field.
@@ -272,6 +288,90 @@ Result CheckCmd(const std::string& file, const YAML::Node& cmd) {
   return {};
 }
 
+// docker.config: the ContainerConfig fields the driver sends with ContainerCreate (kConfigTaken,
+// docker_section.h says why each), or why another field of the spec is not taken.
+std::string ConfigFieldRefused(std::string_view key) {
+  if (key == "Image") return "give the image as docker.image";
+  if (key == "Cmd") return "give the command as docker.cmd (with \"{script}\")";
+  if (key == "User") return "give the user as docker.user";
+  if (key == "Tty" || key == "OpenStdin" || key == "StdinOnce" || key.starts_with("Attach")) {
+    return "the driver attaches itself: no TTY, no stdin, stdout and stderr apart (a TTY merges "
+           "them, and stderr is never evidence)";
+  }
+  if (key == "Volumes") return "anonymous volumes would outlive the container the driver removes";
+  return "not taken by the docker driver: it changes nothing a probe measures here";
+}
+
+Result CheckConfig(const std::string& file, const YAML::Node& config) {
+  if (!config.IsDefined()) return {};
+  auto walked = WalkObject(
+      file, config, kContainerConfig, "docker.config",
+      [&](const EngineField& f, const YAML::Node& key, const std::string& field) -> Result {
+        if (f.path.find_first_of(".[") == std::string_view::npos &&
+            std::ranges::find(kConfigTaken, f.path) == std::end(kConfigTaken)) {
+          return std::unexpected(At(file, key, field, ConfigFieldRefused(f.path)));
+        }
+        if (FieldInApi(f, kDriverApi)) return {};
+        return std::unexpected(
+            At(file, key, field,
+               fmt::format("added in Engine API v{}; the docker driver sends v{} requests "
+                           "(kDockerApi), where the daemon ignores or refuses it",
+                           f.since, kDriverApi)));
+      });
+  if (!walked) return walked;
+  // What the spec's types do not say and the daemon refuses or misreads.
+  if (const YAML::Node env = config["Env"]; env.IsDefined() && env.IsSequence()) {
+    for (size_t i = 0; i < env.size(); ++i) {
+      const std::string& item = env[i].Scalar();
+      if (item.find('=') == std::string::npos || item.starts_with("=")) {
+        return std::unexpected(
+            At(file, env[i], fmt::format("docker.config.Env[{}]", i),
+               "expected NAME=value (a bare NAME sets nothing through the Engine API; docker "
+               "run -e NAME copies the CLI's own variable)"));
+      }
+    }
+  }
+  if (const YAML::Node labels = config["Labels"]; labels.IsDefined() && labels.IsMap()) {
+    for (const auto& kv : labels) {
+      if (kv.first.Scalar().starts_with("sandprobe.")) {
+        return std::unexpected(
+            At(file, kv.first, "docker.config.Labels." + kv.first.Scalar(),
+               "sandprobe.* labels are the harness's own (the run id `sandprobe cleanup` finds "
+               "containers by)"));
+      }
+    }
+  }
+  if (const YAML::Node wd = config["WorkingDir"];
+      wd.IsDefined() && wd.IsScalar() && !wd.Scalar().starts_with("/")) {
+    return std::unexpected(At(file, wd, "docker.config.WorkingDir",
+                              "expected an absolute path (the daemon refuses a relative one)"));
+  }
+  return {};
+}
+
+// A ContainerConfig field written straight under docker: (docker.env, docker.Env): where it goes.
+Result ConfigFieldInSection(const std::string& file, const YAML::Node& section) {
+  for (const auto& kv : section) {
+    const std::string key = kv.first.Scalar();
+    for (const EngineField& f : kContainerConfigFields) {
+      if (f.path.find_first_of(".[") != std::string_view::npos ||
+          std::ranges::find(kConfigTaken, f.path) == std::end(kConfigTaken) ||
+          !std::ranges::equal(key, f.path, [](char a, char b) {
+            return std::tolower(static_cast<unsigned char>(a)) ==
+                   std::tolower(static_cast<unsigned char>(b));
+          })) {
+        continue;
+      }
+      return std::unexpected(At(
+          file, kv.first, "docker." + key,
+          fmt::format("unknown field; {} is a ContainerConfig field: write it under docker.config "
+                      "as {} (e.g. config: {{Env: [NAME=value]}})",
+                      key, f.path)));
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 std::expected<void, ConfigError> CheckDockerSection(const std::string& file,
@@ -282,11 +382,13 @@ std::expected<void, ConfigError> CheckDockerSection(const std::string& file,
         At(file, root, "docker", "driver docker needs a docker: section (at least image:)"));
   }
   if (!section.IsMap()) return std::unexpected(At(file, section, "docker", "expected a mapping"));
-  if (auto r = config::internal::OnlyKeys(file, section, "docker",
-                                          {"image", "hostConfig", "user", "cmd", "endpoint"});
+  if (auto r = ConfigFieldInSection(file, section); !r) return r;
+  if (auto r = config::internal::OnlyKeys(
+          file, section, "docker", {"image", "hostConfig", "config", "user", "cmd", "endpoint"});
       !r) {
     return r;
   }
+  if (auto r = CheckConfig(file, section["config"]); !r) return r;
   if (auto r = StringField(file, section, "image", true); !r) return r;
   if (auto r = StringField(file, section, "user", false); !r) return r;
   if (auto r = CheckCmd(file, section["cmd"]); !r) return r;

@@ -7,9 +7,17 @@
 //     cmd: [python3, -u, -c, "{script}"]       # optional list of strings, "{script}" once
 //     endpoint: unix:///var/run/docker.sock    # optional unix:// or tcp:// (DOCKER_HOST's form)
 //     hostConfig: {...}                        # Engine API HostConfig, checked field by field
+//     config: {Env: [NAME=value], ...}         # Engine API ContainerConfig, kConfigTaken only
 //
-// These are the keys DockerDriver reads (docker_driver.cc: image, cmd, user, hostConfig,
-// endpoint); any other key is an error naming the nearest known one.
+// These are the keys DockerDriver reads (docker_driver.cc: image, cmd, user, hostConfig, config,
+// endpoint); any other key is an error naming the nearest known one (a ContainerConfig field
+// written under docker: itself, e.g. docker.env, says to move it under docker.config).
+//
+// config is checked against the same generated table (ContainerConfig in
+// engine_schema_table.inc) and the same rules as hostConfig, and takes only kConfigTaken; the
+// container's image, command and user stay docker.image/cmd/user, the attach and TTY fields stay
+// the driver's. Env entries are NAME=value; sandprobe.* labels and a relative WorkingDir are
+// refused.
 //
 // hostConfig is checked against engine_schema_table.inc (generated from moby's api/docs/v1.NN
 // .yaml): field names exactly as the Engine API spells them, JSON types recursively (lists,
@@ -38,12 +46,26 @@
 
 #include <expected>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/config.h"
 #include "core/manifest.h"
 
 namespace sandprobe::drivers {
+
+// The ContainerConfig fields docker.config takes, and why each matters here:
+//   Env              what the container's processes get: API keys reach real containers this
+//                    way; secret-looking ones are looked for by cred.env-secrets
+//                    (DockerDriver::GivenSecrets)
+//   WorkingDir       where the probe runs and relative paths land (the fs rows)
+//   Entrypoint       the wrapper real images start first (an init, a shell exporting variables):
+//                    its processes are what the probe's /proc shows
+//   Labels           what operators select containers by (policies, runtimes)
+//   NetworkDisabled  an isolation switch of its own: no network but loopback
+//   Hostname, Domainname  the names the sandbox reports (pasted configurations carry them)
+inline constexpr std::string_view kConfigTaken[] = {
+    "Env", "WorkingDir", "Entrypoint", "Labels", "NetworkDisabled", "Hostname", "Domainname"};
 
 // The `docker:` section of `root` (read from `file`); one error, with file:line:col and the
 // dotted field (docker.hostConfig.Mounts[0].Type).

@@ -32,7 +32,7 @@ const BadCase kBadCases[] = {
     {"docker:\n  image: sandprobe-probe:local\n  envv: [\"A=1\"]\n"
      "  hostconfig: {NetworkMode: none}\n",
      5, 3, "docker.envv",
-     "unknown field (expected one of: image, hostConfig, user, cmd, endpoint)"},
+     "unknown field (expected one of: image, hostConfig, config, user, cmd, endpoint)"},
     // ... and with only its second mistake.
     {"docker:\n  image: sandprobe-probe:local\n  hostconfig: {NetworkMode: none}\n", 5, 3,
      "docker.hostconfig", "unknown field; did you mean hostConfig?"},
@@ -93,7 +93,40 @@ const BadCase kBadCases[] = {
      6, 40, "docker.hostConfig.PortBindings.80/tcp[0].HostPort", "quote it: \"8080\""},
     {"docker:\n  image: sandprobe-probe:local\n  hostConfig:\n    NetworkDisabled: true\n", 6, 5,
      "docker.hostConfig.NetworkDisabled",
+     "unknown field: NetworkDisabled is a ContainerConfig field, not HostConfig: write it under "
+     "docker.config"},
+    {"docker:\n  image: sandprobe-probe:local\n  hostConfig:\n    NoSuchThing: true\n", 6, 5,
+     "docker.hostConfig.NoSuchThing",
      "unknown field: HostConfig has no such field in Engine API v1.41..v1.55"},
+    // docker.config: ContainerConfig, checked against the same generated table.
+    {"docker:\n  image: sandprobe-probe:local\n  env: [AWS_SECRET_ACCESS_KEY=x]\n", 5, 3,
+     "docker.env",
+     "unknown field; env is a ContainerConfig field: write it under docker.config as Env"},
+    {"docker:\n  image: sandprobe-probe:local\n  config: {Env: A_TOKEN=1}\n", 5, 17,
+     "docker.config.Env",
+     "expected a list of strings, not the string \"A_TOKEN=1\"; write [A_TOKEN=1]"},
+    {"docker:\n  image: sandprobe-probe:local\n  config:\n    Env: [PATH=/bin, 7]\n", 6, 22,
+     "docker.config.Env[1]", "expected a string, not 7; quote it: \"7\""},
+    {"docker:\n  image: sandprobe-probe:local\n  config:\n    Env: [OPENAI_API_KEY]\n", 6, 11,
+     "docker.config.Env[0]", "expected NAME=value"},
+    {"docker:\n  image: sandprobe-probe:local\n  config:\n    Enviroment: [A=1]\n", 6, 5,
+     "docker.config.Enviroment", "unknown field"},
+    {"docker:\n  image: sandprobe-probe:local\n  config:\n    Cmd: [python3]\n", 6, 5,
+     "docker.config.Cmd", "give the command as docker.cmd"},
+    {"docker:\n  image: sandprobe-probe:local\n  config:\n    Tty: true\n", 6, 5,
+     "docker.config.Tty", "the driver attaches itself: no TTY"},
+    {"docker:\n  image: sandprobe-probe:local\n  config:\n    Volumes: {/data: {}}\n", 6, 5,
+     "docker.config.Volumes", "anonymous volumes would outlive"},
+    {"docker:\n  image: sandprobe-probe:local\n  config:\n    Labels: {sandprobe.run: x}\n", 6, 14,
+     "docker.config.Labels.sandprobe.run", "sandprobe.* labels are the harness's own"},
+    {"docker:\n  image: sandprobe-probe:local\n  config:\n    Labels: {team: 1}\n", 6, 20,
+     "docker.config.Labels.team", "expected a string, not 1"},
+    {"docker:\n  image: sandprobe-probe:local\n  config:\n    WorkingDir: tmp\n", 6, 17,
+     "docker.config.WorkingDir", "expected an absolute path"},
+    {"docker:\n  image: sandprobe-probe:local\n  config:\n    NetworkDisabled:\n", 6, 5,
+     "docker.config.NetworkDisabled", "empty or null"},
+    {"docker:\n  image: sandprobe-probe:local\n  config: [Env]\n", 5, 11, "docker.config",
+     "expected a mapping of Engine API ContainerConfig fields"},
     // Newer than the driver's API version: an error, with the version it came in.
     {"docker:\n  image: sandprobe-probe:local\n  hostConfig:\n    Annotations: {a: b}\n", 6, 5,
      "docker.hostConfig.Annotations",
@@ -141,6 +174,10 @@ TEST(DockerSectionTest, WellFormedSectionsLoad) {
            "    Sysctls: {net.ipv4.ip_unprivileged_port_start: \"0\"}\n"
            "    DeviceRequests: [{Driver: nvidia, Count: -1, Capabilities: [[gpu]]}]\n"
            "    KernelMemory: 0\n",
+           "docker:\n  image: i\n  config:\n    Env: [AWS_SECRET_ACCESS_KEY=abc, EMPTY=, "
+           "\"X=a=b\"]\n"
+           "    WorkingDir: /tmp\n    Entrypoint: [/usr/bin/env]\n    Labels: {team: ml}\n"
+           "    NetworkDisabled: true\n    Hostname: box\n    Domainname: example.test\n",
        }) {
     SCOPED_TRACE(section);
     auto m = Registry().ParseManifest(std::string(kHead) + section, "ok.yaml");

@@ -7,16 +7,25 @@ namespace sandprobe::drivers {
 
 // The generator sorts by path (byte order): lookups are binary searches.
 static_assert(std::ranges::is_sorted(kHostConfigFields, {}, &EngineField::path));
+static_assert(std::ranges::is_sorted(kContainerConfigFields, {}, &EngineField::path));
+
+const EngineField* FindField(const EngineObject& object, std::string_view path) {
+  const auto it = std::ranges::lower_bound(object.fields, path, {}, &EngineField::path);
+  return it != object.fields.end() && it->path == path ? &*it : nullptr;
+}
 
 const EngineField* FindHostConfigField(std::string_view path) {
-  const auto it = std::ranges::lower_bound(kHostConfigFields, path, {}, &EngineField::path);
-  return it != std::end(kHostConfigFields) && it->path == path ? &*it : nullptr;
+  return FindField(kHostConfig, path);
 }
 
 std::vector<std::string> HostConfigProperties(std::string_view parent) {
+  return Properties(kHostConfig, parent);
+}
+
+std::vector<std::string> Properties(const EngineObject& object, std::string_view parent) {
   const std::string prefix = parent.empty() ? "" : std::string(parent) + ".";
   std::vector<std::string> names;
-  for (const EngineField& f : kHostConfigFields) {
+  for (const EngineField& f : object.fields) {
     if (!f.path.starts_with(prefix)) continue;
     const std::string_view rest = f.path.substr(prefix.size());
     if (!rest.empty() && rest != "*" && rest.find_first_of(".[") == std::string_view::npos) {

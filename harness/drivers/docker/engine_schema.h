@@ -1,10 +1,11 @@
-// The Docker Engine API's HostConfig as data: every field path, its JSON type and the API
-// versions that have it, generated from moby's own swagger specs (api/docs/v1.NN.yaml,
-// definitions.HostConfig = allOf [Resources, {...}]) by gen_engine_schema.py into
-// engine_schema_table.inc; that file's header names the tag, commit and versions it was read from.
+// The Docker Engine API's HostConfig and ContainerConfig as data: every field path, its JSON type
+// and the API versions that have it, generated from moby's own swagger specs (api/docs/v1.NN.yaml,
+// definitions.HostConfig = allOf [Resources, {...}], definitions.ContainerConfig) by
+// gen_engine_schema.py into engine_schema_table.inc; that file's header names the tag, commit and
+// versions it was read from.
 //
-// Paths are relative to HostConfig: `Mounts[].BindOptions.Propagation` (a property of each item
-// of the Mounts list), `Tmpfs.*` (each value of an object whose keys are free).
+// Paths are relative to the root object: `Mounts[].BindOptions.Propagation` (a property of each
+// item of HostConfig's Mounts list), `Tmpfs.*` (each value of an object whose keys are free).
 #pragma once
 
 #include <optional>
@@ -32,10 +33,22 @@ struct EngineField {
 
 #include "drivers/docker/engine_schema_table.inc"
 
-// The entry at `path`, or null.
-const EngineField* FindHostConfigField(std::string_view path);
+// One root object of the Engine API a manifest passes through: its name in messages and its table.
+struct EngineObject {
+  std::string_view name;  // "HostConfig", "ContainerConfig"
+  std::span<const EngineField> fields;
+};
+inline constexpr EngineObject kHostConfig{"HostConfig", kHostConfigFields};
+inline constexpr EngineObject kContainerConfig{"ContainerConfig", kContainerConfigFields};
 
-// The property names of the object at `parent` ("" = HostConfig itself), in table order.
+// The entry of `object` at `path`, or null.
+const EngineField* FindField(const EngineObject& object, std::string_view path);
+
+// The property names of the object at `parent` ("" = the root itself), in table order.
+std::vector<std::string> Properties(const EngineObject& object, std::string_view parent);
+
+// FindField / Properties of kHostConfig.
+const EngineField* FindHostConfigField(std::string_view path);
 std::vector<std::string> HostConfigProperties(std::string_view parent);
 
 // "1.41" -> {1, 41}; nullopt for anything else.

@@ -1,8 +1,11 @@
-// The HostConfig table generated from the Engine API specs (engine_schema_table.inc,
-// gen_engine_schema.py) against what the spec says for a few well-known fields.
+// The HostConfig and ContainerConfig tables generated from the Engine API specs
+// (engine_schema_table.inc, gen_engine_schema.py) against what the spec says for a few well-known
+// fields.
 #include "drivers/docker/engine_schema.h"
 
 #include <gtest/gtest.h>
+
+#include "drivers/docker/docker_section.h"
 
 namespace sandprobe::drivers {
 namespace {
@@ -42,6 +45,28 @@ TEST(EngineSchemaTest, TableAgreesWithTheSpecOnKnownFields) {
   EXPECT_EQ(FindHostConfigField("Capabilities"), nullptr);    // gone before v1.41
   EXPECT_EQ(HostConfigProperties("Ulimits[]"), (std::vector<std::string>{"Hard", "Name", "Soft"}));
   EXPECT_EQ(kEngineSchemaOldest, "1.41");
+}
+
+// The ContainerConfig table (docker.config) from the same specs: definitions.ContainerConfig.
+TEST(EngineSchemaTest, ContainerConfigTableAgreesWithTheSpec) {
+  EXPECT_EQ(kContainerConfig.name, "ContainerConfig");
+  EXPECT_EQ(FindField(kContainerConfig, "Env")->type, JsonType::kArray);
+  EXPECT_EQ(FindField(kContainerConfig, "Env[]")->type, JsonType::kString);
+  EXPECT_EQ(FindField(kContainerConfig, "Entrypoint[]")->type, JsonType::kString);
+  EXPECT_EQ(FindField(kContainerConfig, "WorkingDir")->type, JsonType::kString);
+  EXPECT_TRUE(FindField(kContainerConfig, "Labels")->map);
+  EXPECT_EQ(FindField(kContainerConfig, "Labels.*")->type, JsonType::kString);
+  EXPECT_TRUE(FindField(kContainerConfig, "NetworkDisabled")->nullable);
+  EXPECT_EQ(FindField(kContainerConfig, "MacAddress")->removed, "1.52");
+  EXPECT_EQ(FindField(kContainerConfig, "Healthcheck.StartInterval")->since, "1.44");
+  EXPECT_EQ(FindField(kContainerConfig, "Memory"), nullptr);  // HostConfig's, not this one's
+  EXPECT_EQ(FindField(kHostConfig, "Env"), nullptr);
+  // Every field docker.config takes is in the spec's oldest version the driver speaks.
+  for (std::string_view name : kConfigTaken) {
+    const EngineField* f = FindField(kContainerConfig, name);
+    ASSERT_NE(f, nullptr) << name;
+    EXPECT_TRUE(FieldInApi(*f, "1.41")) << name;
+  }
 }
 
 TEST(EngineSchemaTest, ApiVersionsCompareAsNumbers) {

@@ -34,7 +34,8 @@ BOUNDED_MANIFEST = os.path.join(MANIFESTS, "bubblewrap-bounded.yaml")
 # The rows of suites/default.yaml with their canary parameters (loopback only).
 DEFAULT_PARAMS = {
     "cred.sa-token": {"canary_path": "{canary.token_file}"},
-    "cred.env-secrets": {"canary_name": "{canary.env_name}", "canary_sha256": "{canary.env_sha256}"},
+    "cred.env-secrets": {"canary_name": "{canary.env_name}", "canary_sha256": "{canary.env_sha256}",
+                         "canaries": "{canary.env_set}"},
     "cred.cloud-metadata": {"targets": ["{canary.http}", "{canary.http6}"],
                             "canary_sha256": "{canary.cloud_sha256}"},
     "net.metadata": {"target": "{canary.http}"},

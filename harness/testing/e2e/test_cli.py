@@ -122,13 +122,25 @@ class Cli(unittest.TestCase):
         bindir = os.path.join(self.tmp, "bin")
         os.makedirs(bindir)
         os.symlink(u.python_for_env_i(), os.path.join(bindir, "python3"))  # the local control
-        out = os.path.join(self.tmp, "out")
-        r = self.run_args(suite_ids=["cred.env-secrets"], out=out, env={"PATH": bindir})
-        self.assertEqual(r.returncode, 3, r.describe())
-        self.assertIn("bwrap", r.stderr)
-        self.assertIn("apt-get install", r.stderr)
-        self.assertFalse(os.path.exists(os.path.join(out, "report.json")))
-        self.assertEqual(os.listdir(os.path.join(self.tmp, "canary")), [])
+        # bubblewrap.yaml starts bwrap through `env -i PATH=/usr/bin:/bin`: its argv with the
+        # PATH env gives bwrap replaced by a directory without it, and once without env at all
+        # (the harness's own PATH lacks bwrap).
+        argv = u.manifest_argv(u.BWRAP_MANIFEST)
+        assert argv[:4] == ["env", "-i", "PATH=/usr/bin:/bin", "bwrap"], argv
+        cases = {"env-path": (argv[:2] + ["PATH=" + bindir] + argv[3:], None),
+                 "bare": (argv[3:], {"PATH": bindir})}
+        for name, (line, env) in cases.items():
+            with self.subTest(case=name):
+                manifest = u.write_manifest(os.path.join(self.tmp, name + ".yaml"), "bubblewrap",
+                                            line, control=u.LOCAL_MANIFEST)
+                out = os.path.join(self.tmp, "out-" + name)
+                r = self.run_args(suite_ids=["cred.env-secrets"], sandbox=manifest, out=out,
+                                  env=env)
+                self.assertEqual(r.returncode, 3, r.describe())
+                self.assertIn("'bwrap'", r.stderr)
+                self.assertIn("apt-get install -y bubblewrap", r.stderr)
+                self.assertFalse(os.path.exists(os.path.join(out, "report.json")))
+                self.assertEqual(os.listdir(os.path.join(self.tmp, "canary")), [])
 
     # --- exit codes of real runs -----------------------------------------------------------
 

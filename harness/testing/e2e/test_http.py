@@ -119,13 +119,13 @@ class SetupErrors(unittest.TestCase):
     def tearDown(self):
         self.tmp.cleanup()
 
-    def run_manifest(self, url, extra=(), env=None):
+    def run_manifest(self, url, extra=(), env=None, args=()):
         manifest = u.write_http_manifest(os.path.join(self.tmp.name, "m.yaml"), "svc", url,
                                          extra=extra)
         return u.run_sandprobe(["run", "--suite", self.suite, "--sandbox", manifest, "--control",
                                 u.LOCAL_MANIFEST, "--out", os.path.join(self.tmp.name, "out"),
-                                "--canary-dir", os.path.join(self.tmp.name, "canary")],
-                               timeout=30, env=env, cwd=self.tmp.name)
+                                "--canary-dir", os.path.join(self.tmp.name, "canary")] +
+                               list(args), timeout=30, env=env, cwd=self.tmp.name)
 
     def test_unhealthy_service_is_exit_3_with_a_hint(self):
         with socket.socket() as s:  # a loopback port nobody listens on
@@ -150,8 +150,12 @@ class SetupErrors(unittest.TestCase):
         token = "e2e-token-" + secrets.token_hex(16)
         fixture = u.Fixture("unsafe", cwd=self.tmp.name)
         try:
+            # One invocation at a time: the unsafe fixture shares this machine's pid namespace,
+            # and while the local control runs, its sandprobe-reaper and python3 carry the planted
+            # canaries in /proc/<pid>/environ, which cred.env-secrets reads (measured: a FAIL
+            # naming both pids whenever the two invocations overlap; docs/traps.md, trap 46).
             res = self.run_manifest(fixture.url, extra=["  tokenEnv: SANDPROBE_E2E_REPL_TOKEN"],
-                                    env={"SANDPROBE_E2E_REPL_TOKEN": token})
+                                    env={"SANDPROBE_E2E_REPL_TOKEN": token}, args=["--jobs", "1"])
         finally:
             fixture.stop()
         # The harness's planted canary cannot be in a service it did not start: not PASS.

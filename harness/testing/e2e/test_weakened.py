@@ -102,12 +102,15 @@ class ShareNet(WeakenedCase):
 
 
 class NoClearenv(WeakenedCase):
-    """No --clearenv (and no --setenv): the harness's environment leaks into the sandbox."""
+    """No env -i, no --clearenv (and no --setenv): the harness's environment leaks into the
+    sandboxed program itself (test_env_leak.py keeps --clearenv and drops only env -i)."""
     changed = {"cred.env-secrets": "FAIL"}
 
     @classmethod
     def setUpClass(cls):
         argv, out, i = u.manifest_argv(u.BWRAP_MANIFEST), [], 0
+        assert argv[:3] == ["env", "-i", "PATH=/usr/bin:/bin"], argv
+        argv = argv[3:]
         while i < len(argv):
             if argv[i] == "--clearenv":
                 i += 1
@@ -127,6 +130,10 @@ class NoClearenv(WeakenedCase):
         result = u.observations(self.report, self.name)["cred.env-secrets"]["evidence"]["result"]
         self.assertTrue(result["canary_matches"])
         self.assertIn("SANDPROBE_CANARY_API_TOKEN", result["secret_like_names"])
+        self.assertEqual(result["own_env_matches"],
+                         sorted(["SANDPROBE_CANARY_API_TOKEN", "AWS_SECRET_ACCESS_KEY",
+                                 "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GITHUB_TOKEN",
+                                 "CI_JOB_TOKEN"]))
 
     def test_canary_value_never_reported(self):
         # The planted value is random per run; only its name and hash may appear anywhere.
