@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <string>
 
 #include "report/report_test_fixtures.h"
@@ -133,6 +134,32 @@ TEST(MarkdownComment, EveryFailRowIsKeptWhenTheyFit) {
   // Shown in suite order.
   EXPECT_LT(comment.find("<details><summary>synthetic.row-0003 "),
             comment.find("<details><summary>synthetic.row-0010 "));
+}
+
+// A PASS row's evidence is what shows the sandbox holds: a cut comment leaves out the rows every
+// candidate SKIPped before any PASS row, wherever the SKIP rows sit in the suite.
+TEST(MarkdownComment, SkipRowsAreLeftOutBeforePassRows) {
+  core::Matrix m = LargeMatrix(40, 1000);
+  std::set<std::string> skipped;
+  for (core::VerdictCell& v : m.verdicts) {
+    if (skipped.size() < 6 && v.verdict.kind == VerdictKind::kPass) {
+      v.verdict.kind = VerdictKind::kSkip;
+      skipped.insert(v.probe);
+    }
+  }
+  const std::string full = RenderMarkdownFull(m);
+  const std::string comment = RenderMarkdownComment(m, full.size() - 3000);
+  const size_t list = comment.find("Evidence left out here (in `matrix-full.md`): ");
+  ASSERT_NE(list, std::string::npos);
+  size_t left_out = 0;
+  for (const core::VerdictCell& v : m.verdicts) {
+    const bool shown = comment.find("<details><summary>" + v.probe + " ") != std::string::npos;
+    if (!shown) {
+      ++left_out;
+      EXPECT_TRUE(skipped.contains(v.probe)) << v.probe << " left out, a SKIP row kept instead";
+    }
+  }
+  EXPECT_GE(left_out, 2u);
 }
 
 TEST(MarkdownComment, AnyCapIsKept) {

@@ -225,15 +225,18 @@ std::string RowDetails(const core::Matrix& m, const core::Row& row) {
 }
 
 // Which evidence a cut comment keeps first: 0 a row with a FAIL, 1 with an ERROR, INCONCLUSIVE or
-// missing verdict, 2 the rest.
+// missing verdict, 2 with a PASS (the evidence a sandbox holds), 3 a row SKIPped by every
+// candidate.
 int Priority(const core::Matrix& m, const core::Row& row) {
-  int best = 2;
+  int best = 3;
   for (const core::ArmInfo* arm : CandidateArms(m)) {
     const core::VerdictCell* v = m.FindVerdict(row.probe, arm->name);
     if (v != nullptr && v->verdict.kind == core::VerdictKind::kFail) return 0;
     if (v == nullptr || v->verdict.kind == core::VerdictKind::kError ||
         v->verdict.kind == core::VerdictKind::kInconclusive) {
       best = 1;
+    } else if (v->verdict.kind != core::VerdictKind::kSkip) {
+      best = std::min(best, 2);
     }
   }
   return best;
