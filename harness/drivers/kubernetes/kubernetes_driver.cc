@@ -456,9 +456,10 @@ void KubernetesDriver::Cleanup() {
       !v && v.error().code == 0) {
     std::cerr << fmt::format(
         "sandprobe: warning: kubernetes arm {}: the API server does not answer ({}): objects of "
-        "run {} in namespace {} may remain (sandprobe cleanup --kubernetes <manifest> removes "
-        "them)\n",
-        manifest_.name, v.error().ToString(), context_.run_id, ns_);
+        "run {} in namespace {} may remain (once it answers, `sandprobe cleanup --kubernetes {} "
+        "--run {}` removes them)\n",
+        manifest_.name, v.error().ToString(), context_.run_id, ns_, manifest_.source_path,
+        context_.run_id);
     std::lock_guard lock(mu_);
     live_jobs_.clear();
     return;

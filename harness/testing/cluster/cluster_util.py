@@ -74,6 +74,37 @@ class Cluster:
         self.down_log = res.stderr
         return res.returncode, res.stderr
 
+    APISERVER_PID = "/run/sandprobe-cluster/pids/kube-apiserver"
+
+    def kill_apiserver(self):
+        """SIGKILL to kube-apiserver (its pid as `up` recorded it); keeps its command line for
+        restart_apiserver()."""
+        with open(self.APISERVER_PID) as f:
+            pid = int(f.read().strip())
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            self.apiserver_argv = [a.decode() for a in f.read().split(b"\0") if a]
+        os.kill(pid, 9)
+        for _ in range(100):
+            if not os.path.exists("/proc/%d" % pid):
+                break
+            time.sleep(0.1)
+
+    def restart_apiserver(self, timeout=120):
+        """Starts kube-apiserver again as `up` did (the cluster's namespaces, its own session,
+        the pid file `down` reads) and waits until it answers /readyz."""
+        log = open(os.path.join(STATE, "logs", "kube-apiserver.log"), "ab")
+        self.apiserver = subprocess.Popen(  # kept: it runs until ci/cluster/down
+            ["nsenter", "--net=/run/netns/" + NETNS, "--mount=/run/sandprobe-cluster/mnt/ns",
+             "--", "setsid", "sh", "-c", 'echo $$ > "$0"; exec "$@"', self.APISERVER_PID]
+            + self.apiserver_argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+        log.close()
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if self.kubectl("get", "--raw", "/readyz", check=False, timeout=10).returncode == 0:
+                return
+            time.sleep(1)
+        raise AssertionError("kube-apiserver did not come back within %d s" % timeout)
+
     def env(self, kubeconfig=None):
         return {"KUBECONFIG": kubeconfig or self.kubeconfig}
 
