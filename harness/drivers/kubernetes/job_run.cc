@@ -282,8 +282,8 @@ void KubernetesDriver::JobRun::WatchPods() {
   // A pod the Job controller stopped (activeDeadlineSeconds) ends like any SIGTERM, exit 143:
   // only the Job's condition says who stopped it. On a real cluster the pod's end was seen
   // before any Job condition the watch had read (docs/cluster.md "Where the fake was wrong").
-  if (const Json* t = Terminated(pod_); t != nullptr && !cancel_.load() && job_failure_.empty() &&
-                                        t->value("exitCode", 0) >= 128) {
+  if (const Json* t = Terminated(pod_);
+      t != nullptr && !cancel_.load() && job_failure_.empty() && t->value("exitCode", 0) >= 128) {
     ReadJobCondition();
   }
 }

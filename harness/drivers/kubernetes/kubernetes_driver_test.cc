@@ -211,8 +211,11 @@ TEST_F(KubeFake, APodOfAnEarlierJobOfTheSameNameIsNotTaken) {
   ASSERT_TRUE(first->Prepare().has_value());
   ASSERT_TRUE(second->Prepare().has_value());
   auto execute = [&](Driver& d) {
-    return d.Execute({"harness.preflight", "same",
-                      Script("harness.preflight", kOkBody, Json::object(), "same"), 10, {}},
+    return d.Execute({"harness.preflight",
+                      "same",
+                      Script("harness.preflight", kOkBody, Json::object(), "same"),
+                      10,
+                      {}},
                      cancel_);
   };
   const core::Observation a = execute(*first);
