@@ -302,6 +302,17 @@ std::string ConfigFieldRefused(std::string_view key) {
   return "not taken by the docker driver: it changes nothing a probe measures here";
 }
 
+// A field the driver's own API version (kDockerApi) carries, else an error at its key.
+Result InDriverApi(const std::string& file, const YAML::Node& key, const std::string& field,
+                   const EngineField& f) {
+  if (FieldInApi(f, kDriverApi)) return {};
+  return std::unexpected(
+      At(file, key, field,
+         fmt::format("added in Engine API v{}; the docker driver sends v{} requests "
+                     "(kDockerApi), where the daemon ignores or refuses it",
+                     f.since, kDriverApi)));
+}
+
 Result CheckConfig(const std::string& file, const YAML::Node& config) {
   if (!config.IsDefined()) return {};
   auto walked = WalkObject(
@@ -311,12 +322,7 @@ Result CheckConfig(const std::string& file, const YAML::Node& config) {
             std::ranges::find(kConfigTaken, f.path) == std::end(kConfigTaken)) {
           return std::unexpected(At(file, key, field, ConfigFieldRefused(f.path)));
         }
-        if (FieldInApi(f, kDriverApi)) return {};
-        return std::unexpected(
-            At(file, key, field,
-               fmt::format("added in Engine API v{}; the docker driver sends v{} requests "
-                           "(kDockerApi), where the daemon ignores or refuses it",
-                           f.since, kDriverApi)));
+        return InDriverApi(file, key, field, f);
       });
   if (!walked) return walked;
   // What the spec's types do not say and the daemon refuses or misreads.
@@ -404,12 +410,7 @@ std::expected<void, ConfigError> CheckDockerSection(const std::string& file,
   return WalkHostConfig(
       file, hc,
       [&](const EngineField& f, const YAML::Node& key, const std::string& field) -> Result {
-        if (FieldInApi(f, kDriverApi)) return {};
-        return std::unexpected(
-            At(file, key, field,
-               fmt::format("added in Engine API v{}; the docker driver sends v{} requests "
-                           "(kDockerApi), where the daemon ignores or refuses it",
-                           f.since, kDriverApi)));
+        return InDriverApi(file, key, field, f);
       });
 }
 

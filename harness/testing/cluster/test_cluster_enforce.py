@@ -298,41 +298,47 @@ class LeastPrivilege(LateOrHeld, RealRun):
         self.assert_nothing_left()
 
 
+def start_two_loops(test, prefix, flags=()):
+    """Starts `sandprobe run` of res.cpu-loop (30 s claims, 40 s deadline) on k8s-open and
+    k8s-deny in the module's cluster, in its own session (a terminal's Ctrl-C reaches its group),
+    and waits (120 s at most) until both arms' loop pods run. -> (Popen, out dir, the deny
+    manifest, run id); the temporary folder and a kill of a run still going are the test's
+    cleanups."""
+    tmp = tempfile.TemporaryDirectory(prefix=prefix, dir=TMP.name)
+    test.addCleanup(tmp.cleanup)
+    d = tmp.name
+    ctl = rm.write_manifest(os.path.join(d, "open.yaml"), "k8s-open", timeout=30)
+    deny = rm.write_manifest(os.path.join(d, "deny.yaml"), "k8s-deny", control=ctl,
+                             policy=True, timeout=30)
+    suite = u.write_suite(d, "loops", ["res.cpu-loop"], params=rm.cluster_params())
+    out = os.path.join(d, "out")
+    p = subprocess.Popen(
+        [u.BIN, "run", "--suite", suite, "--sandbox", deny, "--out", out, "--canary-dir",
+         os.path.join(d, "canary"), "--default-timeout", "40", "--grace", "2"] + list(flags),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+        env=dict(os.environ, SANDPROBE_HOME=u.HOME, **CLUSTER.env()), start_new_session=True)
+    test.addCleanup(lambda: p.poll() is None and (p.kill(), p.wait()))
+    end = time.monotonic() + 120
+    loops = []
+    while time.monotonic() < end and len(loops) < 2:
+        if p.poll() is not None:
+            test.fail("sandprobe ended early: %s" % p.communicate()[1][-3000:])
+        pods = CLUSTER.get("-n", c.NS, "pods", "-l", c.RUN_LABEL)["items"]
+        loops = [q for q in pods if q["status"].get("phase") == "Running"
+                 and q["metadata"]["labels"].get("sandprobe.io/role") != "canary"
+                 and "-preflight" not in q["metadata"]["labels"].get("job-name", "")]
+        time.sleep(0.5)
+    test.assertGreaterEqual(len(loops), 2, "two running res.cpu-loop pods")
+    return p, out, deny, loops[0]["metadata"]["labels"][c.RUN_LABEL]
+
+
 class Interrupt(unittest.TestCase):
     """Ctrl-C while both arms' res.cpu-loop pods run on the real node: the run stops within
     30 s, exit 2 (nothing was measured to FAIL), report.json says interrupted, and every object
     of the run (Jobs, their pods, the canary's Pod and Service, the policy) is gone."""
 
     def test_ctrl_c_exit_2_and_nothing_left(self):
-        tmp = tempfile.TemporaryDirectory(prefix="sandprobe-cluster-int-", dir=TMP.name)
-        self.addCleanup(tmp.cleanup)
-        d = tmp.name
-        ctl = rm.write_manifest(os.path.join(d, "open.yaml"), "k8s-open", timeout=30)
-        deny = rm.write_manifest(os.path.join(d, "deny.yaml"), "k8s-deny", control=ctl,
-                                 policy=True, timeout=30)
-        suite = u.write_suite(d, "int", ["res.cpu-loop"], params=rm.cluster_params())
-        out = os.path.join(d, "out")
-        p = subprocess.Popen(
-            [u.BIN, "run", "--suite", suite, "--sandbox", deny, "--out", out, "--canary-dir",
-             os.path.join(d, "canary"), "--default-timeout", "40", "--grace", "2"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-            env=dict(os.environ, SANDPROBE_HOME=u.HOME, **CLUSTER.env()), start_new_session=True)
-        self.addCleanup(lambda: p.poll() is None and (p.kill(), p.wait()))
-
-        def running_loops():
-            pods = CLUSTER.get("-n", c.NS, "pods", "-l", c.RUN_LABEL)["items"]
-            return [q for q in pods if q["status"].get("phase") == "Running"
-                    and q["metadata"]["labels"].get("sandprobe.io/role") != "canary"
-                    and "-preflight" not in q["metadata"]["labels"].get("job-name", "")]
-        end = time.monotonic() + 120
-        loops = []
-        while time.monotonic() < end and len(loops) < 2:
-            if p.poll() is not None:
-                self.fail("sandprobe ended early: %s" % p.communicate()[1][-3000:])
-            loops = running_loops()
-            time.sleep(0.5)
-        self.assertGreaterEqual(len(loops), 2, "two running res.cpu-loop pods")
-        run_id = loops[0]["metadata"]["labels"][c.RUN_LABEL]
+        p, out, _, run_id = start_two_loops(self, "sandprobe-cluster-int-")
         t0 = time.monotonic()
         os.killpg(p.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
         _, err = p.communicate(timeout=90)

@@ -17,7 +17,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
@@ -150,33 +149,8 @@ class ApiServerKilled(unittest.TestCase):
 
     def test_run_ends_measures_no_pass_and_names_what_it_left(self):
         cluster = enforce.CLUSTER
-        tmp = tempfile.TemporaryDirectory(prefix="sandprobe-cluster-kill-", dir=enforce.TMP.name)
-        self.addCleanup(tmp.cleanup)
-        d = tmp.name
-        ctl = rm.write_manifest(os.path.join(d, "open.yaml"), "k8s-open", timeout=30)
-        deny = rm.write_manifest(os.path.join(d, "deny.yaml"), "k8s-deny", control=ctl,
-                                 policy=True, timeout=30)
-        suite = u.write_suite(d, "kill", ["res.cpu-loop"], params=rm.cluster_params())
-        out = os.path.join(d, "out")
-        p = subprocess.Popen(
-            [u.BIN, "run", "--suite", suite, "--sandbox", deny, "--out", out, "--canary-dir",
-             os.path.join(d, "canary"), "--default-timeout", "40", "--grace", "2",
-             "--no-color"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-            env=dict(os.environ, SANDPROBE_HOME=u.HOME, **cluster.env()), start_new_session=True)
-        self.addCleanup(lambda: p.poll() is None and (p.kill(), p.wait()))
-        end = time.monotonic() + 120
-        loops = []
-        while time.monotonic() < end and len(loops) < 2:
-            if p.poll() is not None:
-                self.fail("sandprobe ended early: %s" % p.communicate()[1][-3000:])
-            pods = cluster.get("-n", c.NS, "pods", "-l", c.RUN_LABEL)["items"]
-            loops = [q for q in pods if q["status"].get("phase") == "Running"
-                     and q["metadata"]["labels"].get("sandprobe.io/role") != "canary"
-                     and "-preflight" not in q["metadata"]["labels"].get("job-name", "")]
-            time.sleep(0.5)
-        self.assertGreaterEqual(len(loops), 2, "two running res.cpu-loop pods")
-        run_id = loops[0]["metadata"]["labels"][c.RUN_LABEL]
+        p, out, deny, run_id = enforce.start_two_loops(self, "sandprobe-cluster-kill-",
+                                                       ["--no-color"])
         cluster.kill_apiserver()
         try:
             out_text, err = p.communicate(timeout=240)
@@ -204,7 +178,7 @@ class ApiServerKilled(unittest.TestCase):
         print("[ApiServerKilled] left: %s" % left, file=sys.stderr)
         # The product's own remedy, now that the API server is back.
         res = subprocess.run([u.BIN, "cleanup", "--kubernetes", deny, "--run", run_id,
-                              "--canary-dir", os.path.join(d, "canary")],
+                              "--canary-dir", os.path.join(os.path.dirname(out), "canary")],
                              capture_output=True, text=True, timeout=180,
                              env=dict(os.environ, SANDPROBE_HOME=u.HOME, **cluster.env()))
         self.assertEqual(res.returncode, 0, res.stdout + res.stderr)
