@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <thread>
 
 #include "core/facts.h"
 #include "core/output.h"
@@ -284,7 +286,15 @@ void KubernetesDriver::JobRun::WatchPods() {
   // before any Job condition the watch had read (docs/cluster.md "Where the fake was wrong").
   if (const Json* t = Terminated(pod_);
       t != nullptr && !cancel_.load() && job_failure_.empty() && t->value("exitCode", 0) >= 128) {
-    ReadJobCondition();
+    // The Job controller writes a failed Job's condition (FailureTarget or Failed, with
+    // BackoffLimitExceeded when no deadline stopped it) after it has seen the pod fail: re-read
+    // for a bounded while instead of once, so the reason does not depend on who was first.
+    const auto until = Clock::now() + std::chrono::seconds(3);
+    while (true) {
+      ReadJobCondition();
+      if (!job_failure_.empty() || cancel_.load() || Clock::now() >= until) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
   }
 }
 
