@@ -206,9 +206,10 @@ std::string SandboxWordNote(const ClassifyRules& rules, const Observation& obs) 
     why += canary.empty()
                ? fmt::format(", and the probe had no heartbeat canary (params.{} is empty)",
                              rules.still_running->param)
-               : fmt::format(", and its heartbeat to {} was never heard (no route from the "
-                             "sandbox to the canary)",
-                             Bounded(canary, 120));
+               : fmt::format(
+                     ", and its heartbeat to {} was never heard (no route from the "
+                     "sandbox to the canary)",
+                     Bounded(canary, 120));
   }
   return fmt::format(
       "; on the sandbox's word: {}, so nothing the harness measured shows the probe stopped", why);

@@ -140,13 +140,13 @@ TEST(SandboxWordTest, ClassifyTable) {
       {"balloon, service says 124: a timeout is no memory limit", Balloon(),
        Ended(Via::kService, 124, canary), Exposure::kUnknown, Evidence::kNone, "exit 124"},
       {"fork bomb, the service says it crashed", ForkBomb(), Ended(Via::kService, 2, canary),
-       Exposure::kContained, Evidence::kSandboxWord, "crashed"},
+       Exposure::kContained, Evidence::kSandboxWord, "ended the probe abnormally"},
       {"fork bomb crashed under the reaper", ForkBomb(), Ended(Via::kReaper, 2, canary),
-       Exposure::kContained, Evidence::kAbsence, "crashed"},
+       Exposure::kContained, Evidence::kAbsence, "ended the probe abnormally"},
       // A probe cannot mark its own result as the sandbox's word.
       {"a record that says sandbox_word", FillTmp(),
-       Ended(Via::kReaper, 0, "", {}, Result("write_failed", "sandbox_word")),
-       Exposure::kContained, Evidence::kAbsence, "write_failed"},
+       Ended(Via::kReaper, 0, "", {}, Result("write_failed", "sandbox_word")), Exposure::kContained,
+       Evidence::kAbsence, "write_failed"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -188,7 +188,8 @@ Verdict JudgeWith(Evidence evidence, Exposure exposure = Exposure::kContained,
   static const Observation ctl, cand;
   ProbeDescriptor probe;
   const std::vector<ArmView> controls = {
-      {"local", &ctl,
+      {"local",
+       &ctl,
        {control_exposed ? Exposure::kExposed : Exposure::kContained, Evidence::kPositive, "x",
         "ctl"}}};
   return Judge(probe, controls, {"svc", &cand, {exposure, evidence, "exit 124", "why"}});
@@ -217,7 +218,13 @@ TEST(SandboxWordTest, JudgeKeepsTheKindAndSaysSo) {
 TEST(SandboxWordTest, StillAPassForTheGateAndAChangeInADiff) {
   Matrix m;
   m.rows = {{"res.cpu-loop", "infinite loop"}};
-  m.arms = {{"local", ArmRole::kControl}, {"svc", ArmRole::kCandidate}};
+  for (const auto& [name, role] :
+       {std::pair{"local", ArmRole::kControl}, std::pair{"svc", ArmRole::kCandidate}}) {
+    ArmInfo arm;
+    arm.name = name;
+    arm.role = role;
+    m.arms.push_back(arm);
+  }
   m.verdicts = {{"res.cpu-loop", "svc", JudgeWith(Evidence::kPositive)}};
   Matrix word = m;
   word.verdicts[0].verdict = JudgeWith(Evidence::kSandboxWord);

@@ -164,9 +164,9 @@ void WriteSummary(std::string& out, const core::Matrix& m) {
     out += "<b>" + HtmlBody(arm->name, kCellBytes) + "</b>:";
     const VerdictCounts counts = CountVerdicts(m, arm->name);
     for (const core::VerdictKind k : kVerdictOrder) {
-      out += fmt::format(
-          "{} {} {}", k == kVerdictOrder.front() ? "" : ",", counts.Of(k),
-          k == core::VerdictKind::kPass ? HtmlBody(PassText(counts), kCellBytes) : core::ToString(k));
+      out += fmt::format("{} {} {}", k == kVerdictOrder.front() ? "" : ",", counts.Of(k),
+                         k == core::VerdictKind::kPass ? HtmlBody(PassText(counts), kCellBytes)
+                                                       : core::ToString(k));
     }
     if (counts.accepted > 0) out += fmt::format(", {} ACCEPTED", counts.accepted);
     if (counts.missing > 0) out += fmt::format(", {} without verdict", counts.missing);

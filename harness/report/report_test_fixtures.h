@@ -43,9 +43,11 @@ struct Fixture {
   core::Matrix (*make)();
 };
 inline const std::vector<Fixture>& Fixtures() {
-  static const std::vector<Fixture> fixtures = {
-      {"normal", &NormalMatrix}, {"hostile", &HostileMatrix}, {"gate", &GateMatrix},
-      {"criteria", &CriteriaMatrix}, {"word", &WordMatrix}};
+  static const std::vector<Fixture> fixtures = {{"normal", &NormalMatrix},
+                                                {"hostile", &HostileMatrix},
+                                                {"gate", &GateMatrix},
+                                                {"criteria", &CriteriaMatrix},
+                                                {"word", &WordMatrix}};
   return fixtures;
 }
 

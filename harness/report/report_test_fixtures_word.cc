@@ -96,8 +96,8 @@ void AddRow(core::Matrix& m, const core::ProbeDescriptor& probe, std::vector<cor
   }
   for (const core::Cell& c : cells) {
     if (c.observation.arm == "local") continue;
-    const core::Verdict v = core::Judge(
-        probe, controls, {c.observation.arm, &c.observation, c.classification});
+    const core::Verdict v =
+        core::Judge(probe, controls, {c.observation.arm, &c.observation, c.classification});
     m.verdicts.push_back({probe.id, c.observation.arm, v});
   }
   for (core::Cell& c : cells) m.cells.push_back(std::move(c));
@@ -105,9 +105,9 @@ void AddRow(core::Matrix& m, const core::ProbeDescriptor& probe, std::vector<cor
 
 void AddLoop(core::Matrix& m) {
   const json params = {{"canary", "127.0.0.1:40124"}, {"heartbeat_s", 1}, {"max_s", 600}};
-  const json start = {{"kind", "start"},   {"probe", "res.cpu-loop"}, {"seq", 1},
-                      {"heartbeat_s", 1},  {"max_s", 600},            {"canary", "127.0.0.1:40124"},
-                      {"nice", 19}};
+  const json start = {
+      {"kind", "start"}, {"probe", "res.cpu-loop"},     {"seq", 1},  {"heartbeat_s", 1},
+      {"max_s", 600},    {"canary", "127.0.0.1:40124"}, {"nice", 19}};
   const auto progress = [](int seq, double s) {
     return json{{"kind", "progress"}, {"probe", "res.cpu-loop"}, {"seq", seq}, {"elapsed_s", s}};
   };
@@ -122,8 +122,7 @@ void AddLoop(core::Matrix& m) {
                                       {core::fact::kEndedBy, "harness deadline"}};
   std::vector<core::Cell> cells = {std::move(control)};
   for (const char* arm : kServices) {
-    core::Cell cell =
-        Ended("res.cpu-loop", arm, params, 124, 5.012, {start, progress(2, 4.0)});
+    core::Cell cell = Ended("res.cpu-loop", arm, params, 124, 5.012, {start, progress(2, 4.0)});
     cell.observation.driver_facts[core::fact::kServiceTimeout] = true;
     cell.observation.driver_facts[core::fact::kAfterCallWaitS] = 2;
     if (std::string_view(arm) == "runcode-net") {
@@ -144,7 +143,8 @@ void AddFillTmp(core::Matrix& m) {
   };
   std::vector<core::Cell> cells;
   cells.push_back(Ended("fs.fill-tmp", "local", params, 0, 0.41,
-                        {Start("fs.fill-tmp"), progress(2, 32),
+                        {Start("fs.fill-tmp"),
+                         progress(2, 32),
                          {{"kind", "result"},
                           {"probe", "fs.fill-tmp"},
                           {"seq", 3},
@@ -153,7 +153,8 @@ void AddFillTmp(core::Matrix& m) {
                           {"written_mib", 64},
                           {"detail", "64 MiB written to /tmp (removed)"}}}));
   cells.push_back(Ended("fs.fill-tmp", "runcode-net", params, 0, 0.22,
-                        {Start("fs.fill-tmp"), progress(2, 28),
+                        {Start("fs.fill-tmp"),
+                         progress(2, 28),
                          {{"kind", "result"},
                           {"probe", "fs.fill-tmp"},
                           {"seq", 3},
@@ -162,39 +163,38 @@ void AddFillTmp(core::Matrix& m) {
                           {"errno", "ENOSPC"},
                           {"written_mib", 31},
                           {"detail", "write failed after 31 MiB"}}}));
-  cells.push_back(
-      Ended("fs.fill-tmp", "runcode-offline", params, 137, 0.3, {Start("fs.fill-tmp"), progress(2, 28)}));
+  cells.push_back(Ended("fs.fill-tmp", "runcode-offline", params, 137, 0.3,
+                        {Start("fs.fill-tmp"), progress(2, 28)}));
   AddRow(m, FillTmp(), std::move(cells));
 }
 
 void AddDns(core::Matrix& m) {
   const json params = {{"name", "canary.sandprobe.test"}, {"server", "127.0.0.1:40125"}};
   const auto result = [](const char* outcome, const char* err, const char* detail) {
-    json r = {{"kind", "result"},       {"probe", "net.dns"},  {"seq", 2},
-              {"outcome", outcome},     {"evidence", "positive"}, {"detail", detail}};
+    json r = {{"kind", "result"},   {"probe", "net.dns"},     {"seq", 2},
+              {"outcome", outcome}, {"evidence", "positive"}, {"detail", detail}};
     if (err != nullptr) r["errno"] = err;
     return r;
   };
   std::vector<core::Cell> cells;
   for (const char* arm : {"local", "runcode-net"}) {
-    cells.push_back(Ended("net.dns", arm, params, 0, 0.12,
-                          {Start("net.dns"),
-                           result("reached", nullptr, "answer NXDOMAIN carried the nonce")}));
+    cells.push_back(
+        Ended("net.dns", arm, params, 0, 0.12,
+              {Start("net.dns"), result("reached", nullptr, "answer NXDOMAIN carried the nonce")}));
     cells.back().observation.canary_hits.push_back(
         {"dns", "127.0.0.1:51234", "A? 4f2a9c-net.dns.canary.sandprobe.test", kCallEnded - 100});
   }
-  cells.push_back(Ended("net.dns", "runcode-offline", params, 0, 0.05,
-                        {Start("net.dns"), result("blocked", "ENETUNREACH",
-                                                  "sendto 127.0.0.1:40125 failed")}));
+  cells.push_back(
+      Ended("net.dns", "runcode-offline", params, 0, 0.05,
+            {Start("net.dns"), result("blocked", "ENETUNREACH", "sendto 127.0.0.1:40125 failed")}));
   AddRow(m, Dns(), std::move(cells));
 }
 
 }  // namespace
 
 core::Matrix WordMatrix() {
-  core::Matrix m =
-      MakeMatrix("20250301T120000Z-a7d204", "3b9e42", "http", "2025-03-01T12:00:12Z",
-                 {"canaries on 127.0.0.1: http :40123, tcp :40124, dns :40125"});
+  core::Matrix m = MakeMatrix("20250301T120000Z-a7d204", "3b9e42", "http", "2025-03-01T12:00:12Z",
+                              {"canaries on 127.0.0.1: http :40123, tcp :40124, dns :40125"});
   m.arms.push_back({"local",
                     core::ArmRole::kControl,
                     "local",

@@ -31,8 +31,8 @@ std::vector<const core::Cell*> CellsOf(const core::Matrix& m, std::string_view p
 // Verdicts of one candidate over the matrix rows, indexed by core::VerdictKind; `missing` counts
 // rows without a verdict (e.g. an interrupted run); `accepted` counts accepted FAILs
 // (core::VerdictCell::Accepted), which are not in by_kind[kFail]. An expired acceptance is a FAIL.
-// `on_sandbox_word` counts the PASSes among by_kind[kPass] that rest only on the sandbox's own word
-// (core::VerdictCell::OnSandboxWord); every format shows them as "N PASS (M on the sandbox's word)".
+// `on_sandbox_word` counts the PASSes among by_kind[kPass] that rest only on the sandbox's own
+// word (core::VerdictCell::OnSandboxWord): "N PASS (M on the sandbox's word)" in every format.
 struct VerdictCounts {
   std::array<size_t, 5> by_kind{};
   size_t missing = 0;
