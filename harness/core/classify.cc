@@ -211,8 +211,7 @@ std::string SandboxWordNote(const ClassifyRules& rules, const Observation& obs) 
                      "sandbox to the canary)",
                      Bounded(canary, 120));
   }
-  return fmt::format(
-      "; on the sandbox's word: {}, so nothing the harness measured shows the probe stopped", why);
+  return fmt::format("; nothing the harness measured confirms the stop: {}", why);
 }
 
 }  // namespace
