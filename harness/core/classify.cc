@@ -319,6 +319,19 @@ Classification ClassifyEnding(const ProbeDescriptor& probe, const Observation& o
         e == Exposure::kContained && !word.empty()) {
       c.evidence = Evidence::kSandboxWord;
       c.reason += word;
+    } else if (e == Exposure::kContained && rules.still_running && !obs.canary_hits.empty() &&
+               !obs.driver_facts.contains(fact::kSurvivors)) {
+      // What makes this stop proof: the route to the canary worked, and StillRunning found fewer
+      // than kLateBeatsForStillRunning beats after the call ended.
+      c.reason += "; its heartbeat was heard while it ran";
+      const auto ended = obs.driver_facts.find(fact::kCallEndedUnixMs);
+      if (ended != obs.driver_facts.end() && ended->is_number_integer()) {
+        const int64_t after = ended->get<int64_t>() + static_cast<int64_t>(kHeartbeatGraceS * 1000);
+        const bool late = std::ranges::any_of(
+            obs.canary_hits, [&](const CanaryHit& h) { return h.unix_ms > after; });
+        c.reason += late ? " and once after the call ended (jitter, not a survivor)"
+                         : " and never after the call ended";
+      }
     }
     return c;
   }

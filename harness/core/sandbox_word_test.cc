@@ -109,7 +109,7 @@ TEST(SandboxWordTest, ClassifyTable) {
        Exposure::kContained, Evidence::kSandboxWord, "was never heard"},
       {"service 124, heard while it ran, silent after", Loop(),
        Ended(Via::kService, 124, canary, {-1500, -1000, -500}), Exposure::kContained,
-       Evidence::kPositive, "exit 124"},
+       Evidence::kPositive, "heard while it ran and never after the call ended"},
       {"service 124, heard after the answer", Loop(),
        Ended(Via::kService, 124, canary, {-500, 900, 1400}), Exposure::kExposed,
        Evidence::kPositive, "still running after the sandbox reported it stopped"},

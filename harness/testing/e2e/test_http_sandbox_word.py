@@ -89,6 +89,7 @@ class SandboxWord(u.RunCase):
         self.assertEqual(v["verdict"], "PASS", v["reason"])
         self.assertEqual(v["evidence_kind"], "positive", v["reason"])
         self.assertNotIn("sandbox's word", v["reason"])
+        self.assertIn("its heartbeat was heard while it ran and", v["reason"])
         self.assertEqual(v["validated_by"], "local")
         o = self.evidence(ARMS["unsafe"])["evidence"]
         self.assertEqual((o["ending"], o["exit_code"]), ("exited", 124))
