@@ -111,6 +111,20 @@ int DoList(const ListArgs& a, bool explain) {
                              p.classify.fact->fact, core::ToString(p.classify.fact->above_zero),
                              core::ToString(p.classify.fact->zero));
   }
+  if (p.classify.still_running) {
+    std::cout << fmt::format(
+        "  {:<20} exposed when the heartbeat to param {} is logged after the call ended, or the "
+        "driver counts survivors; a stop that neither a survivors count nor a heartbeat heard "
+        "while it ran confirms is contained on the sandbox's word\n",
+        "(still running)", p.classify.still_running->param);
+  }
+  if (p.classify.quiet_after_call) {
+    std::cout << fmt::format(
+        "  {:<20} {} (absence) when the driver waited after the call and nothing reached the "
+        "canary of param {}\n",
+        "(quiet after call)", core::ToString(p.classify.quiet_after_call->exposure),
+        p.classify.quiet_after_call->param);
+  }
   return 0;
 }
 

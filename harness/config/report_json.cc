@@ -97,8 +97,9 @@ constexpr core::ArmRole kRoles[] = {core::ArmRole::kControl, core::ArmRole::kCan
 constexpr core::Level kLevels[] = {core::Level::kRequired, core::Level::kAdvisory};
 constexpr core::Exposure kExposures[] = {core::Exposure::kExposed, core::Exposure::kContained,
                                          core::Exposure::kUnknown};
+// "sandbox_word" only exists from schema version 3 on; an older report never holds it.
 constexpr core::Evidence kEvidence[] = {core::Evidence::kPositive, core::Evidence::kAbsence,
-                                        core::Evidence::kNone};
+                                        core::Evidence::kSandboxWord, core::Evidence::kNone};
 constexpr core::Ending kEndings[] = {core::Ending::kExited,       core::Ending::kSignaled,
                                      core::Ending::kDeadline,     core::Ending::kInterrupted,
                                      core::Ending::kHarnessError, core::Ending::kNotRun};

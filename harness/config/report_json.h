@@ -19,7 +19,7 @@
 
 namespace sandprobe::config {
 
-// Reads report.json text (schema_version 1 or 2; reports/schema/report.schema.json). Errors name
+// Reads report.json text (schema_version 1 to 3; reports/schema/report.schema.json). Errors name
 // `source` and the JSON path of the first bad field, e.g. "run.json: /verdicts/3/verdict:
 // expected one of PASS, FAIL, INCONCLUSIVE, SKIP, ERROR".
 std::expected<core::Matrix, std::string> ParseReportJson(std::string_view text,

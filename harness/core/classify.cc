@@ -46,7 +46,11 @@ Classification FromResult(const ClassifyRules& rules, const nlohmann::json& resu
             fmt::format("result outcome '{}' is not declared by the probe", Bounded(outcome, 300))};
   }
   Evidence ev = Evidence::kAbsence;
-  if (auto parsed = ParseEvidence(StringField(result, "evidence"))) ev = *parsed;
+  // A probe's record says positive or absence; only Classify says "the sandbox's word".
+  if (auto parsed = ParseEvidence(StringField(result, "evidence"));
+      parsed && *parsed != Evidence::kSandboxWord) {
+    ev = *parsed;
+  }
   if (it->second == Exposure::kUnknown) ev = Evidence::kNone;
   std::string reason = fmt::format("outcome {}", outcome);
   const std::string err = StringField(result, "errno");
@@ -184,6 +188,32 @@ std::optional<Classification> StillRunning(const ClassifyRules& rules, const Obs
   return std::nullopt;
 }
 
+// A containment read from the ending alone (timed_out, killed, crashed) holds only if the probe
+// really stopped when the sandbox said so. The harness knows that from a survivors count
+// (sandprobe-reaper, a private PID namespace) or, for a probe with a heartbeat, from beats heard
+// while it ran and none after (StillRunning found none late). Without either, the ending of a
+// still_running probe, or any ending the sandbox reported itself (a run-code service's answer:
+// ended_by "service"), is the sandbox's word: "" when it is not, else why it is.
+std::string SandboxWordNote(const ClassifyRules& rules, const Observation& obs) {
+  if (obs.driver_facts.contains(fact::kSurvivors)) return "";
+  if (rules.still_running && !obs.canary_hits.empty()) return "";
+  const bool service = StringField(obs.driver_facts, fact::kEndedBy) == "service";
+  if (!rules.still_running && !service) return "";
+  std::string why = service ? "the exit status is the service's own answer"
+                            : "nothing counted what was left of its process tree";
+  if (rules.still_running) {
+    const std::string canary = StringField(obs.params, rules.still_running->param);
+    why += canary.empty()
+               ? fmt::format(", and the probe had no heartbeat canary (params.{} is empty)",
+                             rules.still_running->param)
+               : fmt::format(
+                     ", and its heartbeat to {} was never heard (no route from the "
+                     "sandbox to the canary)",
+                     Bounded(canary, 120));
+  }
+  return fmt::format("; nothing the harness measured confirms the stop: {}", why);
+}
+
 }  // namespace
 
 KillKind KillKindOf(const Observation& obs) {
@@ -277,20 +307,47 @@ Classification ClassifyEnding(const ProbeDescriptor& probe, const Observation& o
   }
   if (const KillKind kind = KillKindOf(obs); kind != KillKind::kNone) {
     const Exposure e = kind == KillKind::kTimeout ? rules.timed_out : rules.killed;
-    return {e, e == Exposure::kUnknown ? Evidence::kNone : Evidence::kPositive, KillLabel(obs),
-            fmt::format("ended by the sandbox after {:.1f}s ({}, {}) with no result record{}",
-                        obs.duration_s, KillLabel(obs),
-                        kind == KillKind::kTimeout
-                            ? "the signature of a timeout"
-                            : "a kill: an OOM kill looks like this, so does timeout -s KILL",
-                        ProgressNote(obs))};
+    Classification c{
+        e, e == Exposure::kUnknown ? Evidence::kNone : Evidence::kPositive, KillLabel(obs),
+        fmt::format("ended by the sandbox after {:.1f}s ({}, {}) with no result record{}",
+                    obs.duration_s, KillLabel(obs),
+                    kind == KillKind::kTimeout
+                        ? "the signature of a timeout"
+                        : "a kill: an OOM kill looks like this, so does timeout -s KILL",
+                    ProgressNote(obs))};
+    if (const std::string word = SandboxWordNote(rules, obs);
+        e == Exposure::kContained && !word.empty()) {
+      c.evidence = Evidence::kSandboxWord;
+      c.reason += word;
+    } else if (e == Exposure::kContained && rules.still_running && !obs.canary_hits.empty() &&
+               !obs.driver_facts.contains(fact::kSurvivors)) {
+      // What makes this stop proof: the route to the canary worked, and StillRunning found fewer
+      // than kLateBeatsForStillRunning beats after the call ended.
+      c.reason += "; its heartbeat was heard while it ran";
+      const auto ended = obs.driver_facts.find(fact::kCallEndedUnixMs);
+      if (ended != obs.driver_facts.end() && ended->is_number_integer()) {
+        const int64_t after = ended->get<int64_t>() + static_cast<int64_t>(kHeartbeatGraceS * 1000);
+        const bool late = std::ranges::any_of(
+            obs.canary_hits, [&](const CanaryHit& h) { return h.unix_ms > after; });
+        c.reason += late ? " and once after the call ended (jitter, not a survivor)"
+                         : " and never after the call ended";
+      }
+    }
+    return c;
   }
   if (started && obs.ending == Ending::kExited && obs.exit_code != 0 &&
       rules.crashed != Exposure::kUnknown) {
-    return {rules.crashed, Evidence::kAbsence, fmt::format("crashed (exit {})", obs.exit_code),
-            fmt::format("the sandbox ended the probe abnormally after {:.1f}s (exit {}, no result "
-                        "record, no kill or timeout signature){}",
-                        obs.duration_s, obs.exit_code, ProgressNote(obs))};
+    Classification c{
+        rules.crashed, Evidence::kAbsence, fmt::format("crashed (exit {})", obs.exit_code),
+        fmt::format("the sandbox ended the probe abnormally after {:.1f}s (exit {}, no result "
+                    "record, no kill or timeout signature){}",
+                    obs.duration_s, obs.exit_code, ProgressNote(obs))};
+    if (const std::string word = SandboxWordNote(rules, obs);
+        c.exposure == Exposure::kContained && !word.empty()) {
+      c.evidence = Evidence::kSandboxWord;
+      c.reason += word;
+    }
+    return c;
   }
   return {Exposure::kUnknown, Evidence::kNone, "no result",
           obs.ending == Ending::kExited
@@ -306,16 +363,18 @@ Classification ClassifyObservation(const ProbeDescriptor& probe, const Observati
 
 Classification Classify(const ProbeDescriptor& probe, const Observation& obs) {
   Classification c = ClassifyObservation(probe, obs);
-  // Stopped means stopped: a service's "timed out, killed" is its own word. Without a reaper count
-  // (survivors) and without one heartbeat heard while the probe ran, nothing could have told a
-  // probe still running after the answer: the containment rests on absence.
+  // Stopped means stopped. A containment read from the ending alone is already marked as the
+  // sandbox's word (SandboxWordNote). One read from the probe's own result or a driver fact (a
+  // MemoryError, EAGAIN, OOMKilled) says the probe was contained while it ran; without a reaper
+  // count (survivors) and without one heartbeat heard while it ran, nothing could have told a
+  // probe still running after the answer: that part rests on absence.
   if (probe.classify.still_running && c.exposure == Exposure::kContained &&
       c.evidence == Evidence::kPositive && obs.ending != Ending::kDeadline &&
       !obs.driver_facts.contains(fact::kSurvivors) && obs.canary_hits.empty()) {
     c.evidence = Evidence::kAbsence;
     c.reason +=
         "; no heartbeat reached the canary while it ran, so nothing could tell whether it "
-        "kept running after the answer (the sandbox's word only)";
+        "kept running after the answer (absence)";
   }
   // A canary the harness could not plant in this sandbox (a service it did not start) is absent
   // whatever the sandbox does: not finding it is no evidence of containment.

@@ -31,6 +31,10 @@ namespace sandprobe::core {
 //                killed (SIGKILL, exit 137, signals)  -> rules.killed
 //                other non-zero exit after start      -> rules.crashed (absence evidence)
 //                anything else                        -> unknown ("no result record")
+//     A containment from these endings is kSandboxWord ("on the sandbox's word") when nothing
+//     the harness measured shows the probe stopped: no survivors count, no heartbeat heard while
+//     it ran, and the ending was reported by the sandbox itself (driver fact ended_by "service")
+//     or the probe is a still_running one.
 // Then shared fate: driver fact service_died (http: healthy before, not after) turns anything but
 // exposed into unknown, "the probe took the service down".
 Classification Classify(const ProbeDescriptor& probe, const Observation& obs);

@@ -527,7 +527,7 @@ TEST(ClassifyTest, StillRunningTable) {
        ended,
        {},
        Exposure::kContained,
-       Evidence::kAbsence,
+       Evidence::kSandboxWord,
        "exit 124"},
       {"harness deadline",
        -1,

@@ -20,6 +20,8 @@ std::string_view ToString(Evidence e) {
       return "positive";
     case Evidence::kAbsence:
       return "absence";
+    case Evidence::kSandboxWord:
+      return "sandbox_word";
     case Evidence::kNone:
       return "none";
   }
@@ -36,6 +38,7 @@ std::optional<Exposure> ParseExposure(std::string_view s) {
 std::optional<Evidence> ParseEvidence(std::string_view s) {
   if (s == "positive") return Evidence::kPositive;
   if (s == "absence") return Evidence::kAbsence;
+  if (s == "sandbox_word") return Evidence::kSandboxWord;
   if (s == "none") return Evidence::kNone;
   return std::nullopt;
 }

@@ -13,11 +13,15 @@ enum class Exposure { kExposed, kContained, kUnknown };
 
 // How strong the evidence behind a classification is. kPositive is direct proof (EROFS,
 // ENETUNREACH, one interface, the canary's nonce echoed, a driver fact); kAbsence only says that
-// something did not happen (a timeout); kNone means there is no evidence at all.
-enum class Evidence { kPositive, kAbsence, kNone };
+// something did not happen (a timeout, a canary that heard nothing); kSandboxWord is a containment
+// read from how the sandbox itself says the call ended (a run-code service's "exit 124" or "timed
+// out"; a stop that no survivors count and no heartbeat could confirm) with nothing the harness
+// measured behind it: a PASS on it is shown and counted as "on the sandbox's word" in every report
+// (docs/design.md, "Verdict rules"); kNone means there is no evidence at all.
+enum class Evidence { kPositive, kAbsence, kSandboxWord, kNone };
 
 std::string_view ToString(Exposure e);  // "exposed" | "contained" | "unknown"
-std::string_view ToString(Evidence e);  // "positive" | "absence" | "none"
+std::string_view ToString(Evidence e);  // "positive" | "absence" | "sandbox_word" | "none"
 std::optional<Exposure> ParseExposure(std::string_view s);
 std::optional<Evidence> ParseEvidence(std::string_view s);
 

@@ -15,7 +15,8 @@
 namespace sandprobe::core {
 
 // 2: observations carry their trials (--repeat) and verdicts their acceptance (--expect).
-inline constexpr int kReportSchemaVersion = 2;
+// 3: evidence_kind "sandbox_word", and the summary's pass_on_sandbox_word count.
+inline constexpr int kReportSchemaVersion = 3;
 
 struct ArmInfo {
   std::string name;
@@ -73,6 +74,11 @@ struct VerdictCell {
   // FAIL under an unexpired acceptance: reported as ACCEPTED, does not fail the gate.
   bool Accepted() const {
     return verdict.kind == VerdictKind::kFail && accepted.has_value() && !accepted->expired;
+  }
+  // A PASS resting only on the sandbox's own word (Evidence::kSandboxWord): still a PASS for the
+  // gate, but every format marks it and counts it apart ("N PASS (M on the sandbox's word)").
+  bool OnSandboxWord() const {
+    return verdict.kind == VerdictKind::kPass && verdict.evidence == Evidence::kSandboxWord;
   }
 };
 

@@ -60,9 +60,11 @@ Verdict Judge(const ProbeDescriptor& probe, std::span<const ArmView> controls,
                       control_notes + ")",
             "", cls.evidence};
   }
-  const std::string evidence_note = cls.evidence == Evidence::kPositive
-                                        ? "positive evidence"
-                                        : "absence evidence only (nothing got through)";
+  std::string_view evidence_note = "absence evidence only (nothing got through)";
+  if (cls.evidence == Evidence::kPositive) evidence_note = "positive evidence";
+  if (cls.evidence == Evidence::kSandboxWord) {
+    evidence_note = "on the sandbox's word only";
+  }
   std::string reason = fmt::format("contained, {}: {}", evidence_note, cls.reason);
   if (!validated_by.empty()) reason += fmt::format("; control {} was exposed", validated_by);
   if (!probe.requires_control) reason += "; probe needs no control";

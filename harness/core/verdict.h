@@ -43,7 +43,9 @@ struct Applicability {
 //  2. no control with identical params_key exposed     -> INCONCLUSIVE (unless the probe
 //                                                         declares requires_control: false)
 //  3. candidate contained                              -> PASS (reason names evidence kind and
-//                                                         the validating control)
+//                                                         the validating control; a PASS on
+//                                                         Evidence::kSandboxWord says "on the
+//                                                         sandbox's word only")
 Verdict Judge(const ProbeDescriptor& probe, std::span<const ArmView> controls,
               const ArmView& candidate, const Applicability& applicability = {});
 

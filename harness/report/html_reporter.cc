@@ -22,7 +22,8 @@ constexpr size_t kFactBytes = 1024;
 constexpr size_t kExcerptBytes = 2048;
 
 // Verdict colours: FAIL red, PASS green, INCONCLUSIVE/ERROR/no verdict amber, SKIP grey, controls
-// neutral blue-grey. The e2e test looks for these backgrounds in the screenshot.
+// neutral blue-grey; a PASS on the sandbox's word paler green with a dashed border. The e2e test
+// looks for these backgrounds in the screenshot.
 constexpr std::string_view kCss =
     "body{font:14px/1.4 system-ui,sans-serif;margin:16px;color:#1f2328;background:#fff}"
     "h1{font-size:20px;margin:0 0 8px}"
@@ -36,6 +37,7 @@ constexpr std::string_view kCss =
     "td.v-pass{background:#c8f0d0}td.v-fail{background:#ffc1bd}"
     "td.v-inconclusive,td.v-error,td.v-none{background:#fde68a}"
     "td.v-skip{background:#e6e8eb;color:#59636e}td.control{background:#eef3fb}"
+    "td.v-pass.word{background:#e6f4d7;border-style:dashed}small.word{color:#9a6700}"
     ".verdict{font-weight:bold}"
     "summary{cursor:pointer;white-space:nowrap}"
     ".evidence{max-width:70ch;font-size:12px;background:#fff;border:1px solid #d1d9e0;"
@@ -85,18 +87,21 @@ void WriteCell(std::string& out, const core::Matrix& m, const core::Row& row,
   const bool candidate = arm.role == core::ArmRole::kCandidate;
   const core::VerdictCell* v = candidate ? m.FindVerdict(row.probe, arm.name) : nullptr;
   const core::Cell* shown = ShownCell(m, row.probe, arm);
-  out += fmt::format("<td class=\"cell {}\" data-probe=\"{}\" data-arm=\"{}\"",
-                     candidate ? VerdictClass(v) : "control", HtmlAttr(row.probe, kNameBytes),
-                     HtmlAttr(arm.name, kNameBytes));
+  const bool word = OnSandboxWord(v);
+  out += fmt::format("<td class=\"cell {}{}\" data-probe=\"{}\" data-arm=\"{}\"",
+                     candidate ? VerdictClass(v) : "control", word ? " word" : "",
+                     HtmlAttr(row.probe, kNameBytes), HtmlAttr(arm.name, kNameBytes));
   if (candidate) {
     out += fmt::format(" data-verdict=\"{}\"", v ? core::ToString(v->verdict.kind) : "none");
   }
+  if (word) out += fmt::format(" data-evidence=\"{}\"", core::ToString(v->verdict.evidence));
   out += "><details><summary><span class=\"label\">";
   out += shown ? HtmlBody(shown->classification.label, kCellBytes) : "—";
   out += "</span>";
   if (candidate) {
     out += fmt::format(" <span class=\"verdict\">{}</span>",
                        HtmlBody(ShownVerdictText(v), kCellBytes));
+    if (word) out += " <small class=\"word\">" + HtmlBody(kSandboxWord, kCellBytes) + "</small>";
     if (const core::Cell* cell = m.Find(row.probe, arm.name)) {
       if (const std::string flaky = FlakyText(*cell); !flaky.empty()) {
         out += " <small class=\"flaky\">" + HtmlBody(flaky, kCellBytes) + "</small>";
@@ -160,7 +165,8 @@ void WriteSummary(std::string& out, const core::Matrix& m) {
     const VerdictCounts counts = CountVerdicts(m, arm->name);
     for (const core::VerdictKind k : kVerdictOrder) {
       out += fmt::format("{} {} {}", k == kVerdictOrder.front() ? "" : ",", counts.Of(k),
-                         core::ToString(k));
+                         k == core::VerdictKind::kPass ? HtmlBody(PassText(counts), kCellBytes)
+                                                       : core::ToString(k));
     }
     if (counts.accepted > 0) out += fmt::format(", {} ACCEPTED", counts.accepted);
     if (counts.missing > 0) out += fmt::format(", {} without verdict", counts.missing);
@@ -168,6 +174,24 @@ void WriteSummary(std::string& out, const core::Matrix& m) {
   const int code = core::RunExitCode(m);
   out += fmt::format(" · exit code <b class=\"exit\">{}</b> ({})</p>\n", code,
                      HtmlBody(ExitCodeMeaning(code), kFactBytes));
+  // Every PASS that rests only on the sandbox's word, so none passes for proof.
+  bool heading = false;
+  for (const core::Row& row : m.rows) {
+    for (const core::ArmInfo* arm : CandidateArms(m)) {
+      const core::VerdictCell* v = m.FindVerdict(row.probe, arm->name);
+      if (!OnSandboxWord(v)) continue;
+      if (!heading) {
+        out += "<section class=\"word\"><h2>PASS " + HtmlBody(kSandboxWord, kCellBytes) +
+               "</h2><p class=\"meta\">" + HtmlBody(kSandboxWordRule, kFactBytes) + "</p><ul>\n";
+      }
+      heading = true;
+      out += fmt::format("<li data-probe=\"{}\" data-arm=\"{}\">{} ({}) in <b>{}</b>: {}</li>\n",
+                         HtmlAttr(row.probe, kNameBytes), HtmlAttr(arm->name, kNameBytes),
+                         HtmlBody(row.label, kCellBytes), HtmlBody(row.probe, kCellBytes),
+                         HtmlBody(arm->name, kCellBytes), HtmlBody(v->verdict.reason, kFactBytes));
+    }
+  }
+  if (heading) out += "</ul></section>\n";
 }
 
 void WriteTable(std::string& out, const core::Matrix& m) {

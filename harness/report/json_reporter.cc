@@ -161,7 +161,11 @@ Json SummaryJson(const core::Matrix& m) {
   for (const core::ArmInfo* arm : CandidateArms(m)) {
     const VerdictCounts counts = CountVerdicts(m, arm->name);
     Json c{{"candidate", JsonText(arm->name, kNameBytes)}, {"total", counts.Total()}};
-    for (const core::VerdictKind k : kVerdictOrder) c[core::ToString(k)] = counts.Of(k);
+    for (const core::VerdictKind k : kVerdictOrder) {
+      c[core::ToString(k)] = counts.Of(k);
+      // Of the PASSes: those on the sandbox's word only (verdict evidence_kind "sandbox_word").
+      if (k == core::VerdictKind::kPass) c["pass_on_sandbox_word"] = counts.on_sandbox_word;
+    }
     c["ACCEPTED"] = counts.accepted;
     c["missing"] = counts.missing;
     candidates.push_back(std::move(c));

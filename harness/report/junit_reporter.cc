@@ -88,6 +88,12 @@ void AddTestcase(pugi::xml_node suite, const core::Matrix& m, const core::Row& r
     reason = fmt::format("[{}] {}", flaky, reason);
   }
   if (v != nullptr && v->accepted) reason = fmt::format("[{}] {}", AcceptanceText(*v), reason);
+  // A PASS on the sandbox's word passes the gate; the testcase says so in a property a CI view
+  // can show, and its output starts with the verdict reason that says why.
+  if (OnSandboxWord(v)) {
+    pugi::xml_node props = tc.append_child("properties");
+    AddProperty(props, "evidence", fmt::format("PASS {}: {}", kSandboxWord, kSandboxWordRule));
+  }
   const std::string message = XmlAttr(reason, kMessageBytes);
   const std::string body =
       XmlText(fmt::format("{}\n{}", reason, cell ? cell->classification.reason : "no observation"),
@@ -194,6 +200,9 @@ std::string RenderJunit(const core::Matrix& m) {
     AddProperty(props, "control", arm->control);
     for (const std::string& weakens : arm->weakens) AddProperty(props, "weakens", weakens);
     if (m.interrupted) AddProperty(props, "interrupted", "true");
+    if (const VerdictCounts counts = CountVerdicts(m, arm->name); counts.on_sandbox_word > 0) {
+      AddProperty(props, "pass_on_sandbox_word", std::to_string(counts.on_sandbox_word));
+    }
     for (const core::Row& row : m.rows) AddTestcase(suite, m, row, *arm);
   }
   std::ostringstream out;

@@ -101,6 +101,7 @@ void WriteTable(MarkdownWriter& w, const core::Matrix& m) {
       if (arm->role == core::ArmRole::kCandidate) {
         const core::VerdictCell* v = m.FindVerdict(row.probe, arm->name);
         w.Markup(" · **").Text(ShownVerdictText(v), kCellBytes).Markup("**");
+        if (OnSandboxWord(v)) w.Markup(" *(").Markup(kSandboxWord).Markup(")*");
       }
       w.Markup(" |");
     }
@@ -126,6 +127,26 @@ void WriteAccepted(MarkdownWriter& w, const core::Matrix& m) {
   if (heading) w.Markup("\n");
 }
 
+// Every PASS that rests only on the sandbox's word, so none passes for proof.
+void WriteSandboxWord(MarkdownWriter& w, const core::Matrix& m) {
+  bool heading = false;
+  for (const core::Row& row : m.rows) {
+    for (const core::ArmInfo* arm : CandidateArms(m)) {
+      const core::VerdictCell* v = m.FindVerdict(row.probe, arm->name);
+      if (!OnSandboxWord(v)) continue;
+      if (!heading) {
+        w.Markup("### PASS ").Markup(kSandboxWord).Markup("\n\n");
+        w.Markup(kSandboxWordRule).Markup(".\n\n");
+      }
+      heading = true;
+      w.Markup("- ").Text(row.label, kCellBytes).Markup(" (").Text(row.probe, kCellBytes);
+      w.Markup(") in **").Text(arm->name, kCellBytes).Markup("**: ");
+      w.Text(v->verdict.reason, kFactBytes).Markup("\n");
+    }
+  }
+  if (heading) w.Markup("\n");
+}
+
 void WriteSummary(MarkdownWriter& w, const core::Matrix& m) {
   w.Markup("**Summary:** ");
   bool first = true;
@@ -135,7 +156,7 @@ void WriteSummary(MarkdownWriter& w, const core::Matrix& m) {
     const VerdictCounts counts = CountVerdicts(m, arm->name);
     for (const core::VerdictKind k : kVerdictOrder) {
       w.Markup(fmt::format("{} {} {}", k == kVerdictOrder.front() ? "" : ",", counts.Of(k),
-                           core::ToString(k)));
+                           k == core::VerdictKind::kPass ? PassText(counts) : core::ToString(k)));
     }
     if (counts.accepted > 0) w.Markup(fmt::format(", {} ACCEPTED", counts.accepted));
     if (counts.missing > 0) w.Markup(fmt::format(", {} without verdict", counts.missing));
@@ -143,6 +164,7 @@ void WriteSummary(MarkdownWriter& w, const core::Matrix& m) {
   const int code = core::RunExitCode(m);
   w.Markup(fmt::format(" · exit code {} ({})\n\n", code, ExitCodeMeaning(code)));
   WriteAccepted(w, m);
+  WriteSandboxWord(w, m);
 }
 
 void WriteNotes(MarkdownWriter& w, const core::Matrix& m) {
@@ -178,6 +200,7 @@ void WriteArmEvidence(MarkdownWriter& w, const core::Matrix& m, const core::Row&
   w.Markup("**").Text(arm.name, kCellBytes).Markup("** (").Markup(core::ToString(arm.role));
   w.Markup(")");
   if (v != nullptr) w.Markup(": **").Text(ShownVerdictText(v), kCellBytes).Markup("**");
+  if (OnSandboxWord(v)) w.Markup(" *(").Markup(kSandboxWord).Markup(")*");
   w.Markup("\n\n");
   if (cells.empty()) {
     if (v != nullptr) {
@@ -217,6 +240,7 @@ std::string RowDetails(const core::Matrix& m, const core::Row& row) {
     w.Markup(separator).HtmlText(arm->name, kCellBytes).Markup(" ");
     separator = ", ";
     w.HtmlText(ShownVerdictText(v), kCellBytes);
+    if (OnSandboxWord(v)) w.Markup(" (").Markup(kSandboxWord).Markup(")");
   }
   w.Markup("</summary>\n\n");
   for (const core::ArmInfo* arm : ColumnArms(m)) WriteArmEvidence(w, m, row, *arm);

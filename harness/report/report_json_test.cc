@@ -60,8 +60,8 @@ TEST(ReportJsonTest, ErrorsNameThePath) {
   const std::vector<Case> cases = {
       {[](nlohmann::json& j) { j["run_id"] = 5; }, "run.json: /run_id: expected a string"},
       {[](nlohmann::json& j) { j.erase("arms"); }, "run.json: /arms: missing"},
-      {[](nlohmann::json& j) { j["schema_version"] = 3; },
-       "run.json: /schema_version: this sandprobe reads versions 1 to 2, not 3"},
+      {[](nlohmann::json& j) { j["schema_version"] = 4; },
+       "run.json: /schema_version: this sandprobe reads versions 1 to 3, not 4"},
       {[](nlohmann::json& j) { j["generator"] = "other"; },
        "run.json: /generator: not a sandprobe report"},
       {[](nlohmann::json& j) { j["verdicts"][1]["verdict"] = "GREEN"; },

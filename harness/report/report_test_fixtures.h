@@ -30,6 +30,11 @@ core::Matrix GateMatrix();
 // the run never reached (no verdict).
 core::Matrix CriteriaMatrix();
 
+// Two run-code services (driver http) and the local control, classified and judged by the real
+// core::Classify and core::Judge: PASSes with proof, two PASSes on the sandbox's word (a loop's
+// "exit 124" and a kill nothing could confirm) and a FAIL.
+core::Matrix WordMatrix();
+
 // Size of the hostile stdout head, bytes.
 inline constexpr size_t kHostileStdoutBytes = 10 * 1024 * 1024;
 
@@ -38,9 +43,11 @@ struct Fixture {
   core::Matrix (*make)();
 };
 inline const std::vector<Fixture>& Fixtures() {
-  static const std::vector<Fixture> fixtures = {
-      {"normal", &NormalMatrix}, {"hostile", &HostileMatrix}, {"gate", &GateMatrix},
-      {"criteria", &CriteriaMatrix}};
+  static const std::vector<Fixture> fixtures = {{"normal", &NormalMatrix},
+                                                {"hostile", &HostileMatrix},
+                                                {"gate", &GateMatrix},
+                                                {"criteria", &CriteriaMatrix},
+                                                {"word", &WordMatrix}};
   return fixtures;
 }
 

@@ -182,7 +182,9 @@ TEST(Tap, EveryFixtureFollowsTheGrammarAndTheVerdicts) {
                                                    v->verdict.kind == core::VerdictKind::kSkip);
         EXPECT_EQ(p.ok, pass_or_skip) << row.probe;
         EXPECT_EQ(p.id, r + 1);
-        EXPECT_EQ(p.description, OneLine(BoundedText(row.probe + ": " + row.label, 512)));
+        // A PASS on the sandbox's word says so where a TAP consumer shows the point.
+        EXPECT_EQ(p.description, OneLine(BoundedText(row.probe + ": " + row.label, 512)) +
+                                     (OnSandboxWord(v) ? " (PASS on the sandbox's word)" : ""));
         const bool skip = v != nullptr && v->verdict.kind == core::VerdictKind::kSkip;
         EXPECT_EQ(p.directive.starts_with("SKIP"), skip) << row.probe;
         // TODO: "not ok, and not a failure": an advisory row, or a FAIL accepted by --expect.
@@ -266,7 +268,12 @@ TEST(Html, EveryFixtureParsesAndItsCellsAreTheMatrix) {
         EXPECT_EQ(shown == "ACCEPTED", v != nullptr && v->Accepted()) << row.probe;
         std::string css = "v-" + expected;
         for (char& c : css) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        EXPECT_EQ(std::string(td.attribute("class").value()), "cell " + css);
+        // A PASS on the sandbox's word is marked in the cell's class and data-evidence.
+        EXPECT_EQ(std::string(td.attribute("class").value()),
+                  "cell " + css + (OnSandboxWord(v) ? " word" : ""));
+        EXPECT_EQ(std::string(td.attribute("data-evidence").value()),
+                  OnSandboxWord(v) ? "sandbox_word" : "");
+        EXPECT_EQ(static_cast<bool>(td.select_node(".//small[@class='word']")), OnSandboxWord(v));
       }
     }
     EXPECT_EQ(doc.select_nodes("//div[@class='banner']").size(),

@@ -75,6 +75,7 @@ void WriteTestPoint(TapWriter& w, const core::Matrix& m, const core::ArmInfo& ar
   const bool ok = IsOk(v);
   std::string line = fmt::format("{} {} - {}", ok ? "ok" : "not ok", id,
                                  TapText(row.probe + ": " + row.label, kNameBytes * 2));
+  if (OnSandboxWord(v)) line += fmt::format(" (PASS {})", kSandboxWord);
   if (v != nullptr && v->verdict.kind == core::VerdictKind::kSkip) {
     line += " # SKIP " + TapText(v->verdict.reason, kReasonBytes);
   } else if (v != nullptr && v->Accepted()) {
@@ -99,6 +100,7 @@ void WriteTestPoint(TapWriter& w, const core::Matrix& m, const core::ArmInfo& ar
   if (v != nullptr) {
     w.Yaml(y, "validated by", v->verdict.validated_by, kNameBytes);
     w.YamlPlain(y, "evidence kind", core::ToString(v->verdict.evidence));
+    if (v->OnSandboxWord()) w.Yaml(y, "on the sandbox word", kSandboxWordRule, kReasonBytes);
   }
   if (const core::Cell* cell = m.Find(row.probe, arm.name)) {
     w.Line(y, "observation:");
@@ -141,6 +143,9 @@ void WriteArm(TapWriter& w, const core::Matrix& m, const core::ArmInfo& arm, siz
   const VerdictCounts counts = CountVerdicts(m, arm.name);
   for (const core::VerdictKind k : kVerdictOrder) {
     w.YamlPlain(2, core::ToString(k), std::to_string(counts.Of(k)));
+    if (k == core::VerdictKind::kPass) {  // of those, on the sandbox's word only
+      w.YamlPlain(2, "PASS on the sandbox word", std::to_string(counts.on_sandbox_word));
+    }
   }
   w.YamlPlain(2, "ACCEPTED", std::to_string(counts.accepted));
   w.YamlPlain(2, "without verdict", std::to_string(counts.missing));

@@ -32,6 +32,12 @@ std::string_view VerdictColor(core::VerdictKind k) {
   }
 }
 
+// The verdict column: the shown verdict, "PASS*" for a PASS on the sandbox's word (End() lists
+// those rows under that heading).
+std::string VerdictMark(const core::VerdictCell* v) {
+  return ShownVerdictText(v) + (OnSandboxWord(v) ? "*" : "");
+}
+
 std::string Header(const core::ArmInfo& arm) {
   if (arm.role == core::ArmRole::kCandidate) return TerminalText(arm.name, kMaxCell);
   return TerminalText(arm.name, kMaxCell - kControlSuffix.size()) + std::string(kControlSuffix);
@@ -107,7 +113,7 @@ void TextReporter::Begin(const core::Matrix& m) {
                                      (FlakyText(*cell).empty() ? 0 : 1));
       }
       if (const core::VerdictCell* v = candidate ? m.FindVerdict(row.probe, arm->name) : nullptr) {
-        verdict_cols = std::max(verdict_cols, ShownVerdictText(v).size());
+        verdict_cols = std::max(verdict_cols, VerdictMark(v).size());
       }
     }
     if (!any_cell) label_cols = kStreamLabelCols;
@@ -154,7 +160,7 @@ void TextReporter::RowDone(const core::Matrix& m, const std::string& probe) {
     }
     line += label + padding + std::string(kGap);
     const core::VerdictCell* v = m.FindVerdict(probe, c.arm->name);
-    const std::string verdict = v ? ShownVerdictText(v) : "-";
+    const std::string verdict = v ? VerdictMark(v) : "-";
     line += v ? Paint(verdict, ShownColor(*v)) : verdict;
     line.append(c.verdict_cols - std::min(c.verdict_cols, verdict.size()), ' ');
   }
@@ -198,6 +204,9 @@ void TextReporter::End(const core::Matrix& m) {
     for (const core::VerdictKind k : kVerdictOrder) {
       line += fmt::format("{} {} {}", k == kVerdictOrder.front() ? "" : ",", counts.Of(k),
                           Paint(core::ToString(k), VerdictColor(k)));
+      if (k == core::VerdictKind::kPass && counts.on_sandbox_word > 0) {
+        line += fmt::format(" ({} {})", counts.on_sandbox_word, Paint(kSandboxWord, kYellow));
+      }
     }
     if (counts.accepted > 0) {
       line += fmt::format(", {} {}", counts.accepted, Paint("ACCEPTED", kYellow));
@@ -225,6 +234,26 @@ void TextReporter::End(const core::Matrix& m) {
           accepted.empty() ? v->verdict.reason : accepted + "; " + v->verdict.reason;
       out_ << head << Paint(kind, ShownColor(*v)) << level << kGap
            << Wrap(TerminalText(reason, kReasonCols), options_.width, reason_col, 6) << '\n';
+    }
+  }
+  heading = false;
+  for (const core::Row& row : m.rows) {
+    for (const core::ArmInfo* arm : CandidateArms(m)) {
+      const core::VerdictCell* v = m.FindVerdict(row.probe, arm->name);
+      if (!OnSandboxWord(v)) continue;
+      if (!heading) {
+        out_ << "\n"
+             << Wrap(fmt::format("{} (PASS*: {})", kSandboxWord, kSandboxWordRule), options_.width,
+                     0, 2)
+             << '\n';
+      }
+      heading = true;
+      const std::string head =
+          fmt::format("  {}  {}  ", TerminalText(row.probe, 60), TerminalText(arm->name, kMaxCell));
+      out_ << head
+           << Wrap(TerminalText(v->verdict.reason, kReasonCols), options_.width, DisplayWidth(head),
+                   6)
+           << '\n';
     }
   }
   heading = false;

@@ -69,6 +69,7 @@ VerdictCounts CountVerdicts(const core::Matrix& m, std::string_view candidate) {
       ++counts.accepted;
     } else {
       ++counts.by_kind[static_cast<size_t>(v->verdict.kind)];
+      if (v->OnSandboxWord()) ++counts.on_sandbox_word;
     }
   }
   return counts;
@@ -76,6 +77,13 @@ VerdictCounts CountVerdicts(const core::Matrix& m, std::string_view candidate) {
 
 std::string ShownVerdictText(const core::VerdictCell* v) {
   return v == nullptr ? "no verdict" : core::ShownVerdict(v);
+}
+
+bool OnSandboxWord(const core::VerdictCell* v) { return v != nullptr && v->OnSandboxWord(); }
+
+std::string PassText(const VerdictCounts& counts) {
+  if (counts.on_sandbox_word == 0) return "PASS";
+  return fmt::format("PASS ({} {})", counts.on_sandbox_word, kSandboxWord);
 }
 
 std::string AcceptanceText(const core::VerdictCell& v) {
@@ -204,6 +212,8 @@ std::string_view EvidenceText(core::Evidence e) {
       return "positive evidence";
     case core::Evidence::kAbsence:
       return "absence evidence only";
+    case core::Evidence::kSandboxWord:
+      return "on the sandbox's word only";
     case core::Evidence::kNone:
       return "no evidence";
   }

@@ -31,10 +31,13 @@ std::vector<const core::Cell*> CellsOf(const core::Matrix& m, std::string_view p
 // Verdicts of one candidate over the matrix rows, indexed by core::VerdictKind; `missing` counts
 // rows without a verdict (e.g. an interrupted run); `accepted` counts accepted FAILs
 // (core::VerdictCell::Accepted), which are not in by_kind[kFail]. An expired acceptance is a FAIL.
+// `on_sandbox_word` counts the PASSes among by_kind[kPass] that rest only on the sandbox's own
+// word (core::VerdictCell::OnSandboxWord): "N PASS (M on the sandbox's word)" in every format.
 struct VerdictCounts {
   std::array<size_t, 5> by_kind{};
   size_t missing = 0;
   size_t accepted = 0;
+  size_t on_sandbox_word = 0;
   size_t Of(core::VerdictKind k) const { return by_kind[static_cast<size_t>(k)]; }
   size_t Total() const;
 };
@@ -46,6 +49,17 @@ inline constexpr std::array<core::VerdictKind, 5> kVerdictOrder = {
 // The verdict a candidate cell shows: "ACCEPTED" for an accepted FAIL, else the kind's name;
 // "no verdict" for nullptr. Every format shows this, never the bare FAIL of an accepted row.
 std::string ShownVerdictText(const core::VerdictCell* v);
+
+// A PASS on the sandbox's word (core::VerdictCell::OnSandboxWord), in the words every format uses:
+// the cell's mark, the summary's "(M on the sandbox's word)" and the list of such rows.
+inline constexpr std::string_view kSandboxWord = "on the sandbox's word";
+inline constexpr std::string_view kSandboxWordRule =
+    "the sandbox said the probe was stopped and nothing the harness measured confirms it (no "
+    "heartbeat heard, no survivors count, no driver fact)";
+bool OnSandboxWord(const core::VerdictCell* v);
+// ", 3 PASS (1 on the sandbox's word)" style: "PASS" alone when none, else "PASS (M on the
+// sandbox's word)"; the caller writes the count before it.
+std::string PassText(const VerdictCounts& counts);
 
 // The acceptance of a verdict as one line, "" when it has none:
 // "accepted until 2027-01-31: <reason> (expectations.yaml:3:5)", or for a past expiry

@@ -24,6 +24,7 @@ checks = {
         (OSError(113, "x"), "10.0.0.1"), (TimeoutError("timed out"), "10.0.0.1"),
         (ConnectionResetError(104, "x"), "10.0.0.1")]],
     "sha": sha256_prefix(b"abc"),
+    "heartbeat": [heartbeat_target(t) for t in ["{canary.tcp}", "", None, "127.0.0.1:9"]],
     "params": PARAMS, "ids": [PROBE, NONCE, INVOCATION, MARK],
 }
 emit("progress", seq=999, probe="forged", checks=checks)
@@ -59,6 +60,8 @@ raise ValueError("after the result: no second record")
                                     ["blocked", "absence", "TimeoutError"],
                                     ["error", "absence", "ECONNRESET"]])
         self.assertEqual(c["sha"], "ba7816bf8f01")
+        # The heartbeat rows' default, unfilled outside the harness, is no address.
+        self.assertEqual(c["heartbeat"], ["", "", "", "127.0.0.1:9"])
         self.assertEqual(c["params"], {"x": [1, "two"]})
         self.assertEqual(c["ids"], ["test.helpers", run.nonce, run.invocation, "@@sandprobe"])
         self.assertEqual([r["kind"] for r in run.records], ["progress", "result"])

@@ -196,6 +196,9 @@ class DemoReports(unittest.TestCase):
         self.assertEqual(len(page.cells), len(rows) * len(arms))
         seen = set()
         verdicts = {(v["probe"], v["candidate"]): v["verdict"] for v in self.report["verdicts"]}
+        # A PASS on the sandbox's word is marked in the cell's class (docs/traps.md, trap 47).
+        word = {(v["probe"], v["candidate"]) for v in self.report["verdicts"]
+                if v["verdict"] == "PASS" and v["evidence_kind"] == "sandbox_word"}
         labels = {}
         for o in self.report["observations"]:
             labels.setdefault((o["probe"], o["arm"]), set()).add(o["label"])
@@ -210,7 +213,8 @@ class DemoReports(unittest.TestCase):
                     want = verdicts[(probe, arm)]
                     self.assertEqual(cell["attrs"]["data-verdict"], want)
                     self.assertEqual(cell["verdict"].strip(), want)  # the text a person reads
-                    self.assertEqual(cell["attrs"]["class"], "cell v-" + want.lower())
+                    self.assertEqual(cell["attrs"]["class"], "cell v-" + want.lower() +
+                                     (" word" if (probe, arm) in word else ""))
                 else:
                     self.assertNotIn("data-verdict", cell["attrs"])
                     self.assertEqual(cell["attrs"]["class"], "cell control")

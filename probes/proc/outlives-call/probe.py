@@ -7,7 +7,7 @@
 import time
 
 HOLD_S = min(max(float(PARAMS.get("hold_s", 5)), 0.5), 30.0)
-CANARY = PARAMS.get("canary", "") or ""
+CANARY = heartbeat_target(PARAMS.get("canary", "{canary.tcp}"))
 
 
 def gone(pid):

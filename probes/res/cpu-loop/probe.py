@@ -9,7 +9,7 @@ import time
 
 HEARTBEAT_S = float(PARAMS.get("heartbeat_s", 1))
 MAX_S = float(PARAMS.get("max_s", 600))
-CANARY = PARAMS.get("canary", "") or ""
+CANARY = heartbeat_target(PARAMS.get("canary", "{canary.tcp}"))
 
 # The loop burns at the lowest priority: it still runs (and must still be ended) whatever the
 # scheduler gives it, but it no longer takes the CPU its neighbours need to finish inside their

@@ -12,7 +12,8 @@ TARGET = int(PARAMS.get("target", 256))
 CLAIMED_PIDS = int(PARAMS.get("claimed_pids", 0))  # the judge holds `forked` to this claim
 HOLD_S = float(PARAMS.get("hold_s", 2))
 MAX_FORKS = int(PARAMS.get("max_forks", 2048))  # safety net: ~0.7 MiB per child unsandboxed
-CANARY = PARAMS.get("canary", "") or ""  # TCP echo canary for heartbeats
+# TCP echo canary for heartbeats (default: the harness's own)
+CANARY = heartbeat_target(PARAMS.get("canary", "{canary.tcp}"))
 PROGRESS_EVERY = 16
 CHILD_CAP_S = HOLD_S + 60  # a child whose parent hangs (SIGSTOP) still ends by itself
 

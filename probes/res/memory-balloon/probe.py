@@ -5,7 +5,8 @@
 TARGET_MIB = int(PARAMS.get("target_mib", 512))
 STEP_MIB = max(1, int(PARAMS.get("step_mib", 16)))  # 0 would never end
 CLAIMED_MIB = int(PARAMS.get("claimed_mib", 0))  # the judge holds allocated_mib to this claim
-CANARY = PARAMS.get("canary", "") or ""  # TCP echo canary for heartbeats
+# TCP echo canary for heartbeats (default: the harness's own)
+CANARY = heartbeat_target(PARAMS.get("canary", "{canary.tcp}"))
 MIB = 1 << 20
 
 emit("start", target_mib=TARGET_MIB, step_mib=STEP_MIB, claimed_mib=CLAIMED_MIB, canary=CANARY)
