@@ -103,6 +103,8 @@ core::Observation CommandDriver::Execute(const Invocation& inv, const std::atomi
     spec.argv.push_back(a == "{script}" ? inv.script : Expand(a, inv.invocation));
   if (config_.stdin_mode) spec.stdin_data = inv.script;
   spec.env = process::EnvironmentWith(inv.extra_env);
+  spec.session_keys = inv.session_keys;
+  if (config_.pass_planted_fds) spec.pass_fds = inv.planted_fds;
   spec.deadline_s = inv.deadline_s;
   spec.kill_grace_s = context_.kill_grace_s;
   spec.reaper_path = context_.reaper_path;
