@@ -24,11 +24,11 @@ struct ProcessSpec {
   // planted descriptor canaries, fs.inherited-fds). Every other descriptor above 3 is closed in
   // the child before sandprobe-reaper runs (close_range), whatever the harness or its own caller
   // left open without O_CLOEXEC: a sandbox command inherits only what is meant for it.
-  std::vector<int> pass_fds;
+  std::vector<int> pass_fds = {};
   // {description, payload} of "user" keys planted in a new anonymous session keyring of the
   // child, which links the user keyring as pam_keyinit does: the caller's session keyring as
   // the sandbox command inherits it (cred.keyring). Empty: the child keeps the harness's own.
-  std::vector<std::pair<std::string, std::string>> session_keys;
+  std::vector<std::pair<std::string, std::string>> session_keys = {};
 };
 
 struct ProcessResult {

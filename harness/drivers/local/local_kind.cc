@@ -17,7 +17,9 @@ DriverKind LocalKind() {
         CommandConfigFrom(manifest.driver_config, {"python3", "-u", "-c", "{script}"});
     // The agent's own plain subprocess keeps the descriptors its parent left open: the local
     // control hands on the planted descriptor canaries (fs.inherited-fds).
-    CommandConfig local{.argv = std::move(config.argv), .pass_planted_fds = true};
+    CommandConfig local;
+    local.argv = std::move(config.argv);
+    local.pass_planted_fds = true;
     return std::make_unique<CommandDriver>("local", std::move(local), context);
   };
   return k;
