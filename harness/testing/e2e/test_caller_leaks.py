@@ -8,7 +8,8 @@ network namespace and the host's files, and is handed the planted descriptors) a
   bwrap-old-keyring     the same without `keyctl session -` and with /proc/keys (the line
                         before the fix: the caller's session keyring is inherited) -> keyring FAIL
   bwrap-share-net       --share-net: the host's abstract unix sockets       -> abstract FAIL
-  bwrap-ro-host         --ro-bind / / first: a read-only view of the host    -> unix-sockets FAIL
+  bwrap-ro-host         --ro-bind / / for /usr: a read-only view of the host -> unix-sockets FAIL
+                        (the canary folder lives outside /tmp: the sandbox's own /tmp hides it)
   bwrap-leaky-launcher  a launcher that opens / and the run's canary folder and token without
                         O_CLOEXEC, then execs the bubblewrap line (which passes descriptors
                         on)                                                  -> inherited-fds FAIL
@@ -49,8 +50,10 @@ def variants():
     bwrap = shipped[3:]
     share = list(bwrap)
     share.insert(share.index("--unshare-all") + 1, "--share-net")
-    ro_host = list(bwrap)
-    ro_host[ro_host.index("--ro-bind"):ro_host.index("--ro-bind")] = ["--ro-bind", "/", "/"]
+    ro_host = list(bwrap)  # --ro-bind / / instead of /usr and its symlinks; --proc etc. after it
+    start, end = ro_host.index("--ro-bind"), ro_host.index("--proc")
+    assert ro_host[start:start + 3] == ["--ro-bind", "/usr", "/usr"], ro_host
+    ro_host[start:end] = ["--ro-bind", "/", "/"]
     return {
         "bwrap-old-keyring": (without(bwrap, ("--ro-bind", "/dev/null", "/proc/keys")),
                               {"cred.keyring"}),
@@ -66,8 +69,13 @@ class CallerLeaks(u.RunCase):
     def setUpClass(cls):
         u.require_bwrap()
         base = cls.make_tmp("sandprobe-e2e-leaks-")
+        cls.canary_tmp = tempfile.TemporaryDirectory(prefix="sandprobe-e2e-canary-",
+                                                     dir=u.outside_tmp_dir())
+        cls.canary_dir = cls.canary_tmp.name
         suite = u.write_suite(base, "caller-leaks", ROWS, PARAMS)
-        args = ["--suite", suite, "--sandbox", u.BWRAP_MANIFEST, "--jobs", "4"] + u.FAST_FLAGS
+        # Generous deadlines: a launcher, keyctl, bwrap and python3 start on a loaded machine.
+        args = ["--suite", suite, "--sandbox", u.BWRAP_MANIFEST, "--jobs", "4",
+                "--default-timeout", "10", "--grace", "5"]
         cls.variants = variants()
         for name, (argv, _) in cls.variants.items():
             path = u.write_manifest(os.path.join(base, name + ".yaml"), name, argv,
@@ -75,6 +83,11 @@ class CallerLeaks(u.RunCase):
                                     description="bubblewrap.yaml weakened on purpose: " + name)
             args += ["--sandbox", path]
         cls.run_once(args, timeout=180)
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        cls.canary_tmp.cleanup()
 
     def test_each_weakness_fails_exactly_its_row_and_the_shipped_line_passes(self):
         self.assertEqual(self.res.returncode, 1, self.res.describe())
@@ -85,7 +98,8 @@ class CallerLeaks(u.RunCase):
                 with self.subTest(candidate=name, probe=probe):
                     want = "FAIL" if probe in fail else "PASS"
                     self.assertEqual(got[probe]["verdict"], want, got[probe]["reason"])
-                    self.assertEqual(got[probe]["validated_by"], "local")
+                    if want == "PASS":  # the local control reached the same canary, same run
+                        self.assertEqual(got[probe]["validated_by"], "local")
 
     def test_the_control_shows_every_exposure(self):
         local = u.observations(self.report, "local")
