@@ -5,7 +5,7 @@ against the local control (which shows each exposure: it sees the planted keys, 
 network namespace and the host's files, and is handed the planted descriptors) and:
 
   bubblewrap            manifests/bubblewrap.yaml as shipped                 -> every row PASS
-  bwrap-old-keyring     the same without `keyctl session -` and with /proc/keys (the line
+  bwrap-old-keyring     the same without `keyctl new_session` and with /proc/keys (the line
                         before the fix: the caller's session keyring is inherited) -> keyring FAIL
   bwrap-share-net       --share-net: the host's abstract unix sockets       -> abstract FAIL
   bwrap-ro-host         --ro-bind / / for /usr: a read-only view of the host -> unix-sockets FAIL
@@ -46,8 +46,8 @@ def without(argv, *drop):
 
 def variants():
     shipped = u.manifest_argv(u.BWRAP_MANIFEST)
-    assert shipped[:3] == ["keyctl", "session", "-"], shipped[:3]
-    bwrap = shipped[3:]
+    keyring, bwrap = shipped[:4], shipped[4:]  # sh -c "keyctl new_session ...; exec" keyring
+    assert "keyctl new_session" in keyring[2] and bwrap[0] == "bwrap", shipped[:5]
     share = list(bwrap)
     share.insert(share.index("--unshare-all") + 1, "--share-net")
     ro_host = list(bwrap)  # --ro-bind / / instead of /usr and its symlinks; --proc etc. after it
@@ -57,8 +57,8 @@ def variants():
     return {
         "bwrap-old-keyring": (without(bwrap, ("--ro-bind", "/dev/null", "/proc/keys")),
                               {"cred.keyring"}),
-        "bwrap-share-net": (["keyctl", "session", "-"] + share, {"net.abstract-unix"}),
-        "bwrap-ro-host": (["keyctl", "session", "-"] + ro_host, {"fs.unix-sockets"}),
+        "bwrap-share-net": (keyring + share, {"net.abstract-unix"}),
+        "bwrap-ro-host": (keyring + ro_host, {"fs.unix-sockets"}),
         "bwrap-leaky-launcher": (["python3", "-c", LAUNCHER, "{run_folder}"] + shipped,
                                  {"fs.inherited-fds"}),
     }

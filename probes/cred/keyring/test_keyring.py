@@ -53,7 +53,8 @@ class KeyringProbeTest(unittest.TestCase):
         r = run_probe("cred.keyring", self.params, preexec_fn=self.plant, prefix=BWRAP,
                       python="python3").result
         self.assertEqual(r["outcome"], "readable", r)
-        fixed = ["keyctl", "session", "-"] + BWRAP + ["--ro-bind", "/dev/null", "/proc/keys"]
+        fixed = ["sh", "-c", 'keyctl new_session >/dev/null && exec "$@"', "keyring"] + BWRAP + [
+            "--ro-bind", "/dev/null", "/proc/keys"]
         r = run_probe("cred.keyring", self.params, preexec_fn=self.plant, prefix=fixed,
                       python="python3").result
         self.assertIn(r["outcome"], ("not_found", "visible"), r)
