@@ -142,7 +142,7 @@ class CanarySet {
   std::unique_ptr<TcpCanary> tcp_;
   std::unique_ptr<DnsCanary> dns_;
   std::unique_ptr<UdpCanary> udp_;
-  std::unique_ptr<HttpCanary> docker_;  // the Docker Engine API flavour
+  std::unique_ptr<HttpCanary> docker_;               // the Docker Engine API flavour
   std::unique_ptr<TcpCanary> abstract_unix_, unix_;  // the echo protocol on unix sockets
   std::mutex stop_mutex_;
   bool stopped_ = false;

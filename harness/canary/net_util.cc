@@ -13,8 +13,8 @@
 #include <cstddef>
 #include <cstring>
 #include <optional>
-#include <utility>
 #include <system_error>
+#include <utility>
 
 namespace sandprobe::canary {
 
@@ -116,8 +116,8 @@ std::optional<std::pair<sockaddr_un, socklen_t>> UnixAddress(const std::string& 
     return std::nullopt;
   }
   std::memcpy(sa.sun_path + (abstract ? 1 : 0), name.data(), name.size());
-  const socklen_t length = static_cast<socklen_t>(
-      offsetof(sockaddr_un, sun_path) + name.size() + 1);  // the NUL before or after
+  const socklen_t length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size() +
+                                                  1);  // the NUL before or after
   return std::pair{sa, length};
 }
 
@@ -131,7 +131,8 @@ std::expected<UniqueFd, std::string> BindUnixSocket(const std::string& name, boo
                                        where, sizeof(sockaddr_un{}.sun_path) - 1));
   }
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) return std::unexpected(fmt::format("socket unix {}: {}", where, ErrnoText(errno)));
+  if (!fd.valid())
+    return std::unexpected(fmt::format("socket unix {}: {}", where, ErrnoText(errno)));
   if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&address->first), address->second) != 0) {
     return std::unexpected(fmt::format("bind unix {}: {}", where, ErrnoText(errno)));
   }
@@ -148,8 +149,8 @@ bool UnixSocketAccepts(const std::string& name, bool abstract) {
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return false;
   // A listening socket with room in its backlog completes a unix connect() at once.
-  return ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address->first),
-                   address->second) == 0;
+  return ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address->first), address->second) ==
+         0;
 }
 
 std::string UnixPeerText(int fd) {

@@ -60,8 +60,7 @@ TEST_F(UnixCanaryTest, EchoOnTheAbstractNameAndTheSocketFile) {
   const auto a = set_->HitsFor("inv-a");
   ASSERT_EQ(a.size(), 1u);
   EXPECT_EQ(a[0].kind, "abstract-unix");
-  EXPECT_EQ(a[0].peer, "unix pid " + std::to_string(getpid()) + " uid " +
-                           std::to_string(getuid()));
+  EXPECT_EQ(a[0].peer, "unix pid " + std::to_string(getpid()) + " uid " + std::to_string(getuid()));
   const auto p = set_->HitsFor("inv-p");
   ASSERT_EQ(p.size(), 1u);
   EXPECT_EQ(p[0].kind, "unix");

@@ -186,8 +186,8 @@ std::expected<void, ConfigError> LoadClassify(const std::string& file, const YAM
   return {};
 }
 
-// needs: [planted-env, live-canary], deploy: sandbox | harness-admission and measures: interfaces (all
-// optional).
+// needs: [planted-env, live-canary], deploy: sandbox | harness-admission and measures: interfaces
+// (all optional).
 std::expected<void, ConfigError> LoadNeedsAndDeploy(const std::string& file, const YAML::Node& y,
                                                     core::ProbeDescriptor& p) {
   if (const YAML::Node needs = y["needs"]; needs.IsDefined()) {

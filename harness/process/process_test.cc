@@ -170,8 +170,8 @@ std::string StdoutOf(ProcessSpec spec) {
 TEST(ProcessTest, OnlyWhatIsMeantIsInherited) {
   const int leaked = open("/", O_RDONLY | O_DIRECTORY);  // no O_CLOEXEC, as a careless caller
   ASSERT_GE(leaked, 3);
-  ProcessSpec spec{{"python3", "-c", kListFds}, EnvironmentWith({}), std::nullopt, 10, 1,
-                   SANDPROBE_REAPER};
+  ProcessSpec spec{
+      {"python3", "-c", kListFds}, EnvironmentWith({}), std::nullopt, 10, 1, SANDPROBE_REAPER};
   EXPECT_EQ(StdoutOf(spec), "[]\n");
   const int dir = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   const int file = open("/etc/hostname", O_RDONLY | O_CLOEXEC);
@@ -197,7 +197,11 @@ TEST(ProcessTest, SessionKeysArePlantedInTheCommandsOwnSessionKeyring) {
                     "n=libc.syscall(nr,11,ctypes.c_long(k),b,64)\n"
                     "print(k>0, b.raw[:max(n,0)].decode())",
                     description},
-                   EnvironmentWith({}), std::nullopt, 10, 1, SANDPROBE_REAPER};
+                   EnvironmentWith({}),
+                   std::nullopt,
+                   10,
+                   1,
+                   SANDPROBE_REAPER};
   spec.session_keys = {{description, "payload-1"}};
   EXPECT_EQ(StdoutOf(spec), "True payload-1\n");
   spec.session_keys.clear();  // the harness's own session keyring never got it

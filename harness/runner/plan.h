@@ -23,11 +23,11 @@ namespace sandprobe::runner {
 // keyring canary (PlantedKeys, "" when the kernel refused it), canary.key_sha256 its payload's
 // sha256; canary.unix_socket the path of the unix socket canary ("" when it could not be made).
 inline constexpr std::string_view kPlaceholders[] = {
-    "canary.http",         "canary.tcp",         "canary.dns",         "canary.udp",
-    "canary.host",         "canary.http_port",   "canary.tcp_port",    "canary.dns_port",
-    "canary.udp_port",     "canary.env_name",    "canary.env_sha256",  "canary.token_file",
-    "canary.token_sha256", "canary.docker",      "canary.docker_port", "host.kernel_release",
-    "canary.http6",        "canary.cloud_sha256", "canary.key_user",   "canary.key_session",
+    "canary.http",         "canary.tcp",          "canary.dns",         "canary.udp",
+    "canary.host",         "canary.http_port",    "canary.tcp_port",    "canary.dns_port",
+    "canary.udp_port",     "canary.env_name",     "canary.env_sha256",  "canary.token_file",
+    "canary.token_sha256", "canary.docker",       "canary.docker_port", "host.kernel_release",
+    "canary.http6",        "canary.cloud_sha256", "canary.key_user",    "canary.key_session",
     "canary.key_sha256",   "canary.unix_socket"};
 
 // Placeholders an arm fills once prepared (drivers::Driver::Placeholders), not the runner: the

@@ -62,8 +62,9 @@ Session::Session(std::string run_id, std::string nonce, std::string bind, Plante
   subs_.merge(keys_.Substitutions());
   subs_["canary.unix_socket"] = canaries_->unix_socket_path();  // "" when the path was too long
   if (canaries_->unix_socket_path().empty()) {
-    unix_note_ = "no unix socket canary file: the run folder's path is longer than a unix socket "
-                 "name may be (107 bytes); pass a shorter --canary-dir";
+    unix_note_ =
+        "no unix socket canary file: the run folder's path is longer than a unix socket "
+        "name may be (107 bytes); pass a shorter --canary-dir";
   }
   subs_["canary.http"] = canaries_->http_address();
   subs_["canary.tcp"] = canaries_->tcp_address();
