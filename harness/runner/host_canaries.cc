@@ -36,6 +36,13 @@ PlantedKeys PlantedKeys::Plant(const std::string& run_id) {
   return k;
 }
 
+bool RemoveLeftoverUserKey(const std::string& run_id) {
+  const std::string description = fmt::format("sandprobe:{}:user", run_id);
+  const long serial =
+      syscall(SYS_keyctl, KEYCTL_SEARCH, KEY_SPEC_USER_KEYRING, "user", description.c_str(), 0);
+  return serial > 0 && syscall(SYS_keyctl, KEYCTL_INVALIDATE, serial) == 0;
+}
+
 PlantedKeys::PlantedKeys(PlantedKeys&& o) noexcept
     : user_description_(std::move(o.user_description_)),
       session_description_(std::move(o.session_description_)),

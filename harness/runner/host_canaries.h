@@ -41,6 +41,11 @@ class PlantedKeys {
   long user_key_ = -1;  // the key's serial in the user keyring, -1 = none
 };
 
+// Invalidates the user keyring canary a run left behind ("sandprobe:<run id>:user", e.g. after a
+// SIGKILL; its kernel timeout would end it within 6 h): true when there was one. For `sandprobe
+// cleanup`, which calls it only for runs whose folder is not held by a live run.
+bool RemoveLeftoverUserKey(const std::string& run_id);
+
 // Read-only descriptors (close-on-exec in the harness) on the run's canary folder (a directory
 // outside every sandbox's root) and on the planted token file: what an agent's subprocess that
 // keeps its parent's descriptors receives. Only the local baseline hands them on.
