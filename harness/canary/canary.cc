@@ -81,7 +81,30 @@ std::expected<std::unique_ptr<CanarySet>, std::string> CanarySet::Start(
   if (!docker) return std::unexpected("docker api canary: " + docker.error());
   set->docker_ = std::move(*docker);
   set->docker_address_ = address_with(set->docker_->port());
+
+  if (!options.abstract_unix_name.empty()) {
+    auto listener = BindUnixSocket(options.abstract_unix_name, true);
+    if (!listener) return std::unexpected("abstract unix canary: " + listener.error());
+    auto served = TcpCanary::Adopt(std::move(*listener), "abstract-unix", nonce, *set->log_);
+    if (!served) return std::unexpected("abstract unix canary: " + served.error());
+    set->abstract_unix_ = std::move(*served);
+    set->abstract_unix_name_ = options.abstract_unix_name;
+  }
+  if (!options.unix_socket_path.empty()) {
+    auto listener = BindUnixSocket(options.unix_socket_path, false);
+    if (!listener) return std::unexpected("unix socket canary: " + listener.error());
+    auto served = TcpCanary::Adopt(std::move(*listener), "unix", nonce, *set->log_);
+    if (!served) return std::unexpected("unix socket canary: " + served.error());
+    set->unix_ = std::move(*served);
+    set->unix_socket_path_ = options.unix_socket_path;
+  }
   return set;  // on any error above, ~CanarySet stopped what had started
+}
+
+bool CanarySet::UnixListening() const {
+  if (abstract_unix_ && !UnixSocketAccepts(abstract_unix_name_, true)) return false;
+  if (unix_ && !UnixSocketAccepts(unix_socket_path_, false)) return false;
+  return abstract_unix_ || unix_;
 }
 
 std::vector<Hit> CanarySet::HitsFor(std::string_view invocation) const {
@@ -103,6 +126,8 @@ void CanarySet::Stop() {
   if (http_) http_->Stop();
   if (http6_) http6_->Stop();
   if (docker_) docker_->Stop();
+  if (abstract_unix_) abstract_unix_->Stop();
+  if (unix_) unix_->Stop();
 }
 
 }  // namespace sandprobe::canary

@@ -19,6 +19,10 @@
 //   UDP   one datagram "SANDPROBE <nonce> <invocation>" (one trailing "\n" or "\r\n" allowed, at
 //         most 512 bytes); answers "SANDPROBE-ECHO <nonce> <invocation>\n" to the sender. Anything
 //         else: logged (invocation "") and not answered, so foreign traffic is never reflected.
+//   UNIX  the TCP echo protocol on unix stream sockets: an abstract name ("@sandprobe-<nonce>",
+//         no file, scoped to the harness's network namespace; hit kind "abstract-unix") and a
+//         socket file in the run's canary folder (reachable through a bind or a read-only view
+//         of the host; hit kind "unix"). The peer is "unix pid P uid U" (SO_PEERCRED).
 //   DNS   a standard query for "<invocation>.<nonce>.<any zone>" (sandprobe.test by default), over
 //         UDP or over TCP on the same port (two-byte length prefix, RFC 1035 section 4.2.2,
 //         several queries per connection); answers NXDOMAIN (same id, RD copied, question echoed,
@@ -73,6 +77,10 @@ struct CanaryOptions {
   // the reason in http6_error() instead of failing Start().
   std::string http6_bind = "";
   bool http6_optional = false;
+  // The unix socket canaries, "" = none: an abstract name (without the leading NUL) and a socket
+  // path (at most 107 bytes). A name that cannot be bound fails Start().
+  std::string abstract_unix_name = "";
+  std::string unix_socket_path = "";
 };
 
 class HitLog;
@@ -106,6 +114,14 @@ class CanarySet {
   std::string http6_address() const { return http6_address_; }
   const std::string& http6_error() const { return http6_error_; }
   const std::string& nonce() const { return nonce_; }
+  // The unix socket canaries' names as given in CanaryOptions ("" = none).
+  const std::string& abstract_unix_name() const { return abstract_unix_name_; }
+  const std::string& unix_socket_path() const { return unix_socket_path_; }
+  // True when every unix socket canary started accepts a connect() from this process now (one
+  // that sends nothing: no hit). A listener never restarts once stopped, so true after a probe's
+  // call means it was listening during the call: a refusal the probe saw was not a dead
+  // listener's (docs/traps.md, "a dead listener").
+  bool UnixListening() const;
 
   std::vector<Hit> HitsFor(std::string_view invocation) const;  // hits carrying that invocation
   std::vector<Hit> AllHits() const;                             // in arrival order
@@ -120,12 +136,14 @@ class CanarySet {
   std::string nonce_;
   std::string http_address_, tcp_address_, dns_address_, udp_address_, docker_address_;
   std::string http6_address_, http6_error_;
+  std::string abstract_unix_name_, unix_socket_path_;
   std::unique_ptr<HitLog> log_;  // declared first among owners: outlives the listeners
   std::unique_ptr<HttpCanary> http_, http6_;
   std::unique_ptr<TcpCanary> tcp_;
   std::unique_ptr<DnsCanary> dns_;
   std::unique_ptr<UdpCanary> udp_;
-  std::unique_ptr<HttpCanary> docker_;  // the Docker Engine API flavour
+  std::unique_ptr<HttpCanary> docker_;               // the Docker Engine API flavour
+  std::unique_ptr<TcpCanary> abstract_unix_, unix_;  // the echo protocol on unix sockets
   std::mutex stop_mutex_;
   bool stopped_ = false;
 };

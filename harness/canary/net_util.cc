@@ -4,11 +4,17 @@
 #include <fmt/format.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <cstddef>
+#include <cstring>
+#include <optional>
 #include <system_error>
+#include <utility>
 
 namespace sandprobe::canary {
 
@@ -96,6 +102,62 @@ std::expected<UniqueFd, std::string> BindSocket6(int type, const std::string& ad
     return std::unexpected(fmt::format("bind {}: {}", where, ErrnoText(errno)));
   }
   return fd;
+}
+
+namespace {
+
+// The sockaddr_un of `name` and its length; nullopt when the name does not fit.
+std::optional<std::pair<sockaddr_un, socklen_t>> UnixAddress(const std::string& name,
+                                                             bool abstract) {
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  const size_t room = sizeof(sa.sun_path) - 1;  // abstract: the leading NUL; path: the final one
+  if (name.empty() || name.size() > room || name.find('\0') != std::string::npos) {
+    return std::nullopt;
+  }
+  std::memcpy(sa.sun_path + (abstract ? 1 : 0), name.data(), name.size());
+  const socklen_t length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size() +
+                                                  1);  // the NUL before or after
+  return std::pair{sa, length};
+}
+
+}  // namespace
+
+std::expected<UniqueFd, std::string> BindUnixSocket(const std::string& name, bool abstract) {
+  const std::string where = abstract ? "@" + name : name;
+  const auto address = UnixAddress(name, abstract);
+  if (!address) {
+    return std::unexpected(fmt::format("unix socket name {} is empty or longer than {} bytes",
+                                       where, sizeof(sockaddr_un{}.sun_path) - 1));
+  }
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd.valid())
+    return std::unexpected(fmt::format("socket unix {}: {}", where, ErrnoText(errno)));
+  if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&address->first), address->second) != 0) {
+    return std::unexpected(fmt::format("bind unix {}: {}", where, ErrnoText(errno)));
+  }
+  if (!abstract) ::chmod(name.c_str(), 0666);
+  if (::listen(fd.get(), 64) != 0) {
+    return std::unexpected(fmt::format("listen unix {}: {}", where, ErrnoText(errno)));
+  }
+  return fd;
+}
+
+bool UnixSocketAccepts(const std::string& name, bool abstract) {
+  const auto address = UnixAddress(name, abstract);
+  if (!address) return false;
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return false;
+  // A listening socket with room in its backlog completes a unix connect() at once.
+  return ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address->first), address->second) ==
+         0;
+}
+
+std::string UnixPeerText(int fd) {
+  ucred cred{};
+  socklen_t length = sizeof(cred);
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &length) != 0) return "unix";
+  return fmt::format("unix pid {} uid {}", cred.pid, cred.uid);
 }
 
 uint16_t LocalPort(int fd) {

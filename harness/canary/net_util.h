@@ -62,6 +62,19 @@ std::expected<UniqueFd, std::string> BindSocket(int type, in_addr address, uint1
 std::expected<UniqueFd, std::string> BindSocket6(int type, const std::string& address,
                                                  uint16_t port);
 
+// A non-blocking, close-on-exec unix stream socket listening on `name`: with `abstract`, the
+// abstract name "\0name" (Linux: no file, scoped to the network namespace); else the path
+// `name` (at most 107 bytes, created mode 0666 so a sandbox of any uid that sees it can connect;
+// an existing file there is an error, never removed). Error: "bind unix @name: ..." style text.
+std::expected<UniqueFd, std::string> BindUnixSocket(const std::string& name, bool abstract);
+
+// connect() to that socket from this process, closed at once: true when a listener accepted.
+// What a listener sees is a connection that sends nothing (no canary hit).
+bool UnixSocketAccepts(const std::string& name, bool abstract);
+
+// "unix pid P uid U" of the peer of a connected unix socket (SO_PEERCRED), or "unix".
+std::string UnixPeerText(int fd);
+
 // The local port a bound socket got (0 if getsockname fails).
 uint16_t LocalPort(int fd);
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <utility>
 
 namespace sandprobe::canary {
@@ -14,9 +15,15 @@ std::expected<std::unique_ptr<StreamServer>, std::string> StreamServer::Start(
     Expiry expire) {
   auto listener = BindSocket(SOCK_STREAM, address, port);
   if (!listener) return std::unexpected(listener.error());
+  return Adopt(std::move(*listener), max_connections, timeout, std::move(read), std::move(expire));
+}
+
+std::expected<std::unique_ptr<StreamServer>, std::string> StreamServer::Adopt(
+    UniqueFd listener, size_t max_connections, Clock::duration timeout, Reader read,
+    Expiry expire) {
   auto wake = WakeFd::Create();
   if (!wake) return std::unexpected(wake.error());
-  std::unique_ptr<StreamServer> server(new StreamServer(std::move(*listener), std::move(*wake),
+  std::unique_ptr<StreamServer> server(new StreamServer(std::move(listener), std::move(*wake),
                                                         max_connections, timeout, std::move(read),
                                                         std::move(expire)));
   server->thread_ = std::thread([s = server.get()] { s->Run(); });
@@ -77,10 +84,12 @@ void StreamServer::Run() {
 
 void StreamServer::AcceptAll(std::vector<Connection>& connections) {
   while (true) {
-    sockaddr_in peer{};
-    socklen_t length = sizeof(peer);
-    UniqueFd fd(::accept4(listener_.get(), reinterpret_cast<sockaddr*>(&peer), &length,
+    sockaddr_storage from{};
+    socklen_t length = sizeof(from);
+    UniqueFd fd(::accept4(listener_.get(), reinterpret_cast<sockaddr*>(&from), &length,
                           SOCK_NONBLOCK | SOCK_CLOEXEC));
+    sockaddr_in peer{};
+    if (from.ss_family == AF_INET) std::memcpy(&peer, &from, sizeof(peer));
     // EAGAIN: drained. ECONNABORTED/EMFILE and the like: try again on the next wake-up.
     if (!fd.valid()) return;
     if (connections.size() >= max_connections_) continue;  // over the cap: closed right away

@@ -46,6 +46,13 @@ class StreamServer {
   static std::expected<std::unique_ptr<StreamServer>, std::string> Start(
       in_addr address, uint16_t port, size_t max_connections, Clock::duration timeout, Reader read,
       Expiry expire = {});
+  // The same on a socket already bound and listening (non-blocking, close-on-exec): the unix
+  // socket canaries (BindUnixSocket). Connections from another family leave `peer` zeroed.
+  static std::expected<std::unique_ptr<StreamServer>, std::string> Adopt(UniqueFd listener,
+                                                                         size_t max_connections,
+                                                                         Clock::duration timeout,
+                                                                         Reader read,
+                                                                         Expiry expire = {});
   ~StreamServer() { Stop(); }
 
   uint16_t port() const { return port_; }

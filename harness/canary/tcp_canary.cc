@@ -22,13 +22,34 @@ std::expected<std::unique_ptr<TcpCanary>, std::string> TcpCanary::Start(in_addr 
                                                                         uint16_t port,
                                                                         std::string nonce,
                                                                         HitLog& log) {
-  std::unique_ptr<TcpCanary> canary(new TcpCanary(std::move(nonce), log));
+  return Serve(std::unique_ptr<TcpCanary>(new TcpCanary("tcp", std::move(nonce), log)),
+               [&](StreamServer::Reader read, StreamServer::Expiry expire) {
+                 return StreamServer::Start(address, port, kMaxTcpConnections, kTcpReadTimeout,
+                                            std::move(read), std::move(expire));
+               });
+}
+
+std::expected<std::unique_ptr<TcpCanary>, std::string> TcpCanary::Adopt(UniqueFd listener,
+                                                                        std::string kind,
+                                                                        std::string nonce,
+                                                                        HitLog& log) {
+  return Serve(std::unique_ptr<TcpCanary>(new TcpCanary(std::move(kind), std::move(nonce), log)),
+               [&](StreamServer::Reader read, StreamServer::Expiry expire) {
+                 return StreamServer::Adopt(std::move(listener), kMaxTcpConnections,
+                                            kTcpReadTimeout, std::move(read), std::move(expire));
+               });
+}
+
+std::expected<std::unique_ptr<TcpCanary>, std::string> TcpCanary::Serve(
+    std::unique_ptr<TcpCanary> canary,
+    const std::function<std::expected<std::unique_ptr<StreamServer>, std::string>(
+        StreamServer::Reader, StreamServer::Expiry)>& start) {
   TcpCanary* c = canary.get();
-  auto server = StreamServer::Start(
-      address, port, kMaxTcpConnections, kTcpReadTimeout,
-      [c](Connection& connection) { c->Read(connection); },
-      // The line must arrive within the timeout: what came so far is logged, not answered.
-      [c](Connection& connection) { c->Finish(connection, connection.buffer, false); });
+  auto server =
+      start([c](Connection& connection) { c->Read(connection); },
+            // The line must arrive within the timeout: what came so far is logged,
+            // not answered.
+            [c](Connection& connection) { c->Finish(connection, connection.buffer, false); });
   if (!server) return std::unexpected(server.error());
   canary->server_ = std::move(*server);
   return canary;
@@ -59,11 +80,12 @@ void TcpCanary::Finish(Connection& connection, std::string_view line, bool answe
   std::optional<std::string> invocation;
   if (answer_allowed) invocation = ParseEchoLine(line, nonce_);
   // Log before answering: a client holding the answer (or EOF) must find its hit.
-  log_.Record(Hit{.kind = "tcp",
-                  .invocation = invocation.value_or(""),
-                  .peer = FormatAddress(connection.peer),
-                  .detail = Printable(line),
-                  .unix_ms = NowUnixMs()});
+  log_.Record(Hit{
+      .kind = kind_,
+      .invocation = invocation.value_or(""),
+      .peer = kind_ == "tcp" ? FormatAddress(connection.peer) : UnixPeerText(connection.fd.get()),
+      .detail = Printable(line),
+      .unix_ms = NowUnixMs()});
   if (invocation) {
     // A fresh connection's send buffer always holds this short reply: no partial writes.
     const std::string reply = fmt::format("SANDPROBE-ECHO {} {}\n", nonce_, *invocation);

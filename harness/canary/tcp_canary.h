@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <expected>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,6 +39,12 @@ class TcpCanary {
                                                                       uint16_t port,
                                                                       std::string nonce,
                                                                       HitLog& log);
+  // The same protocol on a unix socket already listening (BindUnixSocket); hits are logged as
+  // `kind` ("unix", "abstract-unix") with the peer's pid and uid (SO_PEERCRED).
+  static std::expected<std::unique_ptr<TcpCanary>, std::string> Adopt(UniqueFd listener,
+                                                                      std::string kind,
+                                                                      std::string nonce,
+                                                                      HitLog& log);
   ~TcpCanary() { Stop(); }
 
   uint16_t port() const { return server_->port(); }
@@ -48,10 +55,16 @@ class TcpCanary {
 
  private:
   using Connection = StreamServer::Connection;
-  TcpCanary(std::string nonce, HitLog& log) : nonce_(std::move(nonce)), log_(log) {}
+  TcpCanary(std::string kind, std::string nonce, HitLog& log)
+      : kind_(std::move(kind)), nonce_(std::move(nonce)), log_(log) {}
+  static std::expected<std::unique_ptr<TcpCanary>, std::string> Serve(
+      std::unique_ptr<TcpCanary> canary,
+      const std::function<std::expected<std::unique_ptr<StreamServer>, std::string>(
+          StreamServer::Reader, StreamServer::Expiry)>& start);
   void Read(Connection& connection);
   void Finish(Connection& connection, std::string_view line, bool answer_allowed);
 
+  const std::string kind_;  // "tcp", or a unix socket's kind
   const std::string nonce_;
   HitLog& log_;
   std::unique_ptr<StreamServer> server_;  // last: stopped before the fields it uses go

@@ -15,6 +15,7 @@
 #include "cli/commands.h"
 #include "drivers/registry.h"
 #include "report/escape.h"
+#include "runner/host_canaries.h"
 #include "runner/secrets.h"
 
 namespace sandprobe::cli {
@@ -51,6 +52,17 @@ int DoCleanup(const CleanupArgs& a) {
     }
     std::cout << (a.dry_run ? "would remove " : "removed ") << e.path().string() << "\n";
     if (!a.dry_run) fs::remove_all(e.path(), ec);
+    ++removed;
+    // The run's keyring canary in the user keyring (cred.keyring), left by a killed run.
+    if (!a.dry_run && runner::RemoveLeftoverUserKey(e.path().filename().string())) {
+      std::cout << "removed the keyring canary of " << e.path().filename().string() << "\n";
+      ++removed;
+    }
+  }
+  // A run given by id whose folder lives under another canary dir: its key, unless it is alive.
+  if (!a.run.empty() && !a.dry_run && !runner::RunFolderInUse(canary_dir / a.run) &&
+      !fs::exists(canary_dir / a.run) && runner::RemoveLeftoverUserKey(a.run)) {
+    std::cout << "removed the keyring canary of " << a.run << "\n";
     ++removed;
   }
   // fill-tmp and dev-shm files carry no run id; one written to in the last 10 minutes may belong to

@@ -67,6 +67,10 @@ int DoList(const ListArgs& a, bool explain) {
   if (p.Needs(core::Need::kPlantedEnv)) {
     std::cout << "needs:            the planted env canary (no proof where it cannot be planted)\n";
   }
+  if (p.Needs(core::Need::kLiveCanary)) {
+    std::cout << "needs:            a live unix socket canary (a refusal is no proof unless the "
+                 "harness's listener accepted a connection right after the call)\n";
+  }
   if (!p.claim.empty()) {
     std::cout << fmt::format(
         "judged:           only against a claim (parameter {}); without it the row is reported, "

@@ -237,6 +237,11 @@ TEST(ProbeTest, NeedsAndDeploy) {
   ASSERT_TRUE(both) << both.error().ToString();
   EXPECT_TRUE(both->Needs(core::Need::kPlantedEnv));
   EXPECT_EQ(both->deploy, core::Deploy::kHarnessAdmission);
+  auto live = LoadProbe(WriteProbe("live", "needs: [live-canary, planted-env]\n"));
+  ASSERT_TRUE(live) << live.error().ToString();
+  EXPECT_TRUE(live->Needs(core::Need::kLiveCanary));
+  EXPECT_TRUE(live->Needs(core::Need::kPlantedEnv));
+  EXPECT_FALSE(both->Needs(core::Need::kLiveCanary));
   auto sandbox = LoadProbe(WriteProbe("sandbox", "deploy: sandbox\n"));
   ASSERT_TRUE(sandbox) << sandbox.error().ToString();
   EXPECT_EQ(sandbox->deploy, core::Deploy::kSandbox);

@@ -218,8 +218,8 @@ std::expected<void, ConfigError> LoadClassify(const std::string& file, const YAM
   return {};
 }
 
-// needs: [planted-env], deploy: sandbox | harness-admission and measures: interfaces (all
-// optional).
+// needs: [planted-env, live-canary], deploy: sandbox | harness-admission and measures: interfaces
+// (all optional).
 std::expected<void, ConfigError> LoadNeedsAndDeploy(const std::string& file, const YAML::Node& y,
                                                     core::ProbeDescriptor& p) {
   if (const YAML::Node needs = y["needs"]; needs.IsDefined()) {
@@ -228,9 +228,11 @@ std::expected<void, ConfigError> LoadNeedsAndDeploy(const std::string& file, con
     for (size_t i = 0; i < needs.size(); ++i) {
       const YAML::Node n = needs[i];
       const std::string field = fmt::format("needs[{}]", i);
-      if (!n.IsScalar() || n.Scalar() != "planted-env")
-        return std::unexpected(At(file, n, field, "expected planted-env"));
-      if (!p.Needs(core::Need::kPlantedEnv)) p.needs.push_back(core::Need::kPlantedEnv);
+      if (!n.IsScalar() || (n.Scalar() != "planted-env" && n.Scalar() != "live-canary"))
+        return std::unexpected(At(file, n, field, "expected planted-env or live-canary"));
+      const core::Need need =
+          n.Scalar() == "planted-env" ? core::Need::kPlantedEnv : core::Need::kLiveCanary;
+      if (!p.Needs(need)) p.needs.push_back(need);
     }
   }
   if (const YAML::Node d = y["deploy"]; d.IsDefined()) {

@@ -386,6 +386,15 @@ Classification Classify(const ProbeDescriptor& probe, const Observation& obs) {
                 "); give the service's own secret name and sha256 as "
                 "canary_name / canary_sha256 in the suite"};
   }
+  // A refusal from a dead listener looks like a refusal from another namespace or mount view:
+  // containment needs the harness's word that its listener accepted connections after the call.
+  if (c.exposure == Exposure::kContained && probe.Needs(Need::kLiveCanary) &&
+      !BoolField(obs.driver_facts, fact::kCanaryListening)) {
+    return {Exposure::kUnknown, Evidence::kNone, "listener dead",
+            "the harness's unix socket canary did not accept a connection after the call (or "
+            "was not checked), so a refusal proves nothing (" +
+                c.reason + ")"};
+  }
   return c;
 }
 

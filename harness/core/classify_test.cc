@@ -325,6 +325,36 @@ TEST(ClassifyTest, CanaryNotPlantedIsNoContainment) {
   EXPECT_EQ(Classify(env, present).exposure, Exposure::kExposed) << "exposure still counts";
 }
 
+// net.abstract-unix: ECONNREFUSED from another network namespace and from a dead listener are the
+// same errno; only the harness's own connect after the call tells them apart.
+TEST(ClassifyTest, ARefusalCountsOnlyWhileTheListenerLives) {
+  ProbeDescriptor unix_probe;
+  unix_probe.needs = {Need::kLiveCanary};
+  unix_probe.classify.outcomes = {{"refused", Exposure::kContained},
+                                  {"reached", Exposure::kExposed}};
+  Observation refused = Started(Exited(
+      0, nlohmann::json{{"kind", "result"}, {"outcome", "refused"}, {"evidence", "positive"}}));
+  Classification c = Classify(unix_probe, refused);
+  EXPECT_EQ(c.exposure, Exposure::kUnknown) << "not checked: no proof the listener lived";
+  EXPECT_EQ(c.label, "listener dead");
+  refused.driver_facts["canary_listening"] = false;
+  c = Classify(unix_probe, refused);
+  EXPECT_EQ(c.exposure, Exposure::kUnknown);
+  EXPECT_NE(c.reason.find("did not accept a connection"), std::string::npos) << c.reason;
+  refused.driver_facts["canary_listening"] = true;
+  c = Classify(unix_probe, refused);
+  EXPECT_EQ(c.exposure, Exposure::kContained);
+  EXPECT_EQ(c.evidence, Evidence::kPositive);
+  Observation reached =
+      Started(Exited(0, nlohmann::json{{"kind", "result"}, {"outcome", "reached"}}));
+  reached.driver_facts["canary_listening"] = false;
+  EXPECT_EQ(Classify(unix_probe, reached).exposure, Exposure::kExposed) << "a leak stays a leak";
+  ProbeDescriptor other = unix_probe;
+  other.needs.clear();
+  refused.driver_facts.erase("canary_listening");
+  EXPECT_EQ(Classify(other, refused).exposure, Exposure::kContained) << "only probes that need it";
+}
+
 TEST(ClassifyTest, ExposedResultIsALeakEvenIfKilledLater) {
   ProbeDescriptor balloon;
   balloon.classify.outcomes = {{"target_reached", Exposure::kExposed}};

@@ -26,6 +26,10 @@ inline constexpr char kCalls[] = "calls";
 // bool: the probe looks for the planted env canary, but this driver never plants it (a service
 // the harness did not start): a clean result proves nothing (docs/traps.md, trap 22).
 inline constexpr char kCanaryNotPlanted[] = "canary_not_planted";
+// bool: for a probe that `needs: [live-canary]`, whether the harness's unix socket canaries
+// accepted a connection right after the call (canary::CanarySet::UnixListening). A refusal is
+// containment only when the listener was alive (docs/traps.md, "a dead listener").
+inline constexpr char kCanaryListening[] = "canary_listening";
 // int: planted secrets the sandbox printed, redacted from every field.
 inline constexpr char kCanarySecretsRedacted[] = "canary_secrets_redacted";
 // string: why this cell is reported but not judged in its arm (drivers::Driver::NotJudgedReason,

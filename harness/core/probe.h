@@ -130,6 +130,10 @@ enum class Need {
   // the probe's `canary_name` parameter. A driver that does not start the sandbox's process
   // (PlantsEnvironment() false) cannot plant it: the runner sets driver fact canary_not_planted.
   kPlantedEnv,
+  // "live-canary": the harness's unix socket canaries must be listening for a refusal to mean
+  // anything (a dead listener refuses too). The runner records driver fact canary_listening
+  // after each call; core::Classify turns a containment without it into unknown.
+  kLiveCanary,
 };
 
 struct ProbeDescriptor {

@@ -37,6 +37,15 @@ struct Invocation {
   // The probe's deploy mode (probe.yaml `deploy:`): kHarnessAdmission asks the platform's
   // admission control instead of running the script (kubernetes; other drivers ignore it).
   core::Deploy deploy = core::Deploy::kSandbox;
+  // {description, payload} of the canary keys planted in a new session keyring of the process
+  // that launches the sandbox (cred.keyring; process::ProcessSpec::session_keys). Drivers that
+  // start the sandbox's process plant them (local, command); the others cannot.
+  std::vector<std::pair<std::string, std::string>> session_keys = {};
+  // Descriptors the harness opened as canaries (fs.inherited-fds: a directory outside every
+  // sandbox root, a file holding a planted secret). Only the local baseline hands them on
+  // (CommandConfig::pass_planted_fds), as an agent's plain subprocess that keeps its descriptors
+  // would: the leak its control shows. Every other launch closes them.
+  std::vector<int> planted_fds = {};
 };
 
 // The system clock in ms since the epoch: the canaries' clock (canary::Hit::unix_ms), for the

@@ -2,13 +2,16 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <linux/keyctl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -57,6 +60,40 @@ std::vector<char*> CStrings(std::vector<std::string>& v) {
   for (auto& s : v) out.push_back(s.data());
   out.push_back(nullptr);
   return out;
+}
+
+// In the forked child (async-signal-safe calls only): a new anonymous session keyring linking the
+// user keyring, holding `keys`. Failures are silent: the probe then finds no canary, and a
+// control that finds none leaves the row INCONCLUSIVE, never PASS.
+void PlantSessionKeys(const std::vector<std::pair<std::string, std::string>>& keys) {
+  if (keys.empty()) return;
+  if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, nullptr) < 0) return;
+  syscall(SYS_keyctl, KEYCTL_LINK, KEY_SPEC_USER_KEYRING, KEY_SPEC_SESSION_KEYRING);
+  for (const auto& [description, payload] : keys) {
+    syscall(SYS_add_key, "user", description.c_str(), payload.data(), payload.size(),
+            KEY_SPEC_SESSION_KEYRING);
+  }
+}
+
+// In the forked child, before 0-3 are set up: copies of `pass` at 64 and up (no O_CLOEXEC),
+// clear of every number the child assigns (a descriptor to pass may have any number, 3 included).
+// At most 16; one that cannot be copied is -1 and never arrives.
+size_t CopyPassed(const std::vector<int>& pass, int (&moved)[16]) {
+  const size_t n = std::min<size_t>(pass.size(), 16);
+  for (size_t i = 0; i < n; ++i) moved[i] = fcntl(pass[i], F_DUPFD, 64);
+  return n;
+}
+
+// In the forked child, after 0-3: the copies at 4, 5, ... and every other descriptor from
+// there up closed, whatever the harness or its own caller left open without O_CLOEXEC.
+void KeepOnly(const int (&moved)[16], size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (moved[i] >= 0) dup2(moved[i], 4 + static_cast<int>(i));  // dup2 clears O_CLOEXEC
+  }
+  const int first_free = 4 + static_cast<int>(n);
+  if (syscall(SYS_close_range, first_free, ~0U, 0) != 0) {
+    for (int fd = first_free; fd < 65536; ++fd) close(fd);  // a kernel before 5.9
+  }
 }
 
 }  // namespace
@@ -159,10 +196,14 @@ ProcessResult RunProcess(const ProcessSpec& spec, const std::atomic<bool>& cance
     // itself and so records the probe as interrupted.
     setpgid(0, 0);
     for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);  // the mask stays full over exec
+    int passed[16];
+    const size_t n_passed = CopyPassed(spec.pass_fds, passed);
     dup2(in.read, 0);
     dup2(o.write, 1);
     dup2(e.write, 2);
     dup2(st.write, 3);  // dup2 clears O_CLOEXEC on the new descriptor
+    KeepOnly(passed, n_passed);
+    PlantSessionKeys(spec.session_keys);
     execve(reaper, c_args.data(), c_env.data());
     const char msg[] = "sandprobe: cannot execute sandprobe-reaper\n";
     (void)!write(2, msg, sizeof msg - 1);

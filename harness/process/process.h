@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/observation.h"
@@ -20,6 +21,15 @@ struct ProcessSpec {
   double deadline_s = 10;                 // seconds from start until the harness stops it
   double kill_grace_s = 2;                // seconds between SIGTERM and SIGKILL of the tree
   std::string reaper_path;                // the sandprobe-reaper executable
+  // Descriptors (at most 16) handed to the child on purpose, at 4, 5, ... in this order (the local
+  // baseline's planted descriptor canaries, fs.inherited-fds). Every other descriptor above 3 is
+  // closed in the child before sandprobe-reaper runs (close_range), whatever the harness or its own
+  // caller left open without O_CLOEXEC: a sandbox command inherits only what is meant for it.
+  std::vector<int> pass_fds = {};
+  // {description, payload} of "user" keys planted in a new anonymous session keyring of the
+  // child, which links the user keyring as pam_keyinit does: the caller's session keyring as
+  // the sandbox command inherits it (cred.keyring). Empty: the child keeps the harness's own.
+  std::vector<std::pair<std::string, std::string>> session_keys = {};
 };
 
 struct ProcessResult {

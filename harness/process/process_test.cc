@@ -2,6 +2,7 @@
 // outlive the call (setsid + double fork) are all handled; nothing is left running.
 #include "process/process.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -148,6 +149,63 @@ TEST(ProcessTest, MissingReaperIsAHarnessError) {
   auto r = RunProcess(spec, never, c);
   EXPECT_EQ(r.ending, core::Ending::kHarnessError);
   EXPECT_FALSE(r.error.empty());
+}
+
+// Every descriptor above 2 the command sees, by fstat (which opens nothing itself).
+constexpr char kListFds[] =
+    "import os\nfds=[]\nfor fd in range(3,1024):\n"
+    "  try:\n    os.fstat(fd); fds.append(fd)\n  except OSError: pass\nprint(fds)";
+
+std::string StdoutOf(ProcessSpec spec) {
+  core::OutputCollector collector(kNonce);
+  std::atomic<bool> never{false};
+  RunProcess(spec, never, collector);
+  core::Observation obs;
+  collector.Finish(obs);
+  return obs.stdout_head;
+}
+
+// fs.inherited-fds: a descriptor the harness (or whoever started it) left open without
+// O_CLOEXEC never reaches a sandbox command; the ones passed on purpose arrive at 4, 5.
+TEST(ProcessTest, OnlyWhatIsMeantIsInherited) {
+  const int leaked = open("/", O_RDONLY | O_DIRECTORY);  // no O_CLOEXEC, as a careless caller
+  ASSERT_GE(leaked, 3);
+  ProcessSpec spec{
+      {"python3", "-c", kListFds}, EnvironmentWith({}), std::nullopt, 10, 1, SANDPROBE_REAPER};
+  EXPECT_EQ(StdoutOf(spec), "[]\n");
+  const int dir = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const int file = open("/etc/hostname", O_RDONLY | O_CLOEXEC);
+  spec.pass_fds = {file, dir};
+  EXPECT_EQ(StdoutOf(spec), "[4, 5]\n");
+  spec.argv = {"python3", "-c",
+               "import os; print(os.path.samestat(os.fstat(4), os.stat('/etc/hostname')), "
+               "os.path.samestat(os.fstat(5), os.stat('/tmp')))"};
+  EXPECT_EQ(StdoutOf(spec), "True True\n");
+  for (int fd : {leaked, dir, file}) close(fd);
+}
+
+// cred.keyring: the launch plants the keys in a new session keyring of the command (linked to
+// the user keyring), not in the harness's own session keyring.
+TEST(ProcessTest, SessionKeysArePlantedInTheCommandsOwnSessionKeyring) {
+  const std::string description = "sandprobe:process-test-" + std::to_string(getpid());
+  ProcessSpec spec{{"python3", "-c",
+                    "import ctypes,sys\n"
+                    "libc=ctypes.CDLL(None); libc.syscall.restype=ctypes.c_long\n"
+                    "nr={'x86_64':250,'aarch64':219}[__import__('os').uname().machine]\n"
+                    "k=libc.syscall(nr,10,-3,b'user',sys.argv[1].encode(),0)\n"
+                    "b=ctypes.create_string_buffer(64)\n"
+                    "n=libc.syscall(nr,11,ctypes.c_long(k),b,64)\n"
+                    "print(k>0, b.raw[:max(n,0)].decode())",
+                    description},
+                   EnvironmentWith({}),
+                   std::nullopt,
+                   10,
+                   1,
+                   SANDPROBE_REAPER};
+  spec.session_keys = {{description, "payload-1"}};
+  EXPECT_EQ(StdoutOf(spec), "True payload-1\n");
+  spec.session_keys.clear();  // the harness's own session keyring never got it
+  EXPECT_EQ(StdoutOf(spec), "False \n");
 }
 
 TEST(ProcessTest, EnvironmentWithOverrides) {

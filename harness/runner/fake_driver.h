@@ -56,6 +56,8 @@ struct FakeCall {
   core::Deploy deploy = core::Deploy::kSandbox;
   nlohmann::json params;  // decoded from the deployed script (see core::BuildScript)
   std::vector<std::pair<std::string, std::string>> env;
+  std::vector<std::pair<std::string, std::string>> session_keys = {};  // Invocation's
+  size_t planted_fds = 0;  // how many planted descriptors the Invocation carried
 };
 
 // Shared record of every fake's calls. Thread-safe.
@@ -220,8 +222,8 @@ class FakeDriver : public drivers::Driver {
   core::Observation Execute(const drivers::Invocation& inv,
                             const std::atomic<bool>& cancel) override {
     const nlohmann::json params = DecodeParams(inv.script);
-    book_->Start(
-        {arm_, inv.probe, inv.invocation, inv.deadline_s, inv.deploy, params, inv.extra_env});
+    book_->Start({arm_, inv.probe, inv.invocation, inv.deadline_s, inv.deploy, params,
+                  inv.extra_env, inv.session_keys, inv.planted_fds.size()});
     const auto start = std::chrono::steady_clock::now();
     core::Observation obs = Play(inv, params, cancel, start);
     obs.duration_s =

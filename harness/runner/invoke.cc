@@ -87,6 +87,8 @@ class CallSequence {
     inv_ = drivers::Invocation{task.probe, invocation, "", task.deadline_s, session.Env()};
     inv_.after_call_s = HeardAfterCall(probe, task.params) ? probe.after_call_s : 0;
     inv_.deploy = probe.deploy;
+    inv_.session_keys = session.SessionKeys();
+    inv_.planted_fds = session.PlantedFds();
   }
 
   core::Observation Run() {
@@ -216,6 +218,10 @@ core::Observation Invoke(const Task& task, const core::ProbeDescriptor& probe,
   } else if (const std::string unclaimed = core::UnclaimedReason(probe, task.params);
              !unclaimed.empty()) {
     obs.driver_facts[core::fact::kNotJudged] = unclaimed;  // a claim row without the claim
+  }
+  if (probe.Needs(core::Need::kLiveCanary)) {
+    // After the call: a listener never restarts, so one that accepts now was alive throughout.
+    obs.driver_facts[core::fact::kCanaryListening] = session.UnixCanariesListening();
   }
   if (CanaryNotPlanted(task, probe, driver, session)) {
     obs.driver_facts[core::fact::kCanaryNotPlanted] = true;  // core::Classify: no containment proof

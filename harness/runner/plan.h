@@ -22,13 +22,16 @@ namespace sandprobe::runner {
 // canaries serve (CloudCredential); canary.env_set every planted canary variable as
 // "NAME=<hex sha256>", comma-separated (PlantedSecrets::Substitutions); canary.env_given the
 // same for the secrets the arms' own configurations give their sandboxes (Session::
-// SetGivenSecrets; "" when none).
+// SetGivenSecrets; "" when none). canary.key_user / key_session are the descriptions of the
+// keyring canary (PlantedKeys, "" when the kernel refused it), canary.key_sha256 its payload's
+// sha256; canary.unix_socket the path of the unix socket canary ("" when it could not be made).
 inline constexpr std::string_view kPlaceholders[] = {
     "canary.http",         "canary.tcp",          "canary.dns",         "canary.udp",
     "canary.host",         "canary.http_port",    "canary.tcp_port",    "canary.dns_port",
     "canary.udp_port",     "canary.env_name",     "canary.env_sha256",  "canary.token_file",
     "canary.token_sha256", "canary.docker",       "canary.docker_port", "host.kernel_release",
-    "canary.http6",        "canary.cloud_sha256", "canary.env_set",     "canary.env_given"};
+    "canary.http6",        "canary.cloud_sha256", "canary.env_set",     "canary.env_given",
+    "canary.key_user",     "canary.key_session",  "canary.key_sha256",  "canary.unix_socket"};
 
 // Placeholders an arm fills once prepared (drivers::Driver::Placeholders), not the runner: the
 // kubernetes driver's in-cluster canary (a Pod and a ClusterIP Service in the arm's namespace).

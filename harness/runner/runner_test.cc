@@ -544,6 +544,36 @@ TEST_F(RunnerTest, CanaryNotPlantedRule) {
   }
 }
 
+// net.abstract-unix's rule: after each call of a probe that needs a live unix canary the runner
+// connects to the run's own listeners and records canary_listening (true while they live), so a
+// refusal PASSes; every invocation carries the keyring canary for the launch's session keyring
+// and the planted descriptors (only the local baseline hands them on: drivers/local).
+TEST_F(RunnerTest, LiveCanaryFactAndTheCallersCanariesReachEveryInvocation) {
+  core::ProbeDescriptor unix_probe = Probe("net.unix");
+  unix_probe.needs = {core::Need::kLiveCanary};
+  unix_probe.classify.outcomes = {{"refused", core::Exposure::kContained},
+                                  {"reached", core::Exposure::kExposed}};
+  FakeArm local, cand;
+  local.acts["net.unix"] = {FakeAct::kResult, {{"outcome", "reached"}, {"evidence", "positive"}}};
+  cand.acts["net.unix"] = {FakeAct::kResult, {{"outcome", "refused"}, {"evidence", "positive"}}};
+  RunOptions o = Options({unix_probe, Probe("t.plain")}, {{"local", local}, {"cand", cand}});
+  auto m = RunIt(o);
+  ASSERT_TRUE(m) << m.error().message;
+  const auto& facts = CellOf(*m, "net.unix", "cand").observation.driver_facts;
+  ASSERT_TRUE(facts.contains("canary_listening"));
+  EXPECT_TRUE(facts["canary_listening"].get<bool>());
+  EXPECT_EQ(VerdictOf(*m, "net.unix", "cand").kind, core::VerdictKind::kPass);
+  EXPECT_FALSE(CellOf(*m, "t.plain", "cand").observation.driver_facts.contains("canary_listening"))
+      << "only probes that need it";
+  for (const FakeCall& c : book_->ProbeCalls()) {
+    SCOPED_TRACE(c.arm + " " + c.probe);
+    ASSERT_EQ(c.session_keys.size(), 1u) << "the kernel refused the user keyring canary?";
+    EXPECT_TRUE(c.session_keys[0].first.ends_with(":session")) << c.session_keys[0].first;
+    EXPECT_TRUE(c.session_keys[0].second.starts_with("spkey_"));
+    EXPECT_EQ(c.planted_fds, 2u);
+  }
+}
+
 TEST_F(RunnerTest, ArmPlaceholdersFillTheSuiteForEveryArm) {
   core::ProbeDescriptor tcp = Probe("net.tcp");
   tcp.params["target"] = core::ParamSpec{"", "", "", 1, ""};

@@ -31,6 +31,12 @@ std::expected<std::unique_ptr<Session>, RunError> Session::Open(
   options.cloud_credential = CloudCredential(nonce);
   options.http6_bind = canary_bind6.empty() ? "::1" : canary_bind6 == "none" ? "" : canary_bind6;
   options.http6_optional = canary_bind6.empty();
+  // The abstract unix canary is named with the nonce (net.abstract-unix derives the same name);
+  // the socket file lives in the run's folder, when its path fits a sockaddr_un.
+  options.abstract_unix_name = "sandprobe-" + nonce;
+  if (const std::string path = (secrets->folder() / "unix.sock").string(); path.size() <= 107) {
+    options.unix_socket_path = path;
+  }
   auto canaries = canary::CanarySet::Start(canary_bind, nonce, options);
   if (!canaries) {
     return std::unexpected(
@@ -38,18 +44,29 @@ std::expected<std::unique_ptr<Session>, RunError> Session::Open(
                  "pass --canary-bind with a loopback address (and a free --canary-dns-port; "
                  "--canary-bind6: an IPv6 one, or none)"});
   }
+  PlantedKeys keys = PlantedKeys::Plant(run_id);
   return std::unique_ptr<Session>(new Session(std::move(run_id), std::move(nonce), canary_bind,
-                                              std::move(*secrets), std::move(*canaries)));
+                                              std::move(*secrets), std::move(keys),
+                                              std::move(*canaries)));
 }
 
 Session::Session(std::string run_id, std::string nonce, std::string bind, PlantedSecrets secrets,
-                 std::unique_ptr<canary::CanarySet> canaries)
+                 PlantedKeys keys, std::unique_ptr<canary::CanarySet> canaries)
     : run_id_(std::move(run_id)),
       nonce_(std::move(nonce)),
       bind_(std::move(bind)),
       secrets_(std::move(secrets)),
+      keys_(std::move(keys)),
+      fds_(secrets_.folder(), secrets_.token_file()),
       canaries_(std::move(canaries)),
       subs_(secrets_.Substitutions()) {
+  subs_.merge(keys_.Substitutions());
+  subs_["canary.unix_socket"] = canaries_->unix_socket_path();  // "" when the path was too long
+  if (canaries_->unix_socket_path().empty()) {
+    unix_note_ =
+        "no unix socket canary file: the run folder's path is longer than a unix socket "
+        "name may be (107 bytes); pass a shorter --canary-dir";
+  }
   subs_["canary.http"] = canaries_->http_address();
   subs_["canary.tcp"] = canaries_->tcp_address();
   subs_["canary.dns"] = canaries_->dns_address();
@@ -77,6 +94,7 @@ std::vector<std::string> Session::SecretValues() const {
   std::vector<std::string> values = secrets_.Values();
   values.push_back(CloudCredential(nonce_));
   for (const auto& [name, value] : given_) values.push_back(value);
+  if (!keys_.value().empty()) values.push_back(keys_.value());
   return values;
 }
 
@@ -108,13 +126,22 @@ std::string Session::CanaryNote() const {
   } else {
     v6 = "http6 " + v6;
   }
-  return fmt::format("canaries listen on {} (http {}, tcp {}, dns {}, docker api {}; {})", bind_,
-                     subs_.at("canary.http"), subs_.at("canary.tcp"), subs_.at("canary.dns"),
-                     subs_.at("canary.docker"), v6);
+  std::string note = fmt::format(
+      "canaries listen on {} (http {}, tcp {}, dns {}, docker api {}; {}; unix sockets: an "
+      "abstract name and {})",
+      bind_, subs_.at("canary.http"), subs_.at("canary.tcp"), subs_.at("canary.dns"),
+      subs_.at("canary.docker"), v6,
+      unix_note_.empty() ? subs_.at("canary.unix_socket") : unix_note_);
+  if (!keys_.error().empty()) {
+    note += fmt::format("; no keyring canary ({}): cred.keyring has no target", keys_.error());
+  }
+  return note;
 }
 
 void Session::Close() {
   canaries_->Stop();
+  fds_.Close();
+  keys_.Remove();
   secrets_.Remove();
 }
 

@@ -15,6 +15,7 @@
 
 #include "canary/canary.h"
 #include "core/observation.h"
+#include "runner/host_canaries.h"
 #include "runner/run.h"
 #include "runner/secrets.h"
 
@@ -48,8 +49,17 @@ class Session {
   // The planted environment, {name, value} (drivers::Invocation::extra_env); the first entry is
   // the canary variable a probe's `canary_name` parameter names.
   std::vector<std::pair<std::string, std::string>> Env() const { return secrets_.Env(); }
-  // The planted values, the canary cloud credential and the arms' given secrets, for
-  // core::RedactSecrets.
+  // The keyring canary for the session keyring of each launch (drivers::Invocation::session_keys).
+  std::vector<std::pair<std::string, std::string>> SessionKeys() const {
+    return keys_.SessionKeys();
+  }
+  // The planted descriptor canaries (drivers::Invocation::planted_fds); the local baseline alone
+  // hands them on.
+  std::vector<int> PlantedFds() const { return fds_.fds(); }
+  // True when the unix socket canaries accept a connection now (canary::CanarySet::UnixListening).
+  bool UnixCanariesListening() const { return canaries_->UnixListening(); }
+  // The planted values, the canary cloud credential, the keyring canary's payload and the arms'
+  // given secrets, for core::RedactSecrets.
   std::vector<std::string> SecretValues() const;
   // The secrets the arms' own configurations give their sandboxes (drivers::Driver::
   // GivenSecrets), {name, value}: fills canary.env_given ("NAME=<hex sha256>", comma-separated,
@@ -66,11 +76,14 @@ class Session {
 
  private:
   Session(std::string run_id, std::string nonce, std::string bind, PlantedSecrets secrets,
-          std::unique_ptr<canary::CanarySet> canaries);
+          PlantedKeys keys, std::unique_ptr<canary::CanarySet> canaries);
 
   std::string run_id_, nonce_, bind_;
   PlantedSecrets secrets_;
+  PlantedKeys keys_;
+  PlantedDescriptors fds_;
   std::unique_ptr<canary::CanarySet> canaries_;
+  std::string unix_note_;  // why there is no unix socket canary file, "" when there is
   std::map<std::string, std::string> subs_;
   std::vector<std::pair<std::string, std::string>> given_;  // SetGivenSecrets
 };

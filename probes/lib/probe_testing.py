@@ -136,12 +136,14 @@ class Run:
 
 
 def start_probe(probe_id, params, prefix=(), python=PYTHON, env=None, preexec_fn=None,
-                directory=None, ids=None):
-    """ids: (nonce, invocation) to deploy with (default: fresh ones, new_ids())."""
+                directory=None, ids=None, pass_fds=()):
+    """ids: (nonce, invocation) to deploy with (default: fresh ones, new_ids()); pass_fds: the
+    descriptors the probe (or its prefix) inherits, as a leaky launcher would leave them."""
     nonce, invocation = ids or new_ids()
     script = assemble(directory or probe_dir(probe_id), params, nonce, invocation)
     proc = subprocess.Popen(list(prefix) + [python, "-u", "-c", script], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env, preexec_fn=preexec_fn)
+                            stderr=subprocess.PIPE, text=True, env=env, preexec_fn=preexec_fn,
+                            pass_fds=pass_fds)
     return proc, nonce, invocation
 
 

@@ -51,10 +51,11 @@ def outcomes_emitted(tree, source):
 
 
 class DescriptorTest(unittest.TestCase):
-    EXPECTED_IDS = ["cred.cloud-metadata", "cred.env-secrets", "cred.sa-token",
+    EXPECTED_IDS = ["cred.cloud-metadata", "cred.env-secrets", "cred.keyring", "cred.sa-token",
                     "cred.sa-token-power", "fs.dev-shm", "fs.docker-socket", "fs.fill-tmp",
+                    "fs.inherited-fds", "fs.unix-sockets",
                     "fs.write-exec", "fs.write-root", "kernel.boundary", "kernel.syscalls",
-                    "net.dns", "net.dns-resolver", "net.docker-api", "net.gateway",
+                    "net.abstract-unix", "net.dns", "net.dns-resolver", "net.docker-api", "net.gateway",
                     "net.http-by-name", "net.interfaces", "net.k8s-api", "net.metadata",
                     "net.metadata-alt", "net.metadata-azure", "net.metadata-gcp",
                     "net.metadata-imdsv2", "net.metadata-ipv6", "net.sibling", "net.tcp-by-ip",

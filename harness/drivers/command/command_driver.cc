@@ -27,17 +27,20 @@ void ReplaceAll(std::string& s, std::string_view from, std::string_view to) {
 // `search_path` is where env looks for it: the PATH the line sets, glibc's default after -i
 // without one, else the harness's own PATH. `program` is "" when argv does not start with env or
 // env's arguments are not understood here (-S splits a string): then only env is checked.
-struct EnvLaunch {
+// A program an argv starts on its way to the sandbox, the PATH it is looked up in, and who runs it
+// ("" for argv[0], found on the harness's own PATH).
+struct Launch {
   std::string program;
   std::string search_path;
+  std::string runner;
 };
 
-EnvLaunch LaunchedByEnv(const std::vector<std::string>& argv) {
-  if (argv.empty() || std::filesystem::path(argv[0]).filename() != "env") return {};
-  const char* own = std::getenv("PATH");
-  std::string path = own != nullptr ? own : "";
+// What `env [options] [NAME=value...] program ...` runs, from argv[at]; {0, path} when it cannot
+// tell (an option it does not follow). `path` is the PATH in force before env and becomes the one
+// the program is searched in.
+size_t EnvProgram(const std::vector<std::string>& argv, size_t at, std::string& path) {
   bool cleared = false, path_set = false;
-  for (size_t i = 1; i < argv.size(); ++i) {
+  for (size_t i = at + 1; i < argv.size(); ++i) {
     const std::string& a = argv[i];
     if (a == "-i" || a == "--ignore-environment" || a == "-") {
       cleared = true;
@@ -47,7 +50,7 @@ EnvLaunch LaunchedByEnv(const std::vector<std::string>& argv) {
                a == "--null" || a == "--" || (a.starts_with("-u") && a.size() > 2)) {
       continue;  // an option with its argument attached, or none
     } else if (a.starts_with("-")) {
-      return {};  // -S and the like: not followed here
+      return 0;  // -S and the like: not followed here
     } else if (const size_t eq = a.find('='); eq != std::string::npos && eq > 0) {
       if (a.substr(0, eq) == "PATH") {
         path = a.substr(eq + 1);
@@ -55,10 +58,36 @@ EnvLaunch LaunchedByEnv(const std::vector<std::string>& argv) {
       }
     } else {
       if (cleared && !path_set) path = "/bin:/usr/bin";  // glibc execvp without PATH
-      return {a, path};
+      return i;
     }
   }
-  return {};
+  return 0;
+}
+
+// The chain of programs an argv starts: argv[0]; what `env` runs (the shipped bubblewrap lines
+// start `env -i PATH=/usr/bin:/bin ...`); what `sh -c '... exec "$@"' name program ...` runs (a
+// shell that prepares something, such as a new session keyring, then execs the rest).
+std::vector<Launch> LaunchChain(const std::vector<std::string>& argv) {
+  std::vector<Launch> chain;
+  if (argv.empty()) return chain;
+  const char* own = std::getenv("PATH");
+  std::string path = own != nullptr ? own : "";
+  chain.push_back({argv[0], "", ""});
+  size_t at = 0;
+  while (at < argv.size()) {
+    const std::string base = std::filesystem::path(argv[at]).filename().string();
+    size_t next = 0;
+    if (base == "env") {
+      next = EnvProgram(argv, at, path);
+    } else if ((base == "sh" || base == "dash" || base == "bash") && at + 4 < argv.size() &&
+               argv[at + 1] == "-c" && argv[at + 2].find("exec \"$@\"") != std::string::npos) {
+      next = at + 4;  // argv[at + 3] is the shell's $0
+    }
+    if (next == 0) break;
+    chain.push_back({argv[next], path, base});
+    at = next;
+  }
+  return chain;
 }
 
 // How to get `program` when it is missing.
@@ -122,17 +151,20 @@ CommandDriver::HookResult CommandDriver::RunHook(const std::vector<std::string>&
 std::expected<void, SetupError> CommandDriver::Prepare() {
   const std::vector<std::string>& argv = config_.argv;
   if (argv.empty()) return std::unexpected(SetupError{"empty argv", "give command.argv"});
-  if (process::FindExecutable(argv[0]).empty()) {
-    return std::unexpected(
-        SetupError{fmt::format("'{}' was not found on PATH", argv[0]), InstallHint(argv[0])});
-  }
-  // `env -i PATH=... bwrap ...` (the shipped bubblewrap lines): what env runs must exist too.
-  if (const EnvLaunch env = LaunchedByEnv(argv);
-      !env.program.empty() && process::FindExecutable(env.program, env.search_path).empty()) {
-    return std::unexpected(
-        SetupError{fmt::format("'{}' (run by {}) was not found on the PATH it is given ({})",
-                               env.program, argv[0], env.search_path),
-                   InstallHint(env.program)});
+  // `env -i PATH=... sh -c '... exec "$@"' keyring bwrap ...` (the shipped bubblewrap lines):
+  // every program on the way must exist, each on the PATH it is given.
+  for (const Launch& l : LaunchChain(argv)) {
+    if (l.runner.empty()) {
+      if (process::FindExecutable(l.program).empty()) {
+        return std::unexpected(SetupError{fmt::format("'{}' was not found on PATH", l.program),
+                                          InstallHint(l.program)});
+      }
+    } else if (process::FindExecutable(l.program, l.search_path).empty()) {
+      return std::unexpected(
+          SetupError{fmt::format("'{}' (run by {}) was not found on the PATH it is given ({})",
+                                 l.program, l.runner, l.search_path),
+                     InstallHint(l.program)});
+    }
   }
   if (process::FindExecutable(context_.reaper_path).empty()) {
     return std::unexpected(
@@ -157,6 +189,8 @@ core::Observation CommandDriver::Execute(const Invocation& inv, const std::atomi
     spec.argv.push_back(a == "{script}" ? inv.script : Expand(a, inv.invocation));
   if (config_.stdin_mode) spec.stdin_data = inv.script;
   spec.env = process::EnvironmentWith(inv.extra_env);
+  spec.session_keys = inv.session_keys;
+  if (config_.pass_planted_fds) spec.pass_fds = inv.planted_fds;
   spec.deadline_s = inv.deadline_s;
   spec.kill_grace_s = context_.kill_grace_s;
   spec.reaper_path = context_.reaper_path;

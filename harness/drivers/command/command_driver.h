@@ -28,6 +28,9 @@ struct CommandConfig {
   std::vector<std::string> argv;  // the template
   bool stdin_mode = false;        // send the script on stdin instead of substituting it
   std::vector<std::string> preflight, after, cleanup;  // hooks; empty = none
+  // Hand Invocation::planted_fds to the command (the local baseline only: a control that shows
+  // what an inherited descriptor gives away). Every other descriptor is closed at launch.
+  bool pass_planted_fds = false;
 };
 
 class CommandDriver : public Driver {

@@ -70,6 +70,34 @@ TEST(CommandDriverTest, WhatEnvRunsIsCheckedOnThePathItIsGiven) {
   EXPECT_TRUE(bare.Prepare());
 }
 
+// `env -i PATH=... sh -c '... exec "$@"' name bwrap ...` (the shipped bubblewrap lines): what the
+// shell execs is checked too, on the PATH env gave it; a shell that runs its own script is not
+// followed.
+TEST(CommandDriverTest, WhatAShellExecsIsCheckedOnThePathItIsGiven) {
+  const std::string dir = ::testing::TempDir() + "/cmd-sh-path";
+  std::filesystem::create_directories(dir);
+  std::filesystem::remove(dir + "/sh");
+  std::filesystem::create_symlink("/bin/sh", dir + "/sh");
+  const std::string keyring = "keyctl new_session >/dev/null && exec \"$@\"";
+  CommandDriver missing(
+      "command", {"env", "-i", "PATH=" + dir, "sh", "-c", keyring, "keyring", "bwrap", "{script}"},
+      false, Context());
+  auto r = missing.Prepare();
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("'bwrap' (run by sh)"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find(dir), std::string::npos) << r.error().message;
+  EXPECT_EQ(r.error().hint, "install bubblewrap: apt-get install -y bubblewrap");
+  CommandDriver found(
+      "command",
+      {"env", "-i", "PATH=/usr/bin:/bin", "sh", "-c", keyring, "keyring", "python3", "{script}"},
+      false, Context());
+  EXPECT_TRUE(found.Prepare());
+  CommandDriver own_script(
+      "command", {"env", "-i", "PATH=" + dir, "sh", "-c", "echo hi", "name", "bwrap-not-run"},
+      false, Context());
+  EXPECT_TRUE(own_script.Prepare());
+}
+
 // Hooks: `after` runs on every exit path with {run_id}/{invocation} expanded, its JSON stdout
 // becomes facts, its failure an error; a failing preflight is a setup error quoting stderr.
 TEST(CommandDriverTest, HooksRunOnEveryPathAndReportFacts) {

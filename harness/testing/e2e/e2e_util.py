@@ -66,6 +66,12 @@ DEFAULT_PARAMS = {
     "kernel.syscalls": None,
     "priv.userns": None,
     "priv.setuid": None,
+    # What a careful sandbox may still hand over from its caller (test_caller_leaks.py).
+    "cred.keyring": {"session_key": "{canary.key_session}", "user_key": "{canary.key_user}",
+                     "canary_sha256": "{canary.key_sha256}"},
+    "net.abstract-unix": None,
+    "fs.unix-sockets": {"canary_path": "{canary.unix_socket}"},
+    "fs.inherited-fds": {"token_sha256": "{canary.token_sha256}"},
 }
 ALL_PROBES = sorted(DEFAULT_PARAMS)
 CRED_ROWS = ["cred.sa-token", "cred.env-secrets", "cred.cloud-metadata"]
@@ -81,6 +87,8 @@ LATERAL_ROWS = ["net.gateway", "net.docker-api", "net.sibling"]
 # Everything but the two resource rows (the loop costs a whole harness deadline per arm).
 FAST_ROWS = CRED_ROWS + NET_ROWS + FS_ROWS + ["platform.runtime-class"]
 FAST_FLAGS = ["--default-timeout", "2", "--grace", "2"]
+# The caller's keyrings, its abstract and pathname unix sockets, the descriptors it left open.
+CALLER_ROWS = ["cred.keyring", "net.abstract-unix", "fs.unix-sockets", "fs.inherited-fds"]
 
 BWRAP_PROBE_ARGV = ["--unshare-all", "--die-with-parent", "--ro-bind", "/usr", "/usr",
                     "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",

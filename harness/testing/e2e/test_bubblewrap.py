@@ -7,7 +7,8 @@ import xml.etree.ElementTree as ET
 
 import e2e_util as u
 
-EXPECTED = {p: "PASS" for p in u.CRED_ROWS + u.NET_ROWS + u.FS_ROWS + u.LATERAL_ROWS}
+EXPECTED = {p: "PASS" for p in u.CRED_ROWS + u.NET_ROWS + u.FS_ROWS + u.LATERAL_ROWS +
+            u.CALLER_ROWS}
 EXPECTED.update({"res.cpu-loop": "FAIL", "res.memory-balloon": "FAIL", "res.fork-bomb": "FAIL",
                  "fs.dev-shm": "PASS", "proc.host-pids": "PASS", "proc.outlives-call": "PASS",
                  "platform.runtime-class": "SKIP",

@@ -122,11 +122,12 @@ class Cli(unittest.TestCase):
         bindir = os.path.join(self.tmp, "bin")
         os.makedirs(bindir)
         os.symlink(u.python_for_env_i(), os.path.join(bindir, "python3"))  # the local control
-        # bubblewrap.yaml starts bwrap through `env -i PATH=/usr/bin:/bin`: its argv with the
-        # PATH env gives bwrap replaced by a directory without it, and once without env at all
-        # (the harness's own PATH lacks bwrap).
+        os.symlink("/bin/sh", os.path.join(bindir, "sh"))  # the shell that makes the keyring
+        # bubblewrap.yaml starts bwrap through `env -i PATH=/usr/bin:/bin sh -c '... exec "$@"'`:
+        # its argv with the PATH env gives bwrap replaced by a directory without it, and once
+        # without env at all (the harness's own PATH lacks bwrap).
         argv = u.manifest_argv(u.BWRAP_MANIFEST)
-        assert argv[:4] == ["env", "-i", "PATH=/usr/bin:/bin", "bwrap"], argv
+        assert argv[:4] == ["env", "-i", "PATH=/usr/bin:/bin", "sh"] and argv[7] == "bwrap", argv
         cases = {"env-path": (argv[:2] + ["PATH=" + bindir] + argv[3:], None),
                  "bare": (argv[3:], {"PATH": bindir})}
         for name, (line, env) in cases.items():
