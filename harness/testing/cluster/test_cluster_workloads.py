@@ -15,8 +15,10 @@ Job (docs/cluster.md "Where the fake was wrong"); each arm's preflight now has i
 """
 import json
 import os
+import re
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
@@ -140,6 +142,128 @@ class Privileged(RealRun):
     def test_nothing_left(self):
         self.assert_nothing_left()
 
+
+
+class InCluster(unittest.TestCase):
+    """ci/kubernetes/job.yaml runs `sandprobe run` INSIDE the cluster as the least-privileged
+    sandprobe ServiceAccount (rbac.yaml): the image built offline (ci/images/sandprobe-image) and
+    imported into the node (ci/cluster/load-image); the ConfigMap holds ci/kubernetes's two
+    sandbox manifests (`kubeconfig: in-cluster`) and the egress suite. What this cluster needs is
+    changed, as in real_manifests: image and runtimeClassName runc (Job, canary, the runner
+    itself), the metadata row aimed at the in-cluster canary, and on the candidate a settled re-run
+    instead of the 60 s aged one (kube-router programs a new pod late: test_cluster_enforce). The
+    Job's log carries the matrix; its exit code is the gate's."""
+
+    JOB = os.path.join(u.HOME, "ci", "kubernetes", "job.yaml")
+    SHIPPED = os.path.join(u.HOME, "ci", "kubernetes")
+
+    @classmethod
+    def setUpClass(cls):
+        cluster = enforce.CLUSTER
+        cls.tmp = tempfile.TemporaryDirectory(prefix="sandprobe-cluster-incluster-",
+                                              dir=enforce.TMP.name)
+        d = cls.tmp.name
+        build = os.path.dirname(os.path.dirname(u.BIN))  # <build>/bin/sandprobe
+        for argv in ([os.path.join(u.HOME, "ci", "images", "sandprobe-image"), build],
+                     [os.path.join(c.CLUSTER, "load-image"), "sandprobe:local"]):
+            res = subprocess.run(argv, capture_output=True, text=True, timeout=900,
+                                 stdin=subprocess.DEVNULL)
+            if res.returncode != 0:
+                raise AssertionError("%s: exit %d\n%s" % (" ".join(argv), res.returncode,
+                                                          res.stderr[-3000:]))
+        files = {
+            "sandbox-open.yaml": rm.copy_shipped(os.path.join(cls.SHIPPED, "sandbox-open.yaml"),
+                                                 os.path.join(d, "sandbox-open.yaml")),
+            "sandbox-deny-egress.yaml": rm.copy_shipped(
+                os.path.join(cls.SHIPPED, "sandbox-deny-egress.yaml"),
+                os.path.join(d, "sandbox-deny-egress.yaml"),
+                drop=("minPolicyAge", "agedRerun"), add=enforce.SETTLED),
+            "suite.yaml": rm.egress_suite(d),
+        }
+        cluster.kubectl("-n", c.NS, "create", "configmap", "sandprobe-manifests",
+                        *["--from-file=%s=%s" % kv for kv in files.items()])
+        cls.addClassCleanup(cluster.kubectl, "-n", c.NS, "delete", "configmap",
+                            "sandprobe-manifests", "--ignore-not-found", check=False)
+        cls.job = os.path.join(d, "job.yaml")
+        with open(cls.JOB) as f:
+            text = f.read()
+        text = cls.change(text, r"(?m)^( +)image: \S+$",
+                          r"\1image: sandprobe:local\n\1imagePullPolicy: Never")
+        text = cls.change(text, r"(?m)^( +)serviceAccountName: sandprobe$",
+                          r"\1serviceAccountName: sandprobe\n\1runtimeClassName: runc")
+        text = cls.change(text, r"(?m)^( +)- --no-color$",
+                          r"\1- --no-color\n\1- --default-timeout\n\1- '8'\n\1- --grace\n\1- '4'")
+        with open(cls.job, "w") as f:
+            f.write(text)
+        t0 = time.monotonic()
+        cluster.kubectl("apply", "-f", cls.job)
+        cls.addClassCleanup(cluster.kubectl, "-n", c.NS, "delete", "job", "sandprobe-run",
+                            "--ignore-not-found", "--cascade=foreground", "--timeout=120s",
+                            check=False, timeout=180)
+        cls.job_status = {}
+        end = time.monotonic() + 900
+        while time.monotonic() < end:
+            st = cluster.get("-n", c.NS, "job", "sandprobe-run").get("status", {})
+            if any(k.get("type") in ("Complete", "Failed") and k.get("status") == "True"
+                   for k in st.get("conditions", [])):
+                cls.job_status = st
+                break
+            time.sleep(3)
+        cls.wall = time.monotonic() - t0
+        pods = cluster.get("-n", c.NS, "pods", "-l", "job-name=sandprobe-run")["items"]
+        cls.pod = pods[0] if len(pods) == 1 else None
+        cls.log = cluster.kubectl("-n", c.NS, "logs", "job/sandprobe-run", check=False,
+                                  timeout=60).stdout
+        print("\n[InCluster] Job ended after %.0f s: %s\n%s" % (
+            cls.wall, json.dumps(cls.job_status.get("conditions")), cls.log), file=sys.stderr)
+
+    @staticmethod
+    def change(text, pattern, repl):
+        out, n = re.subn(pattern, repl, text)
+        if n != 1:
+            raise AssertionError("job.yaml: expected one match of %r, found %d" % (pattern, n))
+        return out
+
+    def exit_code(self):
+        self.assertIsNotNone(self.pod, "not exactly one pod of job/sandprobe-run")
+        statuses = self.pod["status"].get("containerStatuses", [])
+        self.assertEqual(len(statuses), 1, self.pod["status"])
+        term = statuses[0]["state"].get("terminated")
+        self.assertIsNotNone(term, statuses[0]["state"])
+        return term["exitCode"]
+
+    def test_runs_as_the_service_account_and_its_log_carries_the_matrix(self):
+        self.assertTrue(self.job_status, "job/sandprobe-run did not end within 900 s:\n" +
+                        self.log[-3000:])
+        self.assertEqual(self.pod["spec"]["serviceAccountName"], "sandprobe")
+        self.assertEqual(self.pod["spec"]["securityContext"]["runAsUser"], 65534)
+        code = self.exit_code()
+        self.assertIn(code, (0, 1), self.log[-3000:])  # a verdict, not a setup error
+        self.assertIn("exit code %d" % code, self.log)
+        # The matrix: one summary line per arm, the settled column held every row it judged.
+        self.assertRegex(self.log, r"(?m)^ *k8s-open: ")
+        settled = re.search(r"(?m)^ *k8s-deny-egress-settled: (\d+) PASS, (\d+) FAIL, "
+                            r"(\d+) INCONCLUSIVE, (\d+) SKIP, (\d+) ERROR", self.log)
+        self.assertIsNotNone(settled, self.log[-3000:])
+        passed, failed, inconclusive, _, errors = map(int, settled.groups())
+        self.assertGreater(passed, 0, settled.group(0))
+        self.assertEqual((failed, inconclusive, errors), (0, 0, 0), settled.group(0))
+        fresh = re.search(r"(?m)^ *k8s-deny-egress: \d+ PASS, (\d+) FAIL", self.log)
+        self.assertIsNotNone(fresh, self.log[-3000:])
+        # A fresh pod's leak (kube-router programs it late) is the only FAIL allowed, and it is
+        # the gate's exit 1.
+        self.assertEqual(code, 1 if int(fresh.group(1)) else 0, self.log[-3000:])
+        self.assertNotIn(rm.BANNER, self.log)
+
+    def test_nothing_of_the_inner_run_left(self):
+        end = time.monotonic() + 60
+        while True:
+            items = enforce.CLUSTER.get("-n", c.NS, "jobs,pods,services,networkpolicies",
+                                        "-l", c.RUN_LABEL)["items"]
+            if not items or time.monotonic() > end:
+                break
+            time.sleep(1)
+        self.assertEqual([i["metadata"]["name"] for i in items], [])
 
 
 class ApiServerKilled(unittest.TestCase):
