@@ -173,11 +173,9 @@ def tcp_beat(host, port, timeout=1):
         pass
 
 def heartbeat_target(text):
-    """A heartbeat canary parameter -> "host:port", or "" for none. The descriptors default it to
-    the harness's own TCP canary, "{canary.tcp}", which the harness always fills in; a probe run
-    by hand without it gets the placeholder itself, which is no address and is never looked up."""
-    text = text or ""
-    return "" if text.startswith("{") else text
+    """A heartbeat canary parameter -> "host:port", or "" for none: the default, "{canary.tcp}",
+    left unfilled (a probe run by hand) is no address and is never looked up."""
+    return "" if (text or "").startswith("{") else (text or "")
 
 def start_heartbeats(canary, interval_s=0.5):
     """A daemon thread that sends tcp_beat to `canary` ("host:port"; "" = none) every interval_s
