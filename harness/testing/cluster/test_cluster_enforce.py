@@ -36,11 +36,12 @@ WATCH = None
 TMP = None
 
 
-def setUpModule():
+def setUpModule(*up_args):
+    """The module's cluster: ci/cluster/up --network-policy enforce, plus `up_args`."""
     global CLUSTER, WATCH, TMP
     u.require_sandprobe()
     TMP = tempfile.TemporaryDirectory(prefix="sandprobe-cluster-enforce-")
-    CLUSTER = c.Cluster("--network-policy", "enforce").start()
+    CLUSTER = c.Cluster("--network-policy", "enforce", *up_args).start()
     WATCH = c.EgressWatch(os.path.join(TMP.name, "egress.pcap"))
 
 
