@@ -32,7 +32,15 @@ bool IsQuotaMessage(std::string_view message) {
   return message.find("exceeded quota") != std::string_view::npos;
 }
 
-bool ApiError::IsQuota() const { return code == 403 && IsQuotaMessage(message); }
+bool IsQuotaConflictMessage(std::string_view message) {
+  return message.find("on resourcequotas") != std::string_view::npos &&
+         message.find("the object has been modified") != std::string_view::npos;
+}
+
+bool ApiError::IsQuota() const {
+  return (code == 403 && IsQuotaMessage(message)) ||
+         (code == 409 && IsQuotaConflictMessage(message));
+}
 
 std::string ApiError::ToString() const {
   std::string s =

@@ -39,7 +39,12 @@ struct ApiError {
   bool cancelled = false;    // gave up because cancel was set
   bool transient = false;    // a transport failure worth one more try (not TLS trust, not config)
 
-  bool IsQuota() const;          // 403 whose message says "exceeded quota"
+  // Quota back-pressure, never an answer: a 403 whose message says "exceeded quota", or a 409
+  // from the quota admission's own update of the ResourceQuota ("Operation cannot be fulfilled on
+  // resourcequotas ...: the object has been modified"): the object was not created, and a
+  // request made again is admitted once the quota is free (measured on a real cluster, several
+  // Jobs created at once).
+  bool IsQuota() const;
   std::string ToString() const;  // "HTTP 403 Forbidden: ..." or "transport: ..."
 };
 

@@ -97,6 +97,25 @@ class ApiClientTest : public ::testing::Test {
       res.status = 201;
       res.set_content(req.body, "application/json");
     });
+    s.Post("/quota-conflict", [this](const httplib::Request& req, httplib::Response& res) {
+      if (hits_.fetch_add(1) < 1) {
+        res.status = 409;
+        res.set_content(Status(409, "Conflict",
+                               "Operation cannot be fulfilled on resourcequotas "
+                               "\"sandprobe-rate-limit\": the object has been modified; please "
+                               "apply your changes to the latest version and try again"),
+                        "application/json");
+        return;
+      }
+      res.status = 201;
+      res.set_content(req.body, "application/json");
+    });
+    s.Post("/conflict", [this](const httplib::Request&, httplib::Response& res) {
+      hits_.fetch_add(1);
+      res.status = 409;
+      res.set_content(Status(409, "AlreadyExists", "jobs.batch \"x\" already exists"),
+                      "application/json");
+    });
     s.Post("/always-quota", [this](const httplib::Request&, httplib::Response& res) {
       hits_.fetch_add(1);
       res.status = 403;
@@ -234,6 +253,23 @@ TEST_F(ApiClientTest, QuotaForbiddenIsBackPressureNotAnAnswer) {
   EXPECT_TRUE(stuck.error().IsQuota());
   EXPECT_TRUE(stuck.error().deadline);
   EXPECT_GE(stuck.error().attempts, 2);
+}
+
+// The quota admission's own conflict on the ResourceQuota (409, seen on a real cluster when a
+// run created several Jobs at once) is back-pressure: made again, the POST is admitted. Any
+// other 409 (the object exists) is an answer, not retried.
+TEST_F(ApiClientTest, QuotaConflictIsRetriedAnyOtherConflictIsAnAnswer) {
+  Start();
+  auto r = ApiClient(Conn()).Call("POST", "/quota-conflict", Json{{"kind", "Job"}}, After(10));
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  EXPECT_EQ(r->status, 201);
+  EXPECT_EQ(hits_.load(), 2);
+  hits_ = 0;
+  auto exists = ApiClient(Conn()).Call("POST", "/conflict", Json::object(), After(5));
+  ASSERT_FALSE(exists.has_value());
+  EXPECT_EQ(hits_.load(), 1);
+  EXPECT_EQ(exists.error().code, 409);
+  EXPECT_FALSE(exists.error().IsQuota());
 }
 
 TEST_F(ApiClientTest, OtherErrorsAreStatusValues) {
