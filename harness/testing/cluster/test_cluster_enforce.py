@@ -36,12 +36,11 @@ WATCH = None
 TMP = None
 
 
-def setUpModule(*up_args):
-    """The module's cluster: ci/cluster/up --network-policy enforce, plus `up_args`."""
+def setUpModule():
     global CLUSTER, WATCH, TMP
     u.require_sandprobe()
     TMP = tempfile.TemporaryDirectory(prefix="sandprobe-cluster-enforce-")
-    CLUSTER = c.Cluster("--network-policy", "enforce", *up_args).start()
+    CLUSTER = c.Cluster("--network-policy", "enforce").start()
     WATCH = c.EgressWatch(os.path.join(TMP.name, "egress.pcap"))
 
 
