@@ -15,7 +15,9 @@ DriverKind LocalKind() {
               const DriverContext& context) -> std::expected<std::unique_ptr<Driver>, SetupError> {
     CommandConfig config =
         CommandConfigFrom(manifest.driver_config, {"python3", "-u", "-c", "{script}"});
-    return std::make_unique<CommandDriver>("local", std::move(config.argv), false, context);
+    config.preflight.clear(), config.after.clear(), config.cleanup.clear();  // not in local:
+    config.stdin_mode = false;
+    return std::make_unique<CommandDriver>("local", std::move(config), context);
   };
   return k;
 }
