@@ -4,7 +4,8 @@
 # host.containers.internal. The canary listens on the host's 127.0.0.1 only: its echo coming back
 # is the proof that the sandbox reached the host's loopback, whichever way.
 
-PORT = int(PARAMS.get("port", "{canary.loopback_port}") or 0)
+PORT = str(PARAMS.get("port", "{canary.loopback_port}"))
+PORT = int(PORT) if PORT.isdigit() else 0
 GATEWAYS = list(PARAMS.get("gateways", ["127.0.0.1", "10.0.2.2", "host.docker.internal",
                                          "host.containers.internal", "default-gateway"]))
 ALLOW = [str(a) for a in PARAMS.get("allow", ["127.0.0.0/8"])]
