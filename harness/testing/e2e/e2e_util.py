@@ -45,7 +45,7 @@ DEFAULT_PARAMS = {
     "net.metadata-alt": {"target": "{canary.http}"},
     "net.dns": {"server": "{canary.dns}"},
     "net.http-by-name": {"url": "http://localhost:{canary.http_port}/"},
-    "net.tcp-by-ip": {"target": "{canary.tcp}"},
+    "net.tcp-by-ip": {"target": "{canary.tcp}", "transport": ["socket", "io_uring"]},
     "net.k8s-api": {"target": "{canary.http}", "scheme": "http"},
     "net.udp": {"target": "{canary.udp}"},
     "net.interfaces": None,
@@ -65,6 +65,9 @@ DEFAULT_PARAMS = {
     "kernel.syscalls": None,
     "priv.userns": None,
     "priv.setuid": None,
+    "net.icmp": {"target": "{canary.icmp}"},
+    "net.host-loopback": {"port": "{canary.loopback_port}", "allow": ["127.0.0.0/8"]},
+    "proc.tty-inject": None,
 }
 ALL_PROBES = sorted(DEFAULT_PARAMS)
 CRED_ROWS = ["cred.sa-token", "cred.env-secrets", "cred.cloud-metadata"]
@@ -428,7 +431,7 @@ def planted_credential(directory):
 # response cap (kept whole; a bigger answer is read streaming, test_http.DefaultFloodIsCounted)
 # to keep the matrix quick.
 MATRIX_PARAMS = {
-    "net.tcp-by-ip": {"target": "{canary.tcp}"},
+    "net.tcp-by-ip": {"target": "{canary.tcp}", "transport": ["socket", "io_uring"]},
     "net.http-by-name": {"url": "http://localhost:{canary.http_port}/"},
     "net.dns": {"server": "{canary.dns}"},
     "state.persists": {"overlap_s": 1.5},

@@ -9,7 +9,7 @@
 
 TARGET = PARAMS.get("target", "{canary.tcp}")
 TIMEOUT_S = float(PARAMS.get("timeout_s", 3))
-TRANSPORT = str(PARAMS.get("transport", "socket"))
+TRANSPORT = PARAMS.get("transport", "socket")
 
 
 class Uring:
@@ -91,6 +91,9 @@ def uring_echo(host, port, timeout):
         sa = socket.inet_aton(host)
         _, addr = ring.buffer(ring.st.pack("<HH4s8x", socket.AF_INET, socket.htons(port), sa))
         res = ring.submit(Uring.OP_CONNECT, sock.fileno(), addr=addr, off=16)
+        if res in (-22, -95):  # EINVAL, EOPNOTSUPP: this io_uring has no connect (gVisor's)
+            box["no_op"] = errno_name(OSError(-res, ""))
+            return
         if res < 0:
             raise OSError(-res, os.strerror(-res))
         facts["connected"] = True
@@ -130,6 +133,10 @@ def uring_echo(host, port, timeout):
         if not facts["connected"]:
             return net_failure(exc, host) + (facts,)
         return ("no_echo", "absence", errno_name(exc), "connected, but no nonce came back", facts)
+    if "no_op" in box:
+        facts["io_uring_connect"] = box["no_op"]
+        return ("blocked", "positive", box["no_op"],
+                "this io_uring does not implement IORING_OP_CONNECT", facts)
     reply = box.get("reply", b"")
     facts.update(reply_bytes=len(reply),
                  canary_echo=("SANDPROBE-ECHO %s %s" % (NONCE, INVOCATION)).encode() in reply)
@@ -146,14 +153,35 @@ def io_uring_disabled():
         return None
 
 
+def exchange(transport):
+    if transport == "io_uring":
+        out = uring_echo(host, port, TIMEOUT_S)
+        out[4]["io_uring_disabled"] = io_uring_disabled()
+        return out
+    if transport == "socket":
+        return tcp_echo(host, port, TIMEOUT_S)
+    return "error", "absence", "EINVAL", "unknown transport %r" % str(transport)[:32], {}
+
+
 host, port = split_hostport(TARGET, 80)
+# One transport, or several in turn (the most exposed decides: a filter must stop every path).
+ALL = TRANSPORT if isinstance(TRANSPORT, list) else [TRANSPORT]
 emit("start", target=TARGET, transport=TRANSPORT)
-if TRANSPORT == "io_uring":
-    outcome, evidence, err, detail, facts = uring_echo(host, port, TIMEOUT_S)
-    facts["io_uring_disabled"] = io_uring_disabled()
-elif TRANSPORT == "socket":
-    outcome, evidence, err, detail, facts = tcp_echo(host, port, TIMEOUT_S)
-else:
-    outcome, evidence, err, detail, facts = ("error", "absence", "EINVAL",
-                                             "unknown transport %r" % TRANSPORT[:32], {})
-result(outcome, evidence, err, detail, target=TARGET, **facts)
+tried = []
+for t in ALL:
+    o = exchange(t)
+    tried.append(dict(transport=t, outcome=o[0], evidence=o[1], errno=o[2], detail=o[3],
+                      facts=o[4]))
+RANK = ["reached", "refused", "no_echo", "error", "blocked"]
+best = min(tried, key=lambda t: RANK.index(t["outcome"]) if t["outcome"] in RANK else 3)
+evidence = best["evidence"]
+if best["outcome"] == "blocked" and any(t["evidence"] != "positive" for t in tried):
+    evidence = "absence"
+detail = best["detail"]
+if len(tried) > 1:
+    detail = "; ".join("%s: %s%s" % (t["transport"], t["outcome"], " (%s)" % t["errno"]
+                                      if t["errno"] else "") for t in tried)
+extra = dict(best["facts"])
+if len(tried) > 1:
+    extra["transports"] = tried
+result(best["outcome"], evidence, best["errno"], detail, target=TARGET, **extra)

@@ -76,6 +76,15 @@ class TcpByIpProbeTest(ProbeTestCase):
                          ("blocked", "positive", "EPERM", "EPERM"), r)
         self.assertEqual(c.hits, [])
 
+    def test_both_transports_the_most_exposed_decides(self):
+        c = self.canary(tcp_canary())
+        r = in_bwrap_with_filter(["connect"], {"target": c.target, "timeout_s": 2,
+                                               "transport": ["socket", "io_uring"]})
+        self.assertEqual((r["outcome"], r["transport"]), ("reached", "io_uring"), r)
+        self.assertEqual([(t["transport"], t["outcome"], t["errno"]) for t in r["transports"]],
+                         [("socket", "blocked", "EPERM"), ("io_uring", "reached", None)])
+        self.assertEqual(r["detail"], "socket: blocked (EPERM); io_uring: reached")
+
     def test_an_unknown_transport_is_an_error(self):
         r = run_probe("net.tcp-by-ip", {"target": "127.0.0.1:9", "transport": "carrier"}).result
         self.assertEqual((r["outcome"], r["errno"]), ("error", "EINVAL"))
