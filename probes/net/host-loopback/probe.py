@@ -43,6 +43,20 @@ def allowed(addr):
     return False
 
 
+def on_link(addr):
+    """Loopback, a default gateway, or inside a link route of this sandbox's own interfaces: a
+    user-mode network's gateway always is, and nothing else is contacted (an address that would
+    go out through a router is not one this row is about)."""
+    ip = ipaddress.ip_address(addr)
+    if ip.is_loopback or addr in default_gateways():
+        return True
+    for r in ipv4_routes():
+        if r["gateway"] == "0.0.0.0" and r["prefix"] > 0 and ip in ipaddress.ip_network(
+                "%s/%d" % (r["dest"], r["prefix"]), strict=False):
+            return True
+    return False
+
+
 def candidates():
     """[(how it was named, address)] in order, each address once."""
     hosts, out = hosts_file(), []
@@ -73,6 +87,9 @@ tried, skipped = [], []
 for name, addr in candidates():
     if not allowed(addr):
         skipped.append(dict(via=name, address=addr, why="outside allow"))
+        continue
+    if not on_link(addr):
+        skipped.append(dict(via=name, address=addr, why="not on a network of this sandbox"))
         continue
     outcome, evidence, err, detail, facts = tcp_echo(addr, PORT, TIMEOUT_S)
     if outcome in ("refused", "blocked") and err == "ECONNREFUSED":

@@ -33,6 +33,15 @@ class HostLoopbackProbeTest(ProbeTestCase):
         self.assertEqual({t["via"] for t in r["not_tried"]} - {"10.0.2.2", "default-gateway"},
                          set())
 
+    def test_an_address_off_every_network_of_the_sandbox_is_never_tried(self):
+        # 10.0.2.2 inside allow, but routed through a router here (no link route to it).
+        c = self.canary(tcp_canary())
+        r = run_probe("net.host-loopback", {"port": port_of(c), "gateways": ["10.0.2.2"],
+                                            "allow": ["10.0.2.0/24"]}).result
+        self.assertEqual((r["outcome"], r["tried"]), ("no_target", []))
+        self.assertEqual(r["not_tried"], [{"via": "10.0.2.2", "address": "10.0.2.2",
+                                           "why": "not on a network of this sandbox"}])
+
     def test_nothing_inside_allow_is_no_target(self):
         r = run_probe("net.host-loopback", {"port": 9, "gateways": ["10.0.2.2"],
                                             "allow": ["127.0.0.0/8"]}).result
