@@ -53,8 +53,8 @@ std::optional<std::string> IcmpDataInvocation(std::string_view data, std::string
 }
 
 std::expected<std::unique_ptr<IcmpCanary>, std::string> IcmpCanary::Start(in_addr address,
-                                                                         std::string nonce,
-                                                                         HitLog& log) {
+                                                                          std::string nonce,
+                                                                          HitLog& log) {
   UniqueFd fd(::socket(AF_INET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_ICMP));
   if (!fd.valid()) {
     const int err = errno;
@@ -109,10 +109,9 @@ void IcmpCanary::Run() {
       log_.Record(Hit{.kind = "icmp",
                       .invocation = *invocation,
                       .peer = Dotted(echo->source),
-                      .detail = Printable(fmt::format("echo request to {} id {} seq {}: {}",
-                                                      Dotted(echo->destination), echo->id,
-                                                      echo->sequence,
-                                                      echo->data.substr(0, echo->data.find('\n')))),
+                      .detail = Printable(fmt::format(
+                          "echo request to {} id {} seq {}: {}", Dotted(echo->destination),
+                          echo->id, echo->sequence, echo->data.substr(0, echo->data.find('\n')))),
                       .unix_ms = NowUnixMs()});
     }
   }

@@ -46,8 +46,8 @@ TEST(ParseIcmpEchoRequestTest, ReadsAnEchoRequestAndRefusesEverythingElse) {
   EXPECT_EQ(ok->sequence, 7);
   EXPECT_EQ(ok->data, "SANDPROBE n0nce inv-1");
   EXPECT_FALSE(ParseIcmpEchoRequest(Packet(0, "SANDPROBE n0nce inv-1")));  // an echo reply
-  EXPECT_FALSE(ParseIcmpEchoRequest(Packet(8, "x", 0x2000)));            // more fragments
-  EXPECT_FALSE(ParseIcmpEchoRequest(Packet(8, "x", 0x0001)));            // an offset
+  EXPECT_FALSE(ParseIcmpEchoRequest(Packet(8, "x", 0x2000)));              // more fragments
+  EXPECT_FALSE(ParseIcmpEchoRequest(Packet(8, "x", 0x0001)));              // an offset
   EXPECT_FALSE(ParseIcmpEchoRequest(Packet(8, "x", 0, IPPROTO_UDP)));
   auto shortened = Packet(8, "");
   shortened.resize(27);

@@ -85,8 +85,8 @@ struct Pty {
 };
 
 void AppendBounded(std::string& to, const char* data, size_t n) {
-  to.append(data, std::min(n, TtyCapture::kTtyKeepBytes - std::min(to.size(),
-                                                                   TtyCapture::kTtyKeepBytes)));
+  to.append(data, std::min(n, TtyCapture::kTtyKeepBytes -
+                                  std::min(to.size(), TtyCapture::kTtyKeepBytes)));
 }
 
 // Reads what is readable on a non-blocking fd into `to` (bounded; the rest is read and dropped).

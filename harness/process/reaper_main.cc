@@ -4,10 +4,10 @@
 //
 // The harness starts it as the leader of a new session (process.cc); in terminal mode with the
 // harness's pseudo-terminal as stdin and controlling terminal, and the command as its foreground
-// job. It becomes a child subreaper (prctl PR_SET_CHILD_SUBREAPER), so descendants that call setsid()
-// and double-fork are re-parented to it instead of init (docs/traps.md, trap 16: killpg is not a
-// tree kill). It starts ARGV in a new process group with stdin/stdout/stderr inherited. When ARGV's
-// main process exits (after a 250 ms settle for what the sandbox tears down itself), or on
+// job. It becomes a child subreaper (prctl PR_SET_CHILD_SUBREAPER), so descendants that call
+// setsid() and double-fork are re-parented to it instead of init (docs/traps.md, trap 16: killpg is
+// not a tree kill). It starts ARGV in a new process group with stdin/stdout/stderr inherited. When
+// ARGV's main process exits (after a 250 ms settle for what the sandbox tears down itself), or on
 // SIGTERM/SIGINT (the harness deadline or Ctrl-C), or when the harness
 // dies (PR_SET_PDEATHSIG), it stops the whole tree: SIGTERM, GRACE_MS to go, then SIGSTOP+SIGKILL
 // for every process whose parent chain leads to it (found in /proc), until none is left.

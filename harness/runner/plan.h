@@ -20,13 +20,13 @@ namespace sandprobe::runner {
 // canary.http6 is "[v6]:port" of the IPv6 HTTP canary, or "" on a host without one (a probe
 // then says no_target); canary.icmp the ICMP canary's address, or "" without CAP_NET_RAW;
 // canary.loopback_tcp "127.0.0.1:port" of the TCP echo canary bound to loopback only whatever
-// --canary-bind says (net.host-loopback), canary.loopback_port its port; canary.cloud_sha256 the sha256 of the canary cloud credential the HTTP
-// canaries serve (CloudCredential).
+// --canary-bind says (net.host-loopback), canary.loopback_port its port; canary.cloud_sha256 the
+// sha256 of the canary cloud credential the HTTP canaries serve (CloudCredential).
 inline constexpr std::string_view kPlaceholders[] = {
-    "canary.http",         "canary.tcp",         "canary.dns",         "canary.udp",
-    "canary.host",         "canary.http_port",   "canary.tcp_port",    "canary.dns_port",
-    "canary.udp_port",     "canary.env_name",    "canary.env_sha256",  "canary.token_file",
-    "canary.token_sha256", "canary.docker",      "canary.docker_port", "host.kernel_release",
+    "canary.http",         "canary.tcp",          "canary.dns",         "canary.udp",
+    "canary.host",         "canary.http_port",    "canary.tcp_port",    "canary.dns_port",
+    "canary.udp_port",     "canary.env_name",     "canary.env_sha256",  "canary.token_file",
+    "canary.token_sha256", "canary.docker",       "canary.docker_port", "host.kernel_release",
     "canary.http6",        "canary.cloud_sha256", "canary.icmp",        "canary.loopback_tcp",
     "canary.loopback_port"};
 

@@ -23,8 +23,9 @@
 // /proc/sys/dev/tty/legacy_tiocsti: 1, 0 or "absent" on kernels before 6.2, where TIOCSTI is
 // always allowed on one's own controlling terminal). Without it stdin is /dev/null (or the
 // script) and there is no controlling terminal at all.
-// In argv and hooks, "{run_id}", "{run_folder}" (the run's canary folder, DriverContext::run_folder:
-// a label for what the sandbox creates, so `sandprobe cleanup` sees the run alive) and
+// In argv and hooks, "{run_id}", "{run_folder}" (the run's canary folder,
+// DriverContext::run_folder: a label for what the sandbox creates, so `sandprobe cleanup` sees the
+// run alive) and
 // "{invocation}" are replaced inside any argument.
 #pragma once
 

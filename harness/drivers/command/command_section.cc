@@ -64,7 +64,8 @@ std::expected<void, config::ConfigError> CheckLocalSection(const std::string& fi
   if (!section.IsDefined() || section.IsNull()) return {};
   if (!section.IsMap()) return std::unexpected(At(file, section, "local", "expected a mapping"));
   if (auto r = config::internal::OnlyKeys(file, section, "local", {"argv", "tty"}); !r) return r;
-  if (auto tty = CheckBool(file, section, "local", "tty"); !tty) return std::unexpected(tty.error());
+  if (auto tty = CheckBool(file, section, "local", "tty"); !tty)
+    return std::unexpected(tty.error());
   if (section["argv"].IsDefined()) return CheckArgv(file, section, "local", false);
   return {};
 }
@@ -76,8 +77,8 @@ std::expected<void, config::ConfigError> CheckCommandSection(const std::string& 
     return std::unexpected(At(file, root, "command", "driver command needs a command: section"));
   }
   if (!section.IsMap()) return std::unexpected(At(file, section, "command", "expected a mapping"));
-  if (auto r = config::internal::OnlyKeys(file, section, "command",
-                                          {"argv", "stdin", "tty", "preflight", "after", "cleanup"});
+  if (auto r = config::internal::OnlyKeys(
+          file, section, "command", {"argv", "stdin", "tty", "preflight", "after", "cleanup"});
       !r) {
     return r;
   }
