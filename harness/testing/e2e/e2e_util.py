@@ -431,7 +431,7 @@ def planted_credential(directory):
 # response cap (kept whole; a bigger answer is read streaming, test_http.DefaultFloodIsCounted)
 # to keep the matrix quick.
 MATRIX_PARAMS = {
-    "net.tcp-by-ip": {"target": "{canary.tcp}", "transport": ["socket", "io_uring"]},
+    "net.tcp-by-ip": {"target": "{canary.tcp}"},
     "net.http-by-name": {"url": "http://localhost:{canary.http_port}/"},
     "net.dns": {"server": "{canary.dns}"},
     "state.persists": {"overlap_s": 1.5},
