@@ -8,7 +8,7 @@ between the probe and the TCP echo canary on 127.0.0.1.
   seccomp-connect           refuses connect() only: the socket path is EPERM, the io_uring
                             path (IORING_OP_CONNECT/SEND/RECV) reaches the canary   -> FAIL
   seccomp-connect-uring     refuses connect() and io_uring_setup/enter/register     -> PASS
-The same two filters with transport: socket alone are the trap: the connect-only filter PASSes
+The same two filters with transport [socket] alone are the trap: the connect-only filter PASSes
 there, falsely (test_socket_only_passes_the_leaky_filter_falsely).
 Needs bubblewrap; the kernel's kernel.io_uring_disabled must be 0 (measured and asserted).
 """
@@ -112,7 +112,7 @@ class SocketOnly(u.RunCase):
     @classmethod
     def setUpClass(cls):
         u.require_bwrap()
-        run(cls, "socket", {"target": "{canary.tcp}", "transport": "socket", "timeout_s": 2})
+        run(cls, "socket", {"target": "{canary.tcp}", "transport": ["socket"], "timeout_s": 2})
 
     def test_socket_only_passes_the_leaky_filter_falsely(self):
         for arm in FILTERS:

@@ -2,14 +2,14 @@
 # bytes carrying the nonce come back (the TCP echo canary), because proxies and user-space network
 # stacks accept a SYN locally: connect() succeeding alone proves nothing.
 #
-# transport: io_uring makes the same exchange without the connect/send/recv system calls: the
+# transport [io_uring] makes the same exchange without the connect/send/recv system calls: the
 # operations go through an io_uring submission queue (IORING_OP_CONNECT, SEND, RECV), which the
 # kernel executes on the task's behalf. A seccomp filter that refuses connect() but lets
 # io_uring_setup through does not see them (docs/traps.md).
 
 TARGET = PARAMS.get("target", "{canary.tcp}")
 TIMEOUT_S = float(PARAMS.get("timeout_s", 3))
-TRANSPORT = PARAMS.get("transport", "socket")
+TRANSPORT = PARAMS.get("transport", ["socket"])
 
 
 class Uring:

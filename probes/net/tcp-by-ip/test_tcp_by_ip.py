@@ -47,7 +47,7 @@ class TcpByIpProbeTest(ProbeTestCase):
 
     def test_io_uring_reaches_the_canary(self):
         c = self.canary(tcp_canary())
-        run = run_probe("net.tcp-by-ip", {"target": c.target, "transport": "io_uring",
+        run = run_probe("net.tcp-by-ip", {"target": c.target, "transport": ["io_uring"],
                                           "timeout_s": 2})
         r = run.result
         self.assertEqual((r["outcome"], r["transport"], r["io_uring_setup"], r["canary_echo"]),
@@ -55,7 +55,7 @@ class TcpByIpProbeTest(ProbeTestCase):
         self.assertEqual(c.hits, ["SANDPROBE %s %s" % (run.nonce, run.invocation)])
 
     def test_io_uring_refused_on_loopback_is_blocked(self):
-        self.assertRefusedOnLoopbackIsBlocked("net.tcp-by-ip", "target", transport="io_uring")
+        self.assertRefusedOnLoopbackIsBlocked("net.tcp-by-ip", "target", transport=["io_uring"])
 
     def test_a_filter_on_connect_alone_is_passed_by_io_uring(self):
         c = self.canary(tcp_canary())
@@ -63,7 +63,7 @@ class TcpByIpProbeTest(ProbeTestCase):
         self.assertEqual((plain["outcome"], plain["evidence"], plain["errno"]),
                          ("blocked", "positive", "EPERM"), plain)
         ring = in_bwrap_with_filter(["connect"], {"target": c.target, "timeout_s": 2,
-                                                  "transport": "io_uring"})
+                                                  "transport": ["io_uring"]})
         self.assertEqual(ring["outcome"], "reached", ring)
         self.assertEqual(len(c.hits), 1)  # io_uring's exchange only
 
@@ -71,7 +71,7 @@ class TcpByIpProbeTest(ProbeTestCase):
         c = self.canary(tcp_canary())
         r = in_bwrap_with_filter(["connect", "io_uring_setup", "io_uring_enter",
                                   "io_uring_register"],
-                                 {"target": c.target, "timeout_s": 2, "transport": "io_uring"})
+                                 {"target": c.target, "timeout_s": 2, "transport": ["io_uring"]})
         self.assertEqual((r["outcome"], r["evidence"], r["errno"], r["io_uring_setup"]),
                          ("blocked", "positive", "EPERM", "EPERM"), r)
         self.assertEqual(c.hits, [])
@@ -86,7 +86,7 @@ class TcpByIpProbeTest(ProbeTestCase):
         self.assertEqual(r["detail"], "socket: blocked (EPERM); io_uring: reached")
 
     def test_an_unknown_transport_is_an_error(self):
-        r = run_probe("net.tcp-by-ip", {"target": "127.0.0.1:9", "transport": "carrier"}).result
+        r = run_probe("net.tcp-by-ip", {"target": "127.0.0.1:9", "transport": ["carrier"]}).result
         self.assertEqual((r["outcome"], r["errno"]), ("error", "EINVAL"))
 
 
