@@ -9,7 +9,8 @@ systemd's 50-default.conf do) and routes only to that address.
   icmp-tcp-udp-only  bubblewrap --share-net in the test's namespace whose filter refuses TCP and
                      UDP only: net.tcp-by-ip and net.udp PASS, the echo request carrying the
                      nonce reaches the canary through a ping socket                     -> FAIL
-  icmp-all-filtered  the same namespace design with ICMP dropped too                    -> PASS
+  icmp-all-filtered  the same namespace design with ICMP echo requests dropped too: the ping
+                     socket's send fails with EPERM                                     -> PASS
 Every packet stays on this machine: the namespaces have one route, to the host end of their veth.
 Needs root, iproute2, iptables and bubblewrap; fails, never skips, without them.
 """
@@ -22,10 +23,16 @@ import unittest
 import e2e_util as u
 
 ROWS = ["net.icmp", "net.tcp-by-ip", "net.udp"]
+PARAMS = {"net.icmp": {"target": "{canary.icmp}", "timeout_s": 1},
+          "net.tcp-by-ip": {"target": "{canary.tcp}", "transport": ["socket", "io_uring"],
+                            "timeout_s": 1},
+          "net.udp": {"target": "{canary.udp}", "timeout_s": 1}}
 REFUSE_TCP_UDP = [["-A", "OUTPUT", "-p", proto, "-j", "REJECT", "--reject-with",
                    "icmp-net-unreachable"] for proto in ("tcp", "udp")]
 VARIANTS = {"icmp-tcp-udp-only": REFUSE_TCP_UDP,
-            "icmp-all-filtered": REFUSE_TCP_UDP + [["-A", "OUTPUT", "-p", "icmp", "-j", "DROP"]]}
+            # echo requests only: the REJECTs' own ICMP errors must still reach the sandbox
+            "icmp-all-filtered": REFUSE_TCP_UDP + [["-A", "OUTPUT", "-p", "icmp", "--icmp-type",
+                                                    "echo-request", "-j", "DROP"]]}
 
 
 def sh(*argv):
@@ -94,7 +101,7 @@ class IcmpPastTcpUdpFilters(u.RunCase):
         # One canary address for every arm: the first namespace's host end. The other namespace
         # reaches it through its own veth's host end (the host routes between its addresses).
         cls.canary = cls.lab.namespaces["icmp-all-filtered"][1]
-        args = ["--suite", u.write_suite(base, "icmp", ROWS), "--control", u.LOCAL_MANIFEST,
+        args = ["--suite", u.write_suite(base, "icmp", ROWS, PARAMS), "--control", u.LOCAL_MANIFEST,
                 "--sandbox", u.BWRAP_MANIFEST, "--canary-bind", cls.canary,
                 "--canary-bind6", "none"] + u.FAST_FLAGS
         for variant, (ns, gateway) in sorted(cls.lab.namespaces.items()):
@@ -139,14 +146,20 @@ class IcmpPastTcpUdpFilters(u.RunCase):
         steps = {s["socket"]: s for s in obs["net.icmp"]["evidence"]["result"]["steps"]}
         self.assertEqual(steps["ping"]["outcome"], "replied")  # a ping socket, no capability
         self.assertEqual(steps["raw"]["outcome"], "refused_socket")
-        for row in ("net.tcp-by-ip", "net.udp"):
-            self.assertEqual(obs[row]["evidence"]["result"]["errno"], "ENETUNREACH", row)
+        # The REJECT answers TCP with net-unreachable; a UDP send fails at once with EPERM.
+        for row, errno in (("net.tcp-by-ip", "ENETUNREACH"), ("net.udp", "EPERM")):
+            self.assertEqual(obs[row]["evidence"]["result"]["errno"], errno, row)
+            self.assertEqual(obs[row]["evidence_kind"], "positive", row)
 
     def test_a_filter_that_drops_icmp_too_passes(self):
         self.assertEqual(self.verdicts("icmp-all-filtered"), {r: "PASS" for r in ROWS})
         r = u.observations(self.report, "icmp-all-filtered")["net.icmp"]
         self.assertEqual(r["evidence"]["canary_hits"], [])
-        self.assertEqual(r["evidence_kind"], "absence", r["reason"])  # a drop: no answer
+        # A drop in the sandbox's own OUTPUT chain fails the send at once: EPERM, positive.
+        self.assertEqual(r["evidence_kind"], "positive", r["reason"])
+        steps = {s["socket"]: (s["outcome"], s["errno"]) for s in r["evidence"]["result"]["steps"]}
+        self.assertEqual(steps, {"ping": ("send_failed", "EPERM"),
+                                 "raw": ("refused_socket", "EPERM")})
 
     def test_no_leftovers(self):
         self.assertEqual(u.sandprobe_processes(self.report["nonce_hash"]), [])

@@ -94,8 +94,14 @@ def uring_echo(host, port, timeout):
         if res in (-22, -95):  # EINVAL, EOPNOTSUPP: this io_uring has no connect (gVisor's)
             box["no_op"] = errno_name(OSError(-res, ""))
             return
+        facts["connect_res"] = res
         if res < 0:
             raise OSError(-res, os.strerror(-res))
+        # A connect the network refused can complete with 0 and leave the error on the socket
+        # (seen with an ICMP net-unreachable): the socket's own error says whether it connected.
+        pending = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if pending:
+            raise OSError(pending, os.strerror(pending))
         facts["connected"] = True
         line = ("SANDPROBE %s %s\n" % (NONCE, INVOCATION)).encode()
         _, out = ring.buffer(line)
@@ -119,7 +125,7 @@ def uring_echo(host, port, timeout):
 
     worker = threading.Thread(target=run, daemon=True)
     worker.start()
-    worker.join(timeout * 2)
+    worker.join(timeout + 0.5)  # the connect is bounded by the timeout as the socket path's is
     if worker.is_alive():
         return ("blocked", "absence", "ETIMEDOUT", "no completion within the timeout", facts)
     exc = box.get("exc")
