@@ -263,7 +263,7 @@ ProcessResult RunProcess(const ProcessSpec& spec, const std::atomic<bool>& cance
   bool reaped = false;
   std::string status_line;
   int out_fd = o.read, err_fd = e.read, status_fd = st.read;
-  bool stop_sent = false, kill_sent = false;
+  bool stop_sent = false, kill_sent = false, read_pty = true;
   Clock::time_point stop_time;
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
                                     std::chrono::duration<double>(spec.deadline_s));
@@ -289,7 +289,7 @@ ProcessResult RunProcess(const ProcessSpec& spec, const std::atomic<bool>& cance
       if (fd >= 0) fds[n++] = {fd, POLLIN, 0};
     }
     if (stdin_fd >= 0) fds[n++] = {stdin_fd, POLLOUT, 0};
-    if (pty.master >= 0) fds[n++] = {pty.master, POLLIN, 0};
+    if (pty.master >= 0 && read_pty) fds[n++] = {pty.master, POLLIN, 0};
     int timeout_ms = 100;
     if (!stop_sent) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
@@ -300,6 +300,8 @@ ProcessResult RunProcess(const ProcessSpec& spec, const std::atomic<bool>& cance
       if (fds[i].revents == 0) continue;
       if (fds[i].fd == pty.master) {  // the terminal's output: kept bounded, never a record
         Drain(pty.master, result.tty.output);
+        // A terminal hung up from inside (vhangup) would wake poll() for ever: stop watching.
+        if (fds[i].revents & (POLLHUP | POLLERR | POLLNVAL)) read_pty = false;
         continue;
       }
       int& fd = fds[i].fd == out_fd      ? out_fd

@@ -100,7 +100,7 @@ class Weakened(unittest.TestCase):
             with open(path, "w") as f:
                 f.write(text)
             args += ["--sandbox", path]
-        cls.res = u.run_sandprobe(args, timeout=200)
+        cls.res = u.run_sandprobe(args, timeout=400)  # 10 variants x the docker suite
         cls.report = u.report_or_none(os.path.join(cls.tmp.name, "out"))
 
     @classmethod
