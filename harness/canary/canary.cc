@@ -6,6 +6,7 @@
 #include "canary/dns_canary.h"
 #include "canary/hit_log.h"
 #include "canary/http_canary.h"
+#include "canary/icmp_canary.h"
 #include "canary/net_util.h"
 #include "canary/tcp_canary.h"
 #include "canary/udp_canary.h"
@@ -76,6 +77,20 @@ std::expected<std::unique_ptr<CanarySet>, std::string> CanarySet::Start(
   set->udp_ = std::move(*udp);
   set->udp_address_ = address_with(set->udp_->port());
 
+  in_addr loopback{};
+  loopback.s_addr = htonl(INADDR_LOOPBACK);
+  auto loopback_tcp = TcpCanary::Start(loopback, 0, nonce, *set->log_);
+  if (!loopback_tcp) return std::unexpected("loopback tcp canary: " + loopback_tcp.error());
+  set->loopback_tcp_ = std::move(*loopback_tcp);
+  set->loopback_tcp_address_ = fmt::format("127.0.0.1:{}", set->loopback_tcp_->port());
+
+  if (auto icmp = IcmpCanary::Start(*address, nonce, *set->log_)) {
+    set->icmp_ = std::move(*icmp);
+    set->icmp_address_ = bind_address;
+  } else {
+    set->icmp_error_ = icmp.error();
+  }
+
   auto docker = HttpCanary::Start(bind_address, options.docker_port, nonce, *set->log_,
                                   HttpCanary::Flavor::kDockerApi);
   if (!docker) return std::unexpected("docker api canary: " + docker.error());
@@ -122,6 +137,8 @@ void CanarySet::Stop() {
   // TCP, UDP and DNS stop at once; HTTP may wait for a slow client's 2 s read timeout.
   if (tcp_) tcp_->Stop();
   if (udp_) udp_->Stop();
+  if (loopback_tcp_) loopback_tcp_->Stop();
+  if (icmp_) icmp_->Stop();
   if (dns_) dns_->Stop();
   if (http_) http_->Stop();
   if (http6_) http6_->Stop();

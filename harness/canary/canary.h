@@ -27,6 +27,11 @@
 //         UDP or over TCP on the same port (two-byte length prefix, RFC 1035 section 4.2.2,
 //         several queries per connection); answers NXDOMAIN (same id, RD copied, question echoed,
 //         no records). Malformed packets are dropped silently.
+//   ICMP  an echo request to the bind address whose data starts "SANDPROBE <nonce> <invocation>",
+//         seen on a raw socket (needs CAP_NET_RAW; without it there is no ICMP canary and
+//         icmp_error() says why). The kernel answers the echo; the canary only logs, kind "icmp".
+//   LOOPBACK TCP  a second TCP echo canary always on 127.0.0.1 (kind "tcp"), whatever the bind
+//         address: a service bound to the host's loopback only, for net.host-loopback.
 // Every request that parses is logged; its Hit carries the invocation only when it carried this
 // run's nonce and a well-formed invocation (1..128 printable ASCII bytes, no spaces; DNS: the
 // first label, nonce label compared case-insensitively), otherwise invocation "".
@@ -55,6 +60,7 @@ namespace sandprobe::canary {
 struct Hit {
   std::string kind;        // "http" | "credential" (HTTP, the answer carried the cloud
                            // credential) | "docker" | "tcp" | "udp" | "dns" (over UDP) | "dns-tcp"
+                           // | "icmp" (peer: the sender's address, no port)
   std::string invocation;  // the probe invocation id the request carried ("" if none/foreign nonce)
   std::string peer;        // "ip:port" of the client
   std::string detail;      // ≤200 bytes: "GET /latest/meta-data/", the TCP line or UDP payload,
@@ -88,6 +94,7 @@ class HttpCanary;
 class TcpCanary;
 class DnsCanary;
 class UdpCanary;
+class IcmpCanary;
 
 // The five listeners on one bind address, sharing one hit log. Stops in the destructor.
 class CanarySet {
@@ -108,6 +115,11 @@ class CanarySet {
   std::string tcp_address() const { return tcp_address_; }
   std::string dns_address() const { return dns_address_; }
   std::string udp_address() const { return udp_address_; }
+  // "127.0.0.1:PORT" of the loopback-only TCP echo canary.
+  std::string loopback_tcp_address() const { return loopback_tcp_address_; }
+  // The bind address when the ICMP canary runs, else "" (then icmp_error() says why).
+  std::string icmp_address() const { return icmp_address_; }
+  const std::string& icmp_error() const { return icmp_error_; }
   std::string docker_address() const { return docker_address_; }
   // "[<http6_bind>]:PORT", or "" when there is no IPv6 listener (then http6_error() says why, ""
   // when none was asked for).
@@ -137,6 +149,7 @@ class CanarySet {
   std::string http_address_, tcp_address_, dns_address_, udp_address_, docker_address_;
   std::string http6_address_, http6_error_;
   std::string abstract_unix_name_, unix_socket_path_;
+  std::string loopback_tcp_address_, icmp_address_, icmp_error_;
   std::unique_ptr<HitLog> log_;  // declared first among owners: outlives the listeners
   std::unique_ptr<HttpCanary> http_, http6_;
   std::unique_ptr<TcpCanary> tcp_;
@@ -144,6 +157,8 @@ class CanarySet {
   std::unique_ptr<UdpCanary> udp_;
   std::unique_ptr<HttpCanary> docker_;               // the Docker Engine API flavour
   std::unique_ptr<TcpCanary> abstract_unix_, unix_;  // the echo protocol on unix sockets
+  std::unique_ptr<TcpCanary> loopback_tcp_;
+  std::unique_ptr<IcmpCanary> icmp_;
   std::mutex stop_mutex_;
   bool stopped_ = false;
 };

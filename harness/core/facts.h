@@ -39,6 +39,21 @@ inline constexpr char kNotJudged[] = "not_judged";
 
 // --- command / local (drivers/command) -----------------------------------------------------------
 inline constexpr char kDescendantsKilled[] = "descendants_killed";  // int: killed by the reaper
+// Terminal mode (command/local `tty: true`, drivers/command/command_driver.h):
+inline constexpr char kTty[] = "tty";  // bool: stdin was the harness's pseudo-terminal
+// int: times this run's nonce was in the input left pending on that terminal after the call
+// (TIOCSTI pushed it; read as the shell would read its next line). Read by proc.tty-inject.
+inline constexpr char kTtyInjected[] = "tty_injected";
+inline constexpr char kTtyInjectedSource[] = "tty_injected_source";  // string: how, and the sysctl
+inline constexpr char kTtyPendingInputBytes[] = "tty_pending_input_bytes";  // int
+inline constexpr char kTtyOutputBytes[] = "tty_output_bytes";  // int: the terminal's output side
+// bool: the nonce was in the terminal's output (echo of pushed input, or a plain write to the
+// terminal: not evidence of injection on its own).
+inline constexpr char kTtyOutputNonce[] = "tty_output_nonce";
+// 1, 0 or "absent": /proc/sys/dev/tty/legacy_tiocsti when the call ran (0: TIOCSTI needs
+// CAP_SYS_ADMIN; absent: a kernel before 6.2, TIOCSTI allowed on one's controlling terminal).
+inline constexpr char kLegacyTiocsti[] = "legacy_tiocsti";
+inline constexpr char kTtyError[] = "tty_error";  // string: the terminal could not be set up
 
 // --- docker (drivers/docker) ---------------------------------------------------------------------
 inline constexpr char kContainer[] = "container";  // string: short container id

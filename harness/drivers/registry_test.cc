@@ -61,6 +61,11 @@ TEST(ManifestSectionsTest, ErrorsNameFileLineAndField) {
       {"name: x\ndriver: local\n  bad: [\n", 3, "", "YAML syntax"},
       {"- just\n- a list\n", 1, "", "mapping"},
       {"name: x\ndriver: local\nlocal: {argv: [python3]}\n", 3, "local.argv", "{script}"},
+      {"name: x\ndriver: command\ncommand:\n  argv: [a, \"{script}\"]\n  tty: \"true\"\n", 5,
+       "command.tty", "true or false"},
+      {"name: x\ndriver: command\ncommand:\n  argv: [a]\n  stdin: true\n  tty: true\n", 6,
+       "command.tty", "exclude each other"},
+      {"name: x\ndriver: local\nlocal: {tty: yes please}\n", 3, "local.tty", "true or false"},
       {"name: x\ndriver: command\ncommand:\n  argv: [a, \"{script}\"]\n  after: [x, "
        "\"{script}\"]\n",
        5, "command.after[1]", "without {script}"},

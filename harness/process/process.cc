@@ -6,9 +6,11 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -96,6 +98,69 @@ void KeepOnly(const int (&moved)[16], size_t n) {
   }
 }
 
+// The harness's pseudo-terminal for terminal mode: the master it reads, the slave the sandbox
+// gets as stdin and controlling terminal. Both close-on-exec here (the child dup2s the slave).
+struct Pty {
+  int master = -1, slave = -1;
+  std::string Open() {
+    master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (master < 0) return fmt::format("posix_openpt: {}", std::strerror(errno));
+    char name[128];
+    if (grantpt(master) != 0 || unlockpt(master) != 0 || ptsname_r(master, name, sizeof name) != 0)
+      return fmt::format("pseudo-terminal set-up: {}", std::strerror(errno));
+    slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (slave < 0) return fmt::format("open {}: {}", name, std::strerror(errno));
+    fcntl(master, F_SETFL, O_NONBLOCK);
+    return "";
+  }
+  void Close() {
+    if (master >= 0) close(master);
+    if (slave >= 0) close(slave);
+    master = slave = -1;
+  }
+};
+
+void AppendBounded(std::string& to, const char* data, size_t n) {
+  to.append(data, std::min(n, TtyCapture::kTtyKeepBytes -
+                                  std::min(to.size(), TtyCapture::kTtyKeepBytes)));
+}
+
+// Reads what is readable on a non-blocking fd into `to` (bounded; the rest is read and dropped).
+void Drain(int fd, std::string& to) {
+  char buf[4096];
+  for (int i = 0; i < 1024; ++i) {
+    const ssize_t r = read(fd, buf, sizeof buf);
+    if (r > 0) {
+      AppendBounded(to, buf, r);
+      continue;
+    }
+    if (r < 0 && errno == EINTR) continue;
+    break;
+  }
+}
+
+// After the call: the input still pending on the terminal, read as the shell that started the
+// sandbox would read its next command line. A line without its newline is not readable in
+// canonical mode, so the line discipline is switched to non-canonical first (which makes the
+// pending bytes readable as they are); nothing is written to the terminal.
+void ReadPendingInput(const Pty& pty, TtyCapture& tty) {
+  Drain(pty.master, tty.output);
+  termios t{};
+  if (tcgetattr(pty.slave, &t) != 0) {
+    tty.error = fmt::format("tcgetattr: {}", std::strerror(errno));
+    return;
+  }
+  t.c_lflag &= ~static_cast<tcflag_t>(ICANON | ECHO);
+  t.c_cc[VMIN] = 0;
+  t.c_cc[VTIME] = 0;
+  if (tcsetattr(pty.slave, TCSANOW, &t) != 0) {
+    tty.error = fmt::format("tcsetattr: {}", std::strerror(errno));
+    return;
+  }
+  fcntl(pty.slave, F_SETFL, O_NONBLOCK);
+  Drain(pty.slave, tty.pending_input);
+}
+
 }  // namespace
 
 void BecomeSubreaper() { prctl(PR_SET_CHILD_SUBREAPER, 1); }
@@ -164,6 +229,17 @@ ProcessResult RunProcess(const ProcessSpec& spec, const std::atomic<bool>& cance
     in.CloseBoth(), o.CloseBoth(), e.CloseBoth(), st.CloseBoth();
     return result;
   }
+  Pty pty;
+  if (spec.tty) {
+    if (std::string why = pty.Open(); !why.empty()) {
+      result.error = "terminal mode: " + why;
+      result.tty.error = why;
+      in.CloseBoth(), o.CloseBoth(), e.CloseBoth(), st.CloseBoth();
+      pty.Close();
+      return result;
+    }
+  }
+  const int tty_slave = pty.slave;
   // Everything the child needs is built before fork: only async-signal-safe calls after it.
   std::vector<std::string> args = {
       "sandprobe-reaper", "3", std::to_string(static_cast<int>(spec.kill_grace_s * 1000)), "--"};
@@ -189,16 +265,24 @@ ProcessResult RunProcess(const ProcessSpec& spec, const std::atomic<bool>& cance
   if (pid < 0) {
     result.error = fmt::format("fork: {}", std::strerror(errno));
     in.CloseBoth(), o.CloseBoth(), e.CloseBoth(), st.CloseBoth();
+    pty.Close();
     return result;
   }
   if (pid == 0) {
-    // Own process group: a terminal Ctrl-C reaches only the harness, which stops each reaper
-    // itself and so records the probe as interrupted.
-    setpgid(0, 0);
+    // Own session (and so its own process group): a terminal Ctrl-C reaches only the harness,
+    // which stops each reaper itself and so records the probe as interrupted, and the terminal
+    // the harness may run on is nobody's controlling terminal in there. In terminal mode the
+    // harness's pseudo-terminal becomes the session's controlling terminal instead.
+    setsid();
     for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);  // the mask stays full over exec
     int passed[16];
     const size_t n_passed = CopyPassed(spec.pass_fds, passed);
-    dup2(in.read, 0);
+    if (tty_slave >= 0) {
+      ioctl(tty_slave, TIOCSCTTY, 0);
+      dup2(tty_slave, 0);
+    } else {
+      dup2(in.read, 0);
+    }
     dup2(o.write, 1);
     dup2(e.write, 2);
     dup2(st.write, 3);  // dup2 clears O_CLOEXEC on the new descriptor
@@ -211,7 +295,7 @@ ProcessResult RunProcess(const ProcessSpec& spec, const std::atomic<bool>& cance
   }
   close(in.read), close(o.write), close(e.write), close(st.write);
   int stdin_fd = in.write;
-  if (!spec.stdin_data) {
+  if (!spec.stdin_data || spec.tty) {
     close(stdin_fd);
     stdin_fd = -1;
   } else {
@@ -223,7 +307,7 @@ ProcessResult RunProcess(const ProcessSpec& spec, const std::atomic<bool>& cance
   bool reaped = false;
   std::string status_line;
   int out_fd = o.read, err_fd = e.read, status_fd = st.read;
-  bool stop_sent = false, kill_sent = false;
+  bool stop_sent = false, kill_sent = false, read_pty = true;
   Clock::time_point stop_time;
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
                                     std::chrono::duration<double>(spec.deadline_s));
@@ -243,12 +327,13 @@ ProcessResult RunProcess(const ProcessSpec& spec, const std::atomic<bool>& cance
       result.error = "sandprobe-reaper did not stop in time and was killed";
     }
     if (kill_sent && Since(stop_time) > spec.kill_grace_s + 8) break;
-    pollfd fds[4];
+    pollfd fds[5];
     int n = 0;
     for (int fd : {out_fd, err_fd, status_fd}) {
       if (fd >= 0) fds[n++] = {fd, POLLIN, 0};
     }
     if (stdin_fd >= 0) fds[n++] = {stdin_fd, POLLOUT, 0};
+    if (pty.master >= 0 && read_pty) fds[n++] = {pty.master, POLLIN, 0};
     int timeout_ms = 100;
     if (!stop_sent) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
@@ -257,6 +342,12 @@ ProcessResult RunProcess(const ProcessSpec& spec, const std::atomic<bool>& cance
     if (poll(fds, n, timeout_ms) < 0 && errno != EINTR) break;
     for (int i = 0; i < n; ++i) {
       if (fds[i].revents == 0) continue;
+      if (fds[i].fd == pty.master) {  // the terminal's output: kept bounded, never a record
+        Drain(pty.master, result.tty.output);
+        // A terminal hung up from inside (vhangup) would wake poll() for ever: stop watching.
+        if (fds[i].revents & (POLLHUP | POLLERR | POLLNVAL)) read_pty = false;
+        continue;
+      }
       int& fd = fds[i].fd == out_fd      ? out_fd
                 : fds[i].fd == err_fd    ? err_fd
                 : fds[i].fd == status_fd ? status_fd
@@ -299,6 +390,10 @@ ProcessResult RunProcess(const ProcessSpec& spec, const std::atomic<bool>& cance
     if (fd >= 0) close(fd);
   }
   while (!reaped && waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  if (spec.tty) {  // the whole tree is gone: what it left on the terminal stays there
+    ReadPendingInput(pty, result.tty);
+    pty.Close();
   }
   {
     std::lock_guard lock(g_reapers_mu);

@@ -30,6 +30,23 @@ struct ProcessSpec {
   // child, which links the user keyring as pam_keyinit does: the caller's session keyring as
   // the sandbox command inherits it (cred.keyring). Empty: the child keeps the harness's own.
   std::vector<std::pair<std::string, std::string>> session_keys = {};
+  // Terminal mode: stdin is the slave of a pseudo-terminal the harness opens (posix_openpt) and
+  // it is the controlling terminal of the reaper's new session, as when a sandbox is started
+  // from an interactive shell; stdin_data is ignored. stdout and stderr stay pipes (the records).
+  // Without it the reaper starts a new session with no controlling terminal at all, so no
+  // sandbox ever reaches the terminal the harness itself may run on.
+  bool tty = false;
+};
+
+// What the harness read from its pseudo-terminal (terminal mode): the bytes the terminal wrote to
+// its master side during the call (echo, and whatever the sandbox wrote to it), and the input
+// that was still pending on the slave side after the call, read as a shell would read its next
+// command line. Each at most kTtyKeepBytes; nothing read is ever executed.
+struct TtyCapture {
+  static constexpr size_t kTtyKeepBytes = 65536;
+  std::string output;         // master side: echo of the input and writes to the terminal
+  std::string pending_input;  // slave side after the call: input nobody had read
+  std::string error;          // why the terminal could not be set up or read ("" = fine)
 };
 
 struct ProcessResult {
@@ -39,6 +56,7 @@ struct ProcessResult {
   double duration_s = 0;       // wall seconds from fork to the end of the tree
   int descendants_killed = 0;  // processes the reaper had to kill after the main one ended
   std::string error;           // for kHarnessError
+  TtyCapture tty;              // terminal mode only
 };
 
 // Runs spec.argv and returns how it ended. `cancel` (Ctrl-C) stops the tree like a deadline but

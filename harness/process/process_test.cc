@@ -58,6 +58,57 @@ void ExpectGone(const std::string& pidfile, const std::string& what_it_outlived)
   EXPECT_FALSE(Alive(pid)) << "pid " << pid << " survived " << what_it_outlived;
 }
 
+// Terminal mode: stdin is the harness's pseudo-terminal and the controlling terminal of the
+// sandbox's session; what is typed into it (TIOCSTI) is read back after the call as pending
+// input, what is written to it as output, and nothing typed is ever run.
+TEST(ProcessTest, TerminalModeReadsPendingInputAfterTheCall) {
+  std::ifstream legacy("/proc/sys/dev/tty/legacy_tiocsti");
+  int value = 1;
+  legacy >> value;
+  if (value == 0 && geteuid() != 0) GTEST_SKIP() << "legacy_tiocsti 0: TIOCSTI needs root";
+  ProcessSpec spec{{"python3", "-c",
+                    "import fcntl,os,termios\n"
+                    "assert os.isatty(0)\n"
+                    "t=os.open('/dev/tty',os.O_RDWR)\n"
+                    "[fcntl.ioctl(0,termios.TIOCSTI,bytes([c])) for c in b'typed-word']\n"
+                    "os.write(t,b'written-out\\n')\n"
+                    "print('ok',flush=True)\n"},
+                   EnvironmentWith({}),
+                   std::nullopt,
+                   10,
+                   1,
+                   SANDPROBE_REAPER,
+                   /*tty=*/true};
+  core::OutputCollector collector(kNonce);
+  std::atomic<bool> never{false};
+  const ProcessResult r = RunProcess(spec, never, collector);
+  core::Observation obs;
+  collector.Finish(obs);
+  ASSERT_EQ(r.ending, core::Ending::kExited) << r.error << obs.stderr_head;
+  EXPECT_EQ(r.exit_code, 0) << obs.stderr_head;
+  EXPECT_EQ(obs.stdout_head, "ok\n");  // stdout stays the pipe
+  EXPECT_EQ(r.tty.error, "");
+  EXPECT_EQ(r.tty.pending_input, "typed-word");  // no newline: it was never a command line
+  EXPECT_NE(r.tty.output.find("written-out"), std::string::npos) << r.tty.output;
+  EXPECT_NE(r.tty.output.find("typed-word"), std::string::npos) << r.tty.output;  // the echo
+}
+
+// Without terminal mode the sandbox has no controlling terminal at all, whatever terminal the
+// harness itself runs on: /dev/tty cannot be opened.
+TEST(ProcessTest, WithoutTerminalModeThereIsNoControllingTerminal) {
+  core::Observation obs;
+  const ProcessResult r = RunArgv({"python3", "-c",
+                                   "import os\n"
+                                   "try:\n"
+                                   "  os.open('/dev/tty', os.O_RDWR); print('opened')\n"
+                                   "except OSError as e: print(e.errno == 6 and 'ENXIO' or e)\n"
+                                   "print(os.isatty(0), os.getsid(0) == os.getpgid(0))\n"},
+                                  10, std::nullopt, &obs);
+  ASSERT_EQ(r.ending, core::Ending::kExited) << r.error;
+  EXPECT_EQ(obs.stdout_head, "ENXIO\nFalse False\n");  // own group, in the reaper's session
+  EXPECT_EQ(r.tty.pending_input, "");
+}
+
 TEST(ProcessTest, ExitCodesAndSignals) {
   auto r = RunArgv({"sh", "-c", "exit 7"});
   EXPECT_EQ(r.ending, core::Ending::kExited);

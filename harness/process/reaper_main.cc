@@ -2,10 +2,12 @@
 //
 //   sandprobe-reaper STATUS_FD GRACE_MS -- ARGV...
 //
-// It becomes a child subreaper (prctl PR_SET_CHILD_SUBREAPER), so descendants that call setsid()
-// and double-fork are re-parented to it instead of init (docs/traps.md, trap 16: killpg is not a
-// tree kill). It starts ARGV in a new process group with stdin/stdout/stderr inherited. When ARGV's
-// main process exits (after a 250 ms settle for what the sandbox tears down itself), or on
+// The harness starts it as the leader of a new session (process.cc); in terminal mode with the
+// harness's pseudo-terminal as stdin and controlling terminal, and the command as its foreground
+// job. It becomes a child subreaper (prctl PR_SET_CHILD_SUBREAPER), so descendants that call
+// setsid() and double-fork are re-parented to it instead of init (docs/traps.md, trap 16: killpg is
+// not a tree kill). It starts ARGV in a new process group with stdin/stdout/stderr inherited. When
+// ARGV's main process exits (after a 250 ms settle for what the sandbox tears down itself), or on
 // SIGTERM/SIGINT (the harness deadline or Ctrl-C), or when the harness
 // dies (PR_SET_PDEATHSIG), it stops the whole tree: SIGTERM, GRACE_MS to go, then SIGSTOP+SIGKILL
 // for every process whose parent chain leads to it (found in /proc), until none is left.
@@ -15,6 +17,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -87,6 +90,9 @@ int main(int argc, char** argv) {
     _exit(127);
   }
   setpgid(child, child);
+  // Terminal mode (the harness made a pseudo-terminal our session's controlling terminal and our
+  // stdin): the command becomes the terminal's foreground job, as an interactive shell makes it.
+  if (isatty(0) && tcgetsid(0) == getsid(0)) tcsetpgrp(0, child);
 
   int main_status = 0;
   bool main_done = false;

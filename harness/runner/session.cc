@@ -79,6 +79,9 @@ Session::Session(std::string run_id, std::string nonce, std::string bind, Plante
   subs_["canary.udp_port"] = SplitHostPort(canaries_->udp_address()).second;
   subs_["canary.docker_port"] = SplitHostPort(canaries_->docker_address()).second;
   subs_["canary.http6"] = canaries_->http6_address();  // "" without an IPv6 canary
+  subs_["canary.icmp"] = canaries_->icmp_address();    // "" without CAP_NET_RAW
+  subs_["canary.loopback_tcp"] = canaries_->loopback_tcp_address();
+  subs_["canary.loopback_port"] = SplitHostPort(canaries_->loopback_tcp_address()).second;
   subs_["canary.cloud_sha256"] = Sha256Hex(CloudCredential(nonce_));
   subs_["canary.env_given"] = "";  // SetGivenSecrets, once the arms are open
   struct utsname host {};
@@ -126,11 +129,15 @@ std::string Session::CanaryNote() const {
   } else {
     v6 = "http6 " + v6;
   }
+  const std::string icmp = canaries_->icmp_address().empty()
+                               ? "no icmp canary (" + canaries_->icmp_error() +
+                                     "): rows aimed at {canary.icmp} have no target"
+                               : "icmp " + canaries_->icmp_address();
   std::string note = fmt::format(
-      "canaries listen on {} (http {}, tcp {}, dns {}, docker api {}; {}; unix sockets: an "
-      "abstract name and {})",
+      "canaries listen on {} (http {}, tcp {}, dns {}, docker api {}; {}; {}; loopback tcp {}; "
+      "unix sockets: an abstract name and {})",
       bind_, subs_.at("canary.http"), subs_.at("canary.tcp"), subs_.at("canary.dns"),
-      subs_.at("canary.docker"), v6,
+      subs_.at("canary.docker"), v6, icmp, subs_.at("canary.loopback_tcp"),
       unix_note_.empty() ? subs_.at("canary.unix_socket") : unix_note_);
   if (!keys_.error().empty()) {
     note += fmt::format("; no keyring canary ({}): cred.keyring has no target", keys_.error());

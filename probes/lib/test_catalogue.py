@@ -55,13 +55,15 @@ class DescriptorTest(unittest.TestCase):
                     "cred.sa-token-power", "fs.dev-shm", "fs.docker-socket", "fs.fill-tmp",
                     "fs.inherited-fds", "fs.unix-sockets",
                     "fs.write-exec", "fs.write-root", "kernel.boundary", "kernel.syscalls",
-                    "net.abstract-unix", "net.dns", "net.dns-resolver", "net.docker-api", "net.gateway",
-                    "net.http-by-name", "net.interfaces", "net.k8s-api", "net.metadata",
+                    "net.abstract-unix", "net.dns", "net.dns-resolver", "net.docker-api",
+                    "net.gateway", "net.host-loopback", "net.http-by-name", "net.icmp",
+                    "net.interfaces", "net.k8s-api", "net.metadata",
                     "net.metadata-alt", "net.metadata-azure", "net.metadata-gcp",
                     "net.metadata-imdsv2", "net.metadata-ipv6", "net.sibling", "net.tcp-by-ip",
                     "net.udp",
                     "platform.runtime-class", "priv.capabilities", "priv.no-new-privs",
                     "priv.setuid", "priv.uid", "priv.userns", "proc.host-pids", "proc.outlives-call", "proc.sibling",
+                    "proc.tty-inject",
                     "res.cpu-loop",
                     "res.fork-bomb", "res.memory-balloon", "res.output-flood",
                     "state.persists"]
@@ -90,7 +92,9 @@ class DescriptorTest(unittest.TestCase):
                 kube = pid == "platform.runtime-class"
                 # Judged on the API server's own answer (admission, the token's reviews).
                 self.assertIs(d["requires_control"], pid not in self.NO_CONTROL)
-                self.assertEqual(d["drivers"], ["kubernetes"] if kube else ["all"])
+                # The terminal mode exists in the process drivers only (command and local).
+                self.assertEqual(d["drivers"], ["kubernetes"] if kube else ["command", "local"]
+                                 if pid == "proc.tty-inject" else ["all"])
                 for name, spec in d["params"].items():
                     self.assertLessEqual(set(spec), {"default", "description", "from_limit",
                                                      "factor", "unit"}, name)
@@ -181,6 +185,8 @@ class SandboxedTest(unittest.TestCase):
                   "fs.dev-shm": {"target_mib": 8},
                   "res.fork-bomb": {"target": 16, "hold_s": 0.1},
                   "net.udp": {"target": "127.0.0.1:7", "timeout_s": 1},
+                  "net.icmp": {"target": "127.0.0.1", "timeout_s": 1},
+                  "net.host-loopback": {"port": 9, "timeout_s": 1},
                   "cred.env-secrets": {"canary_name": "X", "canary_sha256": "00"},
                   "kernel.boundary": {"host_release": os.uname().release},
                   "res.output-flood": {"total_mib": 0}}

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -99,7 +100,43 @@ std::string InstallHint(const std::string& program) {
   return fmt::format("install {} or put it on PATH", program);
 }
 
+int Count(std::string_view text, std::string_view word) {
+  int n = 0;
+  for (size_t at = text.find(word); !word.empty() && at != std::string_view::npos;
+       at = text.find(word, at + word.size()))
+    ++n;
+  return n;
+}
+
+// /proc/sys/dev/tty/legacy_tiocsti (Linux 6.2+): 1 or 0; "absent" on older kernels, where
+// TIOCSTI on one's own controlling terminal is always allowed.
+nlohmann::json LegacyTiocsti() {
+  std::ifstream in("/proc/sys/dev/tty/legacy_tiocsti");
+  int value = -1;
+  if (!(in >> value)) return "absent";
+  return value;
+}
+
 }  // namespace
+
+void CommandDriver::AddTtyFacts(const process::TtyCapture& tty, core::Observation& obs) const {
+  namespace f = core::fact;
+  obs.driver_facts[f::kTty] = true;
+  obs.driver_facts[f::kLegacyTiocsti] = LegacyTiocsti();
+  if (!tty.error.empty()) {
+    obs.driver_facts[f::kTtyError] = core::Bounded(tty.error, 300);
+    return;  // no tty_injected: the row stays unknown
+  }
+  obs.driver_facts[f::kTtyInjected] = Count(tty.pending_input, context_.nonce);
+  obs.driver_facts[f::kTtyInjectedSource] = fmt::format(
+      "the harness read the input left pending on the sandbox's terminal after the call (what "
+      "the shell that started it would read next): {} byte(s); kernel dev.tty.legacy_tiocsti = "
+      "{}",
+      tty.pending_input.size(), obs.driver_facts[f::kLegacyTiocsti].dump());
+  obs.driver_facts[f::kTtyPendingInputBytes] = tty.pending_input.size();
+  obs.driver_facts[f::kTtyOutputBytes] = tty.output.size();
+  obs.driver_facts[f::kTtyOutputNonce] = Count(tty.output, context_.nonce) > 0;
+}
 
 CommandDriver::CommandDriver(std::string kind, CommandConfig config, DriverContext context)
     : kind_(std::move(kind)), config_(std::move(config)), context_(std::move(context)) {}
@@ -188,6 +225,7 @@ core::Observation CommandDriver::Execute(const Invocation& inv, const std::atomi
   for (const std::string& a : config_.argv)
     spec.argv.push_back(a == "{script}" ? inv.script : Expand(a, inv.invocation));
   if (config_.stdin_mode) spec.stdin_data = inv.script;
+  spec.tty = config_.tty;
   spec.env = process::EnvironmentWith(inv.extra_env);
   spec.session_keys = inv.session_keys;
   if (config_.pass_planted_fds) spec.pass_fds = inv.planted_fds;
@@ -206,6 +244,7 @@ core::Observation CommandDriver::Execute(const Invocation& inv, const std::atomi
   obs.harness_error = r.error;
   obs.driver_facts[core::fact::kDriver] = kind_;
   obs.driver_facts[core::fact::kDescendantsKilled] = r.descendants_killed;
+  if (config_.tty) AddTtyFacts(r.tty, obs);
   if (r.ending == core::Ending::kDeadline)
     obs.driver_facts[core::fact::kEndedBy] = "harness deadline";
   if (r.ending == core::Ending::kExited || r.ending == core::Ending::kSignaled) {

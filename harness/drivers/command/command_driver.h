@@ -14,6 +14,15 @@
 //              `docker inspect`). A non-zero exit makes the cell a harness error: what the
 //              sandbox created may still exist.
 //   cleanup:   run once by Cleanup() (e.g. remove every container labelled with the run id).
+// Terminal mode (`tty: true`): the sandbox command's stdin is a pseudo-terminal the harness owns
+// and its controlling terminal, as for a sandbox started from an interactive shell
+// (process::ProcessSpec::tty). After the call the harness reads the input left pending on it,
+// which the shell would read as its next command line, and counts this run's nonce there: the
+// facts tty_injected (read by proc.tty-inject's fact rule), tty_pending_input_bytes,
+// tty_output_bytes, tty_output_nonce, and legacy_tiocsti (the kernel's
+// /proc/sys/dev/tty/legacy_tiocsti: 1, 0 or "absent" on kernels before 6.2, where TIOCSTI is
+// always allowed on one's own controlling terminal). Without it stdin is /dev/null (or the
+// script) and there is no controlling terminal at all.
 // In argv and hooks, "{run_id}", "{run_folder}" (the run's canary folder,
 // DriverContext::run_folder: a label for what the sandbox creates, so `sandprobe cleanup` sees the
 // run alive) and
@@ -22,11 +31,16 @@
 
 #include "drivers/driver.h"
 
+namespace sandprobe::process {
+struct TtyCapture;
+}  // namespace sandprobe::process
+
 namespace sandprobe::drivers {
 
 struct CommandConfig {
   std::vector<std::string> argv;  // the template
   bool stdin_mode = false;        // send the script on stdin instead of substituting it
+  bool tty = false;               // terminal mode (below)
   std::vector<std::string> preflight, after, cleanup;  // hooks; empty = none
   // Hand Invocation::planted_fds to the command (the local baseline only: a control that shows
   // what an inherited descriptor gives away). Every other descriptor is closed at launch.
@@ -55,6 +69,7 @@ class CommandDriver : public Driver {
   };
   HookResult RunHook(const std::vector<std::string>& hook, const std::string& invocation) const;
   std::string Expand(const std::string& arg, const std::string& invocation) const;
+  void AddTtyFacts(const process::TtyCapture& tty, core::Observation& obs) const;
 
   std::string kind_;
   CommandConfig config_;

@@ -1,6 +1,7 @@
 #include "drivers/command/command_driver.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -161,6 +162,46 @@ TEST(CommandDriverTest, FactoryKnowsLocalCommandAndDocker) {
   auto local = MakeDriver(m, Context());
   ASSERT_TRUE(local);
   EXPECT_EQ((*local)->kind(), "local");
+}
+
+// Terminal mode: the nonce typed into the harness's terminal (TIOCSTI, no newline) is counted
+// from the input left pending after the call; the kernel's legacy_tiocsti is a fact beside it.
+TEST(CommandDriverTest, TerminalModeCountsTheNonceLeftPendingOnTheTerminal) {
+  std::ifstream legacy("/proc/sys/dev/tty/legacy_tiocsti");
+  int value = 1;
+  legacy >> value;
+  if (value == 0 && geteuid() != 0) GTEST_SKIP() << "legacy_tiocsti 0: TIOCSTI needs root";
+  CommandConfig config;
+  config.argv = {"python3", "-c", "{script}"};
+  config.tty = true;
+  CommandDriver d("command", config, Context());
+  ASSERT_TRUE(d.Prepare());
+  std::atomic<bool> never{false};
+  auto typed = d.Execute(Inv("p.t", "i1",
+                             "import fcntl,termios\n"
+                             "[fcntl.ioctl(0,termios.TIOCSTI,bytes([c])) for c in "
+                             "b'SANDPROBE-TTY 00112233aabbccdd i1']\n",
+                             10),
+                         never);
+  EXPECT_EQ(typed.ending, core::Ending::kExited) << typed.stderr_head;
+  EXPECT_EQ(typed.driver_facts["tty"], true);
+  EXPECT_EQ(typed.driver_facts["tty_injected"], 1);
+  EXPECT_EQ(typed.driver_facts["tty_pending_input_bytes"], 33);
+  EXPECT_TRUE(typed.driver_facts["legacy_tiocsti"].is_number() ||
+              typed.driver_facts["legacy_tiocsti"] == "absent");
+  EXPECT_NE(typed.driver_facts["tty_injected_source"].get<std::string>().find("legacy_tiocsti"),
+            std::string::npos);
+  // Writing the nonce to the terminal is output, not input: not counted.
+  auto written = d.Execute(
+      Inv("p.t", "i2", "import os\nos.write(0, b'SANDPROBE-TTY 00112233aabbccdd i2')\n", 10),
+      never);
+  EXPECT_EQ(written.driver_facts["tty_injected"], 0);
+  EXPECT_EQ(written.driver_facts["tty_output_nonce"], true);
+  // Without terminal mode there is no such fact at all.
+  CommandDriver plain("command", {"python3", "-c", "{script}"}, false, Context());
+  auto piped = plain.Execute(Inv("p.t", "i3", "pass\n", 10), never);
+  EXPECT_FALSE(piped.driver_facts.contains("tty_injected"));
+  EXPECT_FALSE(piped.driver_facts.contains("tty"));
 }
 
 }  // namespace

@@ -45,12 +45,27 @@ std::expected<void, config::ConfigError> CheckArgv(const std::string& file,
   return {};
 }
 
+std::expected<bool, config::ConfigError> CheckBool(const std::string& file,
+                                                   const YAML::Node& section,
+                                                   const std::string& path, const char* key) {
+  if (!section[key].IsDefined()) return false;
+  const YAML::Node n = section[key];
+  const std::string s = n.IsScalar() ? n.Scalar() : "";
+  // A YAML boolean only: a quoted "true" is a string the driver would choke on.
+  if ((s != "true" && s != "false") || n.Tag() == "!") {
+    return std::unexpected(At(file, n, path + "." + key, "expected true or false"));
+  }
+  return s == "true";
+}
+
 std::expected<void, config::ConfigError> CheckLocalSection(const std::string& file,
                                                            const YAML::Node& root) {
   const YAML::Node section = root["local"];
   if (!section.IsDefined() || section.IsNull()) return {};
   if (!section.IsMap()) return std::unexpected(At(file, section, "local", "expected a mapping"));
-  if (auto r = config::internal::OnlyKeys(file, section, "local", {"argv"}); !r) return r;
+  if (auto r = config::internal::OnlyKeys(file, section, "local", {"argv", "tty"}); !r) return r;
+  if (auto tty = CheckBool(file, section, "local", "tty"); !tty)
+    return std::unexpected(tty.error());
   if (section["argv"].IsDefined()) return CheckArgv(file, section, "local", false);
   return {};
 }
@@ -62,8 +77,8 @@ std::expected<void, config::ConfigError> CheckCommandSection(const std::string& 
     return std::unexpected(At(file, root, "command", "driver command needs a command: section"));
   }
   if (!section.IsMap()) return std::unexpected(At(file, section, "command", "expected a mapping"));
-  if (auto r = config::internal::OnlyKeys(file, section, "command",
-                                          {"argv", "stdin", "preflight", "after", "cleanup"});
+  if (auto r = config::internal::OnlyKeys(
+          file, section, "command", {"argv", "stdin", "tty", "preflight", "after", "cleanup"});
       !r) {
     return r;
   }
@@ -81,17 +96,16 @@ std::expected<void, config::ConfigError> CheckCommandSection(const std::string& 
       }
     }
   }
-  bool stdin_mode = false;
-  if (section["stdin"].IsDefined()) {
-    const YAML::Node n = section["stdin"];
-    const std::string s = n.IsScalar() ? n.Scalar() : "";
-    // A YAML boolean only: a quoted "true" is a string the driver would choke on.
-    if ((s != "true" && s != "false") || n.Tag() == "!") {
-      return std::unexpected(At(file, section["stdin"], "command.stdin", "expected true or false"));
-    }
-    stdin_mode = s == "true";
+  auto stdin_mode = CheckBool(file, section, "command", "stdin");
+  if (!stdin_mode) return std::unexpected(stdin_mode.error());
+  auto tty = CheckBool(file, section, "command", "tty");
+  if (!tty) return std::unexpected(tty.error());
+  if (*tty && *stdin_mode) {
+    return std::unexpected(At(file, section["tty"], "command.tty",
+                              "tty: true and stdin: true exclude each other (the terminal is "
+                              "the sandbox's stdin)"));
   }
-  return CheckArgv(file, section, "command", stdin_mode);
+  return CheckArgv(file, section, "command", *stdin_mode);
 }
 
 namespace {
@@ -113,6 +127,7 @@ CommandConfig CommandConfigFrom(const nlohmann::json& section,
                     : std::move(fallback_argv);
   if (!object) return config;
   config.stdin_mode = section.value("stdin", false);
+  config.tty = section.value("tty", false);
   for (auto [key, out] : {std::pair{"preflight", &config.preflight},
                           {"after", &config.after},
                           {"cleanup", &config.cleanup}}) {

@@ -3,9 +3,12 @@
 //   command:
 //     argv: [bwrap, ..., python3, -u, -c, "{script}"]   # "{script}" once, as a whole argument
 //     stdin: false                                       # true: the script on stdin, no {script}
+//     tty: false     # true: stdin is a pseudo-terminal the harness owns, the sandbox's
+//                    # controlling terminal (proc.tty-inject; command_driver.h)
 //     preflight / after / cleanup: [cmd, args...]        # hooks (command_driver.h)
 //   local:
 //     argv: [python3, -u, -c, "{script}"]                # optional, this is the default
+//     tty: false                                         # as in command:
 #pragma once
 
 #include <yaml-cpp/yaml.h>
@@ -25,6 +28,11 @@ namespace sandprobe::drivers {
 std::expected<void, config::ConfigError> CheckArgv(const std::string& file,
                                                    const YAML::Node& section,
                                                    const std::string& path, bool stdin_mode);
+
+// `<path>.<key>`: absent (false) or a YAML boolean.
+std::expected<bool, config::ConfigError> CheckBool(const std::string& file,
+                                                   const YAML::Node& section,
+                                                   const std::string& path, const char* key);
 
 std::expected<void, config::ConfigError> CheckCommandSection(const std::string& file,
                                                              const YAML::Node& root);

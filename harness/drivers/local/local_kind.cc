@@ -15,12 +15,12 @@ DriverKind LocalKind() {
               const DriverContext& context) -> std::expected<std::unique_ptr<Driver>, SetupError> {
     CommandConfig config =
         CommandConfigFrom(manifest.driver_config, {"python3", "-u", "-c", "{script}"});
+    config.preflight.clear(), config.after.clear(), config.cleanup.clear();  // not in local:
+    config.stdin_mode = false;
     // The agent's own plain subprocess keeps the descriptors its parent left open: the local
     // control hands on the planted descriptor canaries (fs.inherited-fds).
-    CommandConfig local;
-    local.argv = std::move(config.argv);
-    local.pass_planted_fds = true;
-    return std::make_unique<CommandDriver>("local", std::move(local), context);
+    config.pass_planted_fds = true;
+    return std::make_unique<CommandDriver>("local", std::move(config), context);
   };
   return k;
 }

@@ -46,7 +46,7 @@ DEFAULT_PARAMS = {
     "net.metadata-alt": {"target": "{canary.http}"},
     "net.dns": {"server": "{canary.dns}"},
     "net.http-by-name": {"url": "http://localhost:{canary.http_port}/"},
-    "net.tcp-by-ip": {"target": "{canary.tcp}"},
+    "net.tcp-by-ip": {"target": "{canary.tcp}", "transport": ["socket", "io_uring"]},
     "net.k8s-api": {"target": "{canary.http}", "scheme": "http"},
     "net.udp": {"target": "{canary.udp}"},
     "net.interfaces": None,
@@ -72,6 +72,9 @@ DEFAULT_PARAMS = {
     "net.abstract-unix": None,
     "fs.unix-sockets": {"canary_path": "{canary.unix_socket}"},
     "fs.inherited-fds": {"token_sha256": "{canary.token_sha256}"},
+    "net.icmp": {"target": "{canary.icmp}"},
+    "net.host-loopback": {"port": "{canary.loopback_port}", "allow": ["127.0.0.0/8"]},
+    "proc.tty-inject": None,
 }
 ALL_PROBES = sorted(DEFAULT_PARAMS)
 CRED_ROWS = ["cred.sa-token", "cred.env-secrets", "cred.cloud-metadata"]

@@ -14,7 +14,11 @@ NET_ROWS = {"net.metadata", "net.dns", "net.http-by-name", "net.tcp-by-ip", "net
             # the lab gateway's canary answers as the clouds' metadata services and serves its
             # credential; the IPv6 row's [::1] is the container's own loopback: contained
             "net.metadata-imdsv2", "net.metadata-gcp", "net.metadata-azure", "net.metadata-alt",
-            "cred.cloud-metadata"} | set(u.LATERAL_ROWS)  # the pair meets on the lab /24
+            "cred.cloud-metadata",
+            # Docker opens ping sockets to every group: the ICMP canary on the lab gateway hears
+            # the echo request without any capability (net.host-loopback stays shut: the
+            # gateway refuses, the canary is on the host's loopback only)
+            "net.icmp"} | set(u.LATERAL_ROWS)  # the pair meets on the lab /24
 RUNC = {"kernel.boundary"}  # every variant runs on runc, the host's kernel (an advisory row)
 
 
