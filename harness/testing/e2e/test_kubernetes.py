@@ -7,19 +7,18 @@ contacted; the suite is suites/kubernetes-egress.yaml UNCHANGED, aimed at the ru
 canary (a Pod + Service the driver deploys), kubernetes.default.svc:443 and 169.254.169.254:80,
 which the pod network cannot route (nothing leaves this machine).
 
+What the real one-node cluster now proves (harness/testing/cluster: the k3s case, enforcement,
+a policy allowing port 53, hostNetwork, OOM kills, evictions, deadlines, tokens, Ctrl-C) is not
+repeated here. What stays needs what a one-node cluster cannot give: two nodes, enforcement
+scripted to start late, gVisor, RBAC bindings made mid-test, a pending pod, a hanging API server.
+
 Scenarios (one fake per test class, stopped in tearDown):
-  K3sNotEnforced   --network-policy ignore: banner, every traffic row FAIL, exit 1.
-  Enforced         --network-policy enforce: traffic rows PASS, interfaces reported not judged,
-                   no banner, the "ruled out" note, exit 0; every API call allowed by ci/kubernetes.
-  Port53Allowed    a policy allowing UDP/TCP 53 anywhere: DNS and the canary's port 53 reached,
-                   the policy's rules named in the report.
-  HostNetwork      jobTemplate hostNetwork: true on the deny arm: traffic rows FAIL, notes name it.
   LateEnforcement  --network-policy enforce-after=3 with an old policy and settledRerun: FAIL,
                    "enforced late for new pods".
   EveryNode        --nodes n1,n2 --network-policy enforce-on=n1, `run --nodes all`.
-  Workloads        gVisor kernel boundary, OOMKilled, Evicted, a writable root, an automounted token.
-  Interrupt        SIGINT mid-run; the API server hangs mid-run: nothing left (Jobs, Pods,
-                   Services, NetworkPolicies, containers), `sandprobe cleanup` after.
+  Workloads        gVisor kernel boundary, a writable root.
+  Interrupt        SIGINT while the canary is pending; the API server hangs mid-run: nothing
+                   left (Jobs, Pods, Services, NetworkPolicies, containers), `sandprobe cleanup`.
   CleanupCommand   objects planted with a dead and a live run's label: only the dead go.
   Render           `sandprobe render` of manifests/kubernetes/deny-egress.yaml.
   CiManifests      ci/kubernetes/*.yaml parse, RBAC verbs are exactly the driver's.
@@ -45,7 +44,6 @@ FAKE = os.path.join(u.HOME, "harness", "testing", "fake_kube", "fake_kube.py")
 sys.path.insert(0, os.path.dirname(FAKE))
 from test_fake_kube import wait_for  # noqa: E402 (the fake's self-test and these poll alike)
 KUBE = os.path.join(u.MANIFESTS, "kubernetes")
-OPEN = os.path.join(KUBE, "open.yaml")
 DENY = os.path.join(KUBE, "deny-egress.yaml")
 GVISOR = os.path.join(KUBE, "gvisor.yaml")
 EGRESS_SUITE = os.path.join(u.HOME, "suites", "kubernetes-egress.yaml")
@@ -267,94 +265,6 @@ class FakeRun(u.ReportReading, unittest.TestCase):
         self.assertEqual(self.containers, [])
 
 
-# --- a. the k3s case -------------------------------------------------------------------------
-
-class K3sNotEnforced(FakeRun):
-    FAKE_ARGS = ("--network-policy", "ignore", "--admission", "webhook-403", "--cni", "k3s")
-    ARMS = ("k8s-open", "k8s-deny-egress", "k8s-deny-egress-aged")
-
-    @classmethod
-    def run_args(cls):
-        ctl = copy_manifest(OPEN, os.path.join(cls.tmp.name, "open.yaml"))
-        deny = copy_manifest(DENY, os.path.join(cls.tmp.name, "deny-egress.yaml"), control=ctl,
-                             drop=("minPolicyAge",), add=["minPolicyAge: 2s", "agedRerun: 5s"])
-        return ["--suite", EGRESS_SUITE, "--sandbox", deny] + FAST
-
-    def test_exit_1_and_three_columns(self):
-        self.assertEqual(self.res.returncode, 1, self.res.describe())
-        self.assertEqual([a["name"] for a in self.report["arms"]], list(self.ARMS))
-        self.assertEqual(u.arm_names(self.report, "control"), ["k8s-open"])
-
-    def test_every_traffic_row_reached_with_server_side_proof_and_fails(self):
-        for arm in self.ARMS:
-            for probe in TRAFFIC_ROWS:
-                o = self.cell(arm, probe)
-                self.assertEqual((o["exposure"], o["label"]), ("exposed", "REACHED"),
-                                 (arm, probe, o["reason"]))
-        for arm in self.ARMS:  # the in-cluster canary logged the invocation (pods/log)
-            for probe in ("net.dns", "net.http-by-name", "net.tcp-by-ip", "net.udp"):
-                hits = self.cell(arm, probe)["evidence"]["canary_hits"]
-                self.assertTrue(hits, (arm, probe))
-                self.assertRegex(hits[0]["peer"], r"^172\.31\.\d+\.\d+:\d+$")
-        for cand in self.ARMS[1:]:
-            for probe in TRAFFIC_ROWS:
-                self.assertEqual(self.verdict(cand, probe)["verdict"], "FAIL", (cand, probe))
-
-    def test_cloud_metadata_shapes_and_credentials_leak_through_the_unenforced_policy(self):
-        for arm in self.ARMS:
-            for probe in CLOUD_ROWS:
-                o = self.cell(arm, probe)
-                self.assertEqual((o["exposure"], o["label"]), ("exposed", "REACHED"),
-                                 (arm, probe, o["reason"]))
-            cred = self.cell(arm, CLOUD_CRED)
-            self.assertEqual((cred["exposure"], cred["label"]), ("exposed", "CREDENTIAL SERVED"),
-                             (arm, cred["reason"]))
-            result = cred["evidence"]["result"]  # the in-cluster canary's credential, by hash
-            self.assertEqual((result["outcome"], result["canary_match"]), ("credentials", True))
-        for cand in self.ARMS[1:]:
-            for probe in CLOUD_ROWS + [CLOUD_CRED]:
-                self.assertEqual(self.verdict(cand, probe)["verdict"], "FAIL", (cand, probe))
-
-    def test_interfaces_reported_not_judged_and_metadata_unroutable(self):
-        for cand in self.ARMS[1:]:
-            v = self.verdict(cand, "net.interfaces")
-            self.assertEqual(v["verdict"], "SKIP", v)
-            self.assertIn("reported, not judged", v["reason"])
-            self.assertEqual(self.cell(cand, "net.interfaces")["exposure"], "exposed")  # eth0
-            m = self.verdict(cand, METADATA)
-            self.assertEqual(m["verdict"], "INCONCLUSIVE", m)
-            self.assertIn("ENETUNREACH", m["reason"])  # the control could not route it either
-
-    def test_banner_names_traffic_rows_only(self):
-        banners = self.report["banners"]
-        self.assertEqual(len(banners), 1, banners)
-        self.assertTrue(banners[0].startswith(BANNER), banners)
-        self.assertIn("k8s-deny-egress (policy", banners[0])
-        self.assertIn("k8s-deny-egress-aged (policy", banners[0])
-        self.assertNotIn("net.interfaces", banners[0])
-        self.assertNotRegex(banners[0], re.escape(METADATA) + r"(?!-)")  # unroutable: no leak
-        for probe in CLOUD_ROWS:  # the canary's metadata shapes leaked like any traffic row
-            self.assertIn(probe, banners[0])
-        self.assertNotIn(CLOUD_CRED, banners[0])  # a credential row, not a network row
-        self.assertIn(BANNER, self.res.stdout)
-
-    def test_ruled_out_note_and_cni_hint(self):
-        note = self.note("k8s-deny-egress: ruled out before concluding")
-        self.assertIn("deny all egress", note)
-        self.assertIn("are selected by its podSelector", note)
-        self.assertIn("networking.k8s.io/v1 networkpolicies served", note)
-        self.assertIn("server v1.32.3+k3s1", note)
-        self.assertIn("k3s", note)
-
-    def test_runtime_class_row_passes_on_the_webhook_403(self):
-        for cand in self.ARMS[1:]:
-            v = self.verdict(cand, "platform.runtime-class")
-            self.assertEqual(v["verdict"], "PASS", v)
-
-    def test_nothing_left_in_the_cluster_or_on_the_daemon(self):
-        self.assert_nothing_left()
-
-
 # --- b. enforced -----------------------------------------------------------------------------
 
 # The API calls a run makes -> RBAC (apiGroup, resource, verb). Paths the fake serves.
@@ -421,142 +331,6 @@ def assert_calls_granted(test, fake, skip=lambda r: False):
     return used
 
 
-class Enforced(FakeRun):
-    FAKE_ARGS = ("--network-policy", "enforce", "--admission", "vap-422", "--cni", "calico")
-
-    @classmethod
-    def run_args(cls):
-        ctl = copy_manifest(OPEN, os.path.join(cls.tmp.name, "open.yaml"))
-        deny = copy_manifest(DENY, os.path.join(cls.tmp.name, "deny-egress.yaml"), control=ctl,
-                             drop=("minPolicyAge",), add=["minPolicyAge: 1s"])
-        return ["--suite", EGRESS_SUITE, "--sandbox", deny] + FAST
-
-    def test_exit_0_no_banner(self):
-        self.assertEqual(self.res.returncode, 0, self.res.describe())
-        self.assertEqual(self.report["banners"], [])
-        self.assertNotIn(BANNER, self.res.stdout)
-
-    def test_traffic_rows_blocked_in_candidate_reached_in_control_pass(self):
-        for probe in TRAFFIC_ROWS:
-            self.assertEqual(self.cell("k8s-open", probe)["label"], "REACHED", probe)
-            cand = self.cell("k8s-deny-egress", probe)
-            self.assertEqual(cand["exposure"], "contained", (probe, cand["reason"]))
-            self.assertEqual(cand["evidence"]["canary_hits"], [], probe)
-            v = self.verdict("k8s-deny-egress", probe)
-            self.assertEqual(v["verdict"], "PASS", (probe, v["reason"]))
-            self.assertEqual(v["validated_by"], "k8s-open", probe)
-        # Packets dropped, not interfaces removed: the deny pod still has eth0.
-        ifaces = self.cell("k8s-deny-egress", "net.interfaces")
-        self.assertEqual(ifaces["exposure"], "exposed", ifaces)
-        self.assertEqual(self.verdict("k8s-deny-egress", "net.interfaces")["verdict"], "SKIP")
-        self.assertEqual(self.verdict("k8s-deny-egress", "platform.runtime-class")["verdict"],
-                         "PASS")
-        self.assertEqual(self.verdict("k8s-deny-egress", METADATA)["verdict"], "INCONCLUSIVE")
-        for probe in CLOUD_ROWS + [CLOUD_CRED]:  # validated by the open pod beside it
-            self.assertEqual(self.cell("k8s-open", probe)["exposure"], "exposed", probe)
-            cand = self.cell("k8s-deny-egress", probe)
-            self.assertEqual(cand["exposure"], "contained", (probe, cand["reason"]))
-            v = self.verdict("k8s-deny-egress", probe)
-            self.assertEqual((v["verdict"], v["validated_by"]), ("PASS", "k8s-open"),
-                             (probe, v["reason"]))
-        # Cluster DNS dropped: the API row still tried the API server's address itself.
-        api = self.cell("k8s-deny-egress", "net.k8s-api")["evidence"]["result"]
-        self.assertIn("KUBERNETES_SERVICE_HOST", api["target_source"], api)
-        self.assertEqual(api["addresses"], ["10.96.0.1"], api)
-
-    def test_ruled_out_note(self):
-        note = self.note("k8s-deny-egress: ruled out before concluding")
-        self.assertIn("deny all egress", note)
-        self.assertIn("sandprobe.io/arm=k8s-deny-egress", note)
-        self.assertIn("are selected by its podSelector", note)
-        self.assertIn("calico (", note)
-
-    def test_every_api_call_is_allowed_by_ci_kubernetes(self):
-        used = assert_calls_granted(self, self.fake)
-        # Driver calls missing from the Role would make a real run fail; grants the run never
-        # used are listed in DRIVER_VERBS with the reason they exist (cleanup, --nodes).
-        self.assertIn(("", "services", "create"), used)
-        self.assertIn(("", "pods/log", "get"), used)
-
-    def test_nothing_left(self):
-        self.assert_nothing_left()
-
-
-# --- c. a policy that allows DNS to anywhere ---------------------------------------------------
-
-PORT53_POLICY = """apiVersion: networking.k8s.io/v1
-kind: NetworkPolicy
-metadata:
-  name: dns-anywhere
-spec:
-  podSelector: {}
-  policyTypes: [Egress]
-  egress:
-    - ports:
-        - {port: 53, protocol: UDP}
-        - {port: 53, protocol: TCP}
-"""
-
-
-class Port53Allowed(FakeRun):
-    FAKE_ARGS = ("--network-policy", "enforce")
-
-    @classmethod
-    def run_args(cls):
-        policy = os.path.join(cls.tmp.name, "dns-anywhere.yaml")
-        with open(policy, "w") as f:
-            f.write(PORT53_POLICY)
-        return cls.policy_run(
-            "k8s-dns-only", ["net.dns", "net.tcp-by-ip", "net.udp", "net.http-by-name"],
-            policy=policy, params=cluster_params(**{
-                "net.tcp-by-ip": {"target": "{canary.cluster.ip}:53"},
-                "net.udp": {"target": "{canary.cluster.ip}:53"}}))
-
-    def test_port_53_reached_the_rest_blocked(self):
-        self.assertEqual(self.res.returncode, 1, self.res.describe())
-        for probe in ("net.dns", "net.tcp-by-ip", "net.udp"):
-            o = self.cell("k8s-dns-only", probe)
-            self.assertEqual(o["label"], "REACHED", (probe, o["reason"]))
-            self.assertTrue(o["evidence"]["canary_hits"], probe)
-            self.assertEqual(self.verdict("k8s-dns-only", probe)["verdict"], "FAIL")
-        # The name resolves (DNS allowed), port 80 is dropped.
-        http = self.cell("k8s-dns-only", "net.http-by-name")
-        self.assertEqual(http["exposure"], "contained", http["reason"])
-        self.assertEqual(self.verdict("k8s-dns-only", "net.http-by-name")["verdict"], "PASS")
-
-    def test_report_names_what_the_policy_allows(self):
-        note = self.note("k8s-dns-only: ruled out before concluding")
-        self.assertIn("ports 53/UDP, 53/TCP to any", note)
-        # Allowed by the policy as written: not "accepted but not enforced".
-        self.assertEqual(self.report["banners"], [])
-        self.assert_nothing_left()
-
-
-# --- d. hostNetwork on the deny arm ----------------------------------------------------------
-
-class HostNetwork(FakeRun):
-    FAKE_ARGS = ("--network-policy", "enforce")
-
-    @classmethod
-    def run_args(cls):
-        return cls.policy_run(
-            "k8s-deny-hostnet", ["net.dns", "net.tcp-by-ip", "net.udp", "net.http-by-name"],
-            extra=["jobTemplate: {spec: {template: {spec: {hostNetwork: true}}}}"])
-
-    def test_traffic_rows_fail_and_the_notes_name_host_network(self):
-        self.assertEqual(self.res.returncode, 1, self.res.describe())
-        for probe in ("net.dns", "net.tcp-by-ip", "net.udp", "net.http-by-name"):
-            self.assertEqual(self.verdict("k8s-deny-hostnet", probe)["verdict"], "FAIL", probe)
-            facts = self.cell("k8s-deny-hostnet", probe)["evidence"]["driver_facts"]
-            self.assertIs(facts.get("host_network"), True, probe)
-        notes = "\n".join(self.report["notes"])
-        self.assertIn("hostNetwork", notes)
-        self.assertIn("the NetworkPolicy API leaves host-network pods to the plugin",
-                      self.note("k8s-deny-hostnet: ruled out before concluding"))
-        self.assertEqual(self.report["banners"], [])  # not evidence about enforcement
-        self.assert_nothing_left()
-
-
 # --- e. late enforcement for new pods ----------------------------------------------------------
 
 class LateEnforcement(FakeRun):
@@ -621,6 +395,10 @@ class EveryNode(FakeRun):
 # --- g. what the kubelet enforces --------------------------------------------------------------
 
 class Workloads(FakeRun):
+    """gVisor as a RuntimeClass (the fake maps it to Docker's runsc) and a writable root. OOM
+    kills, evictions, deadlines and tokens are measured on the real cluster instead
+    (harness/testing/cluster/test_cluster_workloads.py); gVisor cannot run there yet
+    (docs/cluster.md, "gVisor as a RuntimeClass")."""
     FAKE_ARGS = ("--network-policy", "enforce")
 
     @classmethod
@@ -629,22 +407,15 @@ class Workloads(FakeRun):
         ctl = write_kube_manifest(os.path.join(d, "open.yaml"), "k8s-open")
         gvisor = copy_manifest(GVISOR, os.path.join(d, "gvisor.yaml"), control=ctl)
         hardened = write_kube_manifest(os.path.join(d, "hardened.yaml"), "k8s-hardened",
-                                       control=ctl, policy=True, timeout=20,
-                                       limits={"memory": "128Mi", "tmp": "16Mi"})
-        # Root with a writable root filesystem and the token automounted; /tmp a tmpfs emptyDir
-        # (medium Memory: a hard limit, ENOSPC) instead of the default disk-backed one.
+                                       control=ctl, policy=True, timeout=20)
+        # Root with a writable root filesystem.
         weak = write_kube_manifest(
-            os.path.join(d, "weak.yaml"), "k8s-weak", control=ctl, policy=True,
-            limits={"memory": "128Mi", "tmp": "16Mi"}, extra=[
-                "jobTemplate: {spec: {template: {spec: {automountServiceAccountToken: true, "
+            os.path.join(d, "weak.yaml"), "k8s-weak", control=ctl, policy=True, extra=[
+                "jobTemplate: {spec: {template: {spec: {"
                 "securityContext: {runAsNonRoot: false, runAsUser: 0, runAsGroup: 0}, "
-                "volumes: [{name: tmp, emptyDir: {medium: Memory, sizeLimit: 16Mi}}], "
                 "containers: [{name: probe, securityContext: {readOnlyRootFilesystem: false}}]}}}}"])
-        suite = u.write_suite(d, "workloads", ["kernel.boundary", "res.memory-balloon",
-                                               "fs.fill-tmp", "fs.write-root", "cred.sa-token"],
-                              params={"kernel.boundary": {"host_release": "{host.kernel_release}"},
-                                      "fs.fill-tmp": {"hold_s": 2},
-                                      "cred.sa-token": {}})
+        suite = u.write_suite(d, "workloads", ["kernel.boundary", "fs.write-root"],
+                              params={"kernel.boundary": {"host_release": "{host.kernel_release}"}})
         return ["--suite", suite, "--sandbox", gvisor, "--sandbox", hardened, "--sandbox",
                 weak] + FAST
 
@@ -653,35 +424,12 @@ class Workloads(FakeRun):
         self.assertEqual(v["verdict"], "PASS", v)
         self.assertEqual(self.verdict("k8s-hardened", "kernel.boundary")["verdict"], "FAIL")
 
-    def test_memory_limit_is_oom_killed_and_tmp_size_limit_evicts(self):
-        balloon = self.cell("k8s-hardened", "res.memory-balloon")
-        self.assertIs(balloon["evidence"]["driver_facts"].get("oom_killed"), True, balloon)
-        self.assertEqual(self.verdict("k8s-hardened", "res.memory-balloon")["verdict"], "PASS")
-        # A disk-backed emptyDir's sizeLimit is eviction after the fact, not a limit on writes:
-        # the pod wrote twice its claim, held it, and was evicted. The claim did not hold.
-        fill = self.cell("k8s-hardened", "fs.fill-tmp")
-        facts = fill["evidence"]["driver_facts"]
-        self.assertIs(facts.get("evicted"), True, fill)
-        self.assertIn("exceeds the limit", facts.get("pod_message", ""))
-        v = self.verdict("k8s-hardened", "fs.fill-tmp")
-        self.assertEqual(v["verdict"], "FAIL", v)
-        self.assertIn("claimed_mib", v["reason"])
-        # A tmpfs emptyDir (medium Memory) refuses the write itself.
-        tmpfs = self.cell("k8s-weak", "fs.fill-tmp")
-        self.assertEqual(tmpfs["evidence"]["result"]["errno"], "ENOSPC", tmpfs)
-        self.assertEqual(self.verdict("k8s-weak", "fs.fill-tmp")["verdict"], "PASS")
-
-    def test_writable_root_and_automounted_token_fail(self):
+    def test_writable_root_fails(self):
         self.assertEqual(self.verdict("k8s-weak", "fs.write-root")["verdict"], "FAIL")
-        self.assertEqual(self.verdict("k8s-weak", "cred.sa-token")["verdict"], "FAIL")
-        token = self.cell("k8s-weak", "cred.sa-token")
-        sha = self.fake.state()["serviceAccountTokens"][NS + "/default"]["sha256"]
-        self.assertIn(sha[:12], json.dumps(token["evidence"]["result"]))  # hash prefix only
         # Held, but the same-driver control is read-only and non-root too: it cannot show that
         # the probe detects a writable root here, so the hardened cell is contained, not a PASS.
         self.assertEqual(self.cell("k8s-hardened", "fs.write-root")["exposure"], "contained")
         self.assertEqual(self.verdict("k8s-hardened", "fs.write-root")["verdict"], "INCONCLUSIVE")
-        self.assertEqual(self.cell("k8s-hardened", "cred.sa-token")["exposure"], "contained")
         self.assert_nothing_left()
 
 
@@ -727,24 +475,6 @@ class Interrupt(unittest.TestCase):
                     and q["metadata"]["labels"].get("job-name") in loops]
             return len(pods) >= 2 and next(iter(loops.values()))
         return wait_for(running, 90, what="two running res.cpu-loop pods")
-
-    def test_ctrl_c_exit_2_and_nothing_left(self):
-        p = self.start_run()
-        run_id = self.wait_for_running_loops(p)
-        left = self.fake.objects_of_run(run_id)
-        self.assertTrue(any(o.startswith("services/") for o in left), left)  # the canary
-        t0 = time.monotonic()
-        p.send_signal(signal.SIGINT)
-        _, err = p.communicate(timeout=60)
-        err = err.decode("utf-8", "replace")
-        self.assertEqual(p.returncode, 2, err[-3000:])  # enforced: no FAIL was measured
-        self.assertLess(time.monotonic() - t0, 30, "Ctrl-C took too long")
-        report = u.load_report(self.out)
-        self.assertTrue(report["interrupted"])
-        self.assertEqual(report["run_id"], run_id)
-        self.assertEqual(self.fake.objects_of_run(run_id), [])
-        wait_for(lambda: self.fake.pod_containers() == [], 20, what="pod containers to go")
-        self.assertEqual([n for n in os.listdir(self.canary) if n.startswith("sp-")], [])
 
     def test_ctrl_c_while_the_canary_is_pending_removes_it(self):
         # The canary's nodeSelector matches no node: it stays Pending, the driver waits for it
