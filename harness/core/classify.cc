@@ -241,7 +241,16 @@ Classification ClassifyEnding(const ProbeDescriptor& probe, const Observation& o
   }
   if (auto running = StillRunning(rules, obs)) return *running;
   // A still-running probe's hits are its heartbeats: liveness during the call, not reach.
+  // A probe whose evidence is a heartbeat after the call (rules.quiet_after_call) counts only
+  // beats logged after the driver's call_ended_unix_ms: one logged before it was sent while the
+  // call still ran (between the probe's own exit and its sandbox's end, a window a loaded
+  // machine widens) and proves nothing.
+  int64_t ended_ms = 0;  // 0 = not known: every hit counts
+  if (const auto e = obs.driver_facts.find(fact::kCallEndedUnixMs);
+      rules.quiet_after_call && e != obs.driver_facts.end() && e->is_number_integer())
+    ended_ms = e->get<int64_t>();
   const auto counts = [&](const CanaryHit& h) {
+    if (ended_ms > 0 && h.unix_ms > 0 && h.unix_ms <= ended_ms) return false;
     return rules.canary_hit_kinds.empty() ||
            std::ranges::find(rules.canary_hit_kinds, h.kind) != rules.canary_hit_kinds.end();
   };

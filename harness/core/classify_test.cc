@@ -482,6 +482,51 @@ TEST(ClassifyTest, QuietAfterCallTable) {
   }
 }
 
+// proc.outlives-call in a container: a beat sent between the probe's own exit and its sandbox's end
+// (logged before the driver's call_ended_unix_ms) proves nothing; one logged after it does, and
+// without a known end every beat counts.
+TEST(ClassifyTest, QuietAfterCallCountsOnlyBeatsAfterTheCallEnded) {
+  ProbeDescriptor p;
+  p.classify.outcomes = {{"detached", Exposure::kUnknown}, {"fork_failed", Exposure::kContained}};
+  p.classify.fact = FactRule{"survivors"};
+  p.classify.quiet_after_call = QuietAfterCallRule{"canary", Exposure::kContained};
+  const nlohmann::json detached = {{"kind", "result"}, {"outcome", "detached"}};
+  struct Case {
+    const char* name;
+    nlohmann::json facts;
+    int64_t beat_ms;
+    Exposure want;
+  };
+  const Case cases[] = {
+      {"beat before the end, no survivors",
+       {{"survivors", 0}, {"call_ended_unix_ms", 5000}},
+       4900,
+       Exposure::kContained},
+      {"beat at the end",
+       {{"survivors", 0}, {"call_ended_unix_ms", 5000}},
+       5000,
+       Exposure::kContained},
+      {"beat after the end",
+       {{"survivors", 0}, {"call_ended_unix_ms", 5000}},
+       5400,
+       Exposure::kExposed},
+      {"end not known", {{"survivors", 0}}, 4900, Exposure::kExposed},
+      {"beat time not known",
+       {{"survivors", 0}, {"call_ended_unix_ms", 5000}},
+       0,
+       Exposure::kExposed},
+  };
+  for (const Case& c : cases) {
+    Observation o = Started(Exited(0, detached));
+    o.driver_facts = c.facts;
+    o.params = {{"canary", "127.0.0.1:9"}};
+    o.canary_hits.push_back({"tcp", "127.0.0.1:5555", "heartbeat", c.beat_ms});
+    const Classification got = Classify(p, o);
+    EXPECT_EQ(got.exposure, c.want) << c.name << ": " << got.reason;
+    EXPECT_EQ(got.evidence, Evidence::kPositive) << c.name;
+  }
+}
+
 // "Stopped means stopped" (res.cpu-loop through a service or a wrapper command): heartbeats are
 // liveness during the call; one logged after the call's end, or a reaper survivor, is a FAIL
 // whatever exit code the sandbox reported.

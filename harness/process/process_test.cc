@@ -77,8 +77,8 @@ TEST(ProcessTest, TerminalModeReadsPendingInputAfterTheCall) {
                    std::nullopt,
                    10,
                    1,
-                   SANDPROBE_REAPER,
-                   /*tty=*/true};
+                   SANDPROBE_REAPER};
+  spec.tty = true;
   core::OutputCollector collector(kNonce);
   std::atomic<bool> never{false};
   const ProcessResult r = RunProcess(spec, never, collector);

@@ -29,12 +29,12 @@ namespace sandprobe::runner {
 // "127.0.0.1:port" of the TCP echo canary bound to loopback only whatever --canary-bind says
 // (net.host-loopback), canary.loopback_port its port.
 inline constexpr std::string_view kPlaceholders[] = {
-    "canary.http",         "canary.tcp",          "canary.dns",         "canary.udp",
-    "canary.host",         "canary.http_port",    "canary.tcp_port",    "canary.dns_port",
-    "canary.udp_port",     "canary.env_name",     "canary.env_sha256",  "canary.token_file",
-    "canary.token_sha256", "canary.docker",       "canary.docker_port", "host.kernel_release",
-    "canary.http6",        "canary.cloud_sha256", "canary.env_set",     "canary.env_given",
-    "canary.key_user",     "canary.key_session",  "canary.key_sha256",  "canary.unix_socket",
+    "canary.http",         "canary.tcp",          "canary.dns",          "canary.udp",
+    "canary.host",         "canary.http_port",    "canary.tcp_port",     "canary.dns_port",
+    "canary.udp_port",     "canary.env_name",     "canary.env_sha256",   "canary.token_file",
+    "canary.token_sha256", "canary.docker",       "canary.docker_port",  "host.kernel_release",
+    "canary.http6",        "canary.cloud_sha256", "canary.env_set",      "canary.env_given",
+    "canary.key_user",     "canary.key_session",  "canary.key_sha256",   "canary.unix_socket",
     "canary.icmp",         "canary.loopback_tcp", "canary.loopback_port"};
 
 // Placeholders an arm fills once prepared (drivers::Driver::Placeholders), not the runner: the

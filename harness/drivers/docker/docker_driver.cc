@@ -182,6 +182,9 @@ core::Observation DockerDriver::Execute(const Invocation& inv, const std::atomic
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   obs.duration_s = std::chrono::duration<double>(Clock::now() - start).count();
+  // When the harness saw the container stopped (ContainerInspect, polled every 100 ms): at or
+  // after its real end, so a canary hit logged before it was sent while the container still ran.
+  obs.driver_facts[core::fact::kCallEndedUnixMs] = UnixMsNow();
   const Json& st = state["State"];
   obs.driver_facts[core::fact::kOomKilled] = OomKilled(id, st, stopped_by_harness, since_unix);
   obs.driver_facts[core::fact::kExitCode] = st.value("ExitCode", -1);
