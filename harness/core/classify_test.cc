@@ -428,12 +428,19 @@ TEST(ClassifyTest, OutputRuleTable) {
   }
 }
 
-// proc.outlives-call through a service: no survivors fact, the driver waited after the call.
-TEST(ClassifyTest, QuietAfterCallTable) {
+// proc.outlives-call's rules: the probe's own outcome is unknown, the survivors fact decides, and
+// without it a quiet canary after the call is containment.
+ProbeDescriptor OutlivesCallRules() {
   ProbeDescriptor p;
   p.classify.outcomes = {{"detached", Exposure::kUnknown}, {"fork_failed", Exposure::kContained}};
   p.classify.fact = FactRule{"survivors"};
   p.classify.quiet_after_call = QuietAfterCallRule{"canary", Exposure::kContained};
+  return p;
+}
+
+// proc.outlives-call through a service: no survivors fact, the driver waited after the call.
+TEST(ClassifyTest, QuietAfterCallTable) {
+  const ProbeDescriptor p = OutlivesCallRules();
   const nlohmann::json detached = {{"kind", "result"}, {"outcome", "detached"}};
   struct Case {
     const char* name;
@@ -486,10 +493,7 @@ TEST(ClassifyTest, QuietAfterCallTable) {
 // (logged before the driver's call_ended_unix_ms) proves nothing; one logged after it does, and
 // without a known end every beat counts.
 TEST(ClassifyTest, QuietAfterCallCountsOnlyBeatsAfterTheCallEnded) {
-  ProbeDescriptor p;
-  p.classify.outcomes = {{"detached", Exposure::kUnknown}, {"fork_failed", Exposure::kContained}};
-  p.classify.fact = FactRule{"survivors"};
-  p.classify.quiet_after_call = QuietAfterCallRule{"canary", Exposure::kContained};
+  const ProbeDescriptor p = OutlivesCallRules();
   const nlohmann::json detached = {{"kind", "result"}, {"outcome", "detached"}};
   struct Case {
     const char* name;
