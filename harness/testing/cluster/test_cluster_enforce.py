@@ -173,7 +173,19 @@ class Enforced(LateOrHeld, RealRun):
         self.assert_nothing_left()
 
 
-PORT53_POLICY = rm.tk.PORT53_POLICY  # the same policy the fake's test uses
+# A policy allowing DNS (UDP and TCP 53) to anywhere, beside the deny arm's own.
+PORT53_POLICY = """apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata:
+  name: dns-anywhere
+spec:
+  podSelector: {}
+  policyTypes: [Egress]
+  egress:
+    - ports:
+        - {port: 53, protocol: UDP}
+        - {port: 53, protocol: TCP}
+"""
 
 
 class Port53Allowed(RealRun):

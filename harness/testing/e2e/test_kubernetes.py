@@ -44,6 +44,7 @@ FAKE = os.path.join(u.HOME, "harness", "testing", "fake_kube", "fake_kube.py")
 sys.path.insert(0, os.path.dirname(FAKE))
 from test_fake_kube import wait_for  # noqa: E402 (the fake's self-test and these poll alike)
 KUBE = os.path.join(u.MANIFESTS, "kubernetes")
+OPEN = os.path.join(KUBE, "open.yaml")  # also used by ci/bench/reliability.d/interrupts
 DENY = os.path.join(KUBE, "deny-egress.yaml")
 GVISOR = os.path.join(KUBE, "gvisor.yaml")
 EGRESS_SUITE = os.path.join(u.HOME, "suites", "kubernetes-egress.yaml")
