@@ -3,9 +3,8 @@ API server in its docker-backed mode (harness/testing/fake_kube/fake_kube.py --k
 pods are real containers from the probe image on a pod network the fake creates (an --internal
 Docker network, every pod with eth0), Services are kube-proxy-style DNAT, cluster DNS answers the
 names it knows, NetworkPolicy is enforced by packet filters (silent drops). No cluster is
-contacted; the suite is suites/kubernetes-egress.yaml UNCHANGED, aimed at the run's in-cluster
-canary (a Pod + Service the driver deploys), kubernetes.default.svc:443 and 169.254.169.254:80,
-which the pod network cannot route (nothing leaves this machine).
+contacted; the suites are small ones aimed at the run's in-cluster canary (a Pod + Service the
+driver deploys), and nothing leaves this machine.
 
 What the real one-node cluster now proves (harness/testing/cluster: the k3s case, enforcement,
 a policy allowing port 53, hostNetwork, OOM kills, evictions, deadlines, tokens, Ctrl-C) is not
@@ -266,7 +265,7 @@ class FakeRun(u.ReportReading, unittest.TestCase):
         self.assertEqual(self.containers, [])
 
 
-# --- b. enforced -----------------------------------------------------------------------------
+# --- the API calls a run makes --------------------------------------------------------------
 
 # The API calls a run makes -> RBAC (apiGroup, resource, verb). Paths the fake serves.
 API_CALL = [
