@@ -99,6 +99,15 @@ BWRAP_PROBE_ARGV = ["--unshare-all", "--die-with-parent", "--ro-bind", "/usr", "
                     "/usr/bin/python3", "-c", "print('ok')"]
 
 
+def sh(*argv):
+    """Runs a command; raises AssertionError with its output when it fails."""
+    r = subprocess.run(list(argv), capture_output=True, text=True, timeout=30)
+    if r.returncode != 0:
+        raise AssertionError("%s: exit %d: %s" % (" ".join(argv), r.returncode,
+                                                 (r.stderr or r.stdout).strip()[:500]))
+    return r.stdout
+
+
 def require_sandprobe():
     """The binary and its reaper exist; raise (a loud error, never a skip) otherwise."""
     if not os.access(BIN, os.X_OK):

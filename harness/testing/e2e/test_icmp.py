@@ -35,14 +35,6 @@ VARIANTS = {"icmp-tcp-udp-only": REFUSE_TCP_UDP,
                                                     "echo-request", "-j", "DROP"]]}
 
 
-def sh(*argv):
-    r = subprocess.run(list(argv), capture_output=True, text=True, timeout=30)
-    if r.returncode != 0:
-        raise AssertionError("%s: exit %d: %s" % (" ".join(argv), r.returncode,
-                                                 (r.stderr or r.stdout).strip()[:500]))
-    return r.stdout
-
-
 class Lab:
     """One veth pair per variant from the host into a namespace of the test's, in a /30 of
     198.18.0.0/15 no interface here uses; every host end carries an address of one /24, and the
@@ -58,26 +50,26 @@ class Lab:
                 raise AssertionError("%s is required; this test never skips" % tool)
         if os.geteuid() != 0:
             raise AssertionError("this test makes namespaces and a raw-socket canary: run as root")
-        used = sh("ip", "-o", "-4", "addr", "show")
+        used = u.sh("ip", "-o", "-4", "addr", "show")
         free = [n for n in range(256) if " 198.18.%d." % n not in used]
         octet = free[int(self.tag, 16) % len(free)]
         for k, (variant, rules) in enumerate(sorted(variants.items())):
             ns = "spic-%s-%d" % (self.tag, k)
             host, inner = "spic%s%dh" % (self.tag, k), "spic%s%dn" % (self.tag, k)
             v4 = ["198.18.%d.%d" % (octet, 4 * k + n) for n in (1, 2)]
-            sh("ip", "netns", "add", ns)
+            u.sh("ip", "netns", "add", ns)
             self.namespaces[variant] = (ns, v4[0])
             self.veths.append(host)
-            sh("ip", "link", "add", host, "type", "veth", "peer", "name", inner)
-            sh("ip", "link", "set", inner, "netns", ns)
-            sh("ip", "addr", "add", v4[0] + "/30", "dev", host)
-            sh("ip", "link", "set", host, "up")
-            sh("ip", "-n", ns, "addr", "add", v4[1] + "/30", "dev", inner)
-            sh("ip", "-n", ns, "link", "set", inner, "up")
-            sh("ip", "-n", ns, "link", "set", "lo", "up")
-            sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.ping_group_range=0 2147483647")
+            u.sh("ip", "link", "add", host, "type", "veth", "peer", "name", inner)
+            u.sh("ip", "link", "set", inner, "netns", ns)
+            u.sh("ip", "addr", "add", v4[0] + "/30", "dev", host)
+            u.sh("ip", "link", "set", host, "up")
+            u.sh("ip", "-n", ns, "addr", "add", v4[1] + "/30", "dev", inner)
+            u.sh("ip", "-n", ns, "link", "set", inner, "up")
+            u.sh("ip", "-n", ns, "link", "set", "lo", "up")
+            u.sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.ping_group_range=0 2147483647")
             for rule in rules:
-                sh("ip", "netns", "exec", ns, "iptables", *rule)
+                u.sh("ip", "netns", "exec", ns, "iptables", *rule)
 
     def remove(self):
         for veth in self.veths:
@@ -86,8 +78,8 @@ class Lab:
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
     def leftovers(self):
-        links = [l for l in sh("ip", "-o", "link").splitlines() if "spic" + self.tag in l]
-        return links + [n for n in sh("ip", "netns", "list").splitlines() if self.tag in n]
+        links = [l for l in u.sh("ip", "-o", "link").splitlines() if "spic" + self.tag in l]
+        return links + [n for n in u.sh("ip", "netns", "list").splitlines() if self.tag in n]
 
 
 class IcmpPastTcpUdpFilters(u.RunCase):
@@ -114,7 +106,7 @@ class IcmpPastTcpUdpFilters(u.RunCase):
             args += ["--sandbox", path]
             # The namespace's only route: to the canary, through the host end of its veth.
             if gateway != cls.canary:
-                sh("ip", "-n", ns, "route", "add", cls.canary + "/32", "via", gateway)
+                u.sh("ip", "-n", ns, "route", "add", cls.canary + "/32", "via", gateway)
         cls.run_once(args, timeout=120)
 
     def verdicts(self, arm):

@@ -61,15 +61,6 @@ VARIANTS = {"md-open": [], "md-v4-only": [REFUSE_V4], "md-token-get": TOKEN_GET_
 LOCK = "/run/lock/sandprobe-e2e-metadata.lock"  # the two addresses are one per machine
 
 
-def sh(*argv):
-    """Runs a command; raises AssertionError with its output when it fails."""
-    r = subprocess.run(list(argv), capture_output=True, text=True, timeout=30)
-    if r.returncode != 0:
-        raise AssertionError("%s: exit %d: %s" % (" ".join(argv), r.returncode,
-                                                 (r.stderr or r.stdout).strip()[:500]))
-    return r.stdout
-
-
 class Lab:
     """The interface carrying the two metadata addresses and one network namespace per variant,
     all named after one random tag; remove() takes away whatever exists of them."""
@@ -91,19 +82,19 @@ class Lab:
         self.lock = open(LOCK, "w")
         fcntl.flock(self.lock, fcntl.LOCK_EX)  # another run of this test waits here
         for addr in (V4, V6):
-            if addr in sh("ip", "-o", "addr", "show"):
+            if addr in u.sh("ip", "-o", "addr", "show"):
                 raise AssertionError("%s is already on an interface of this machine: %s" % (
-                    addr, [l for l in sh("ip", "-o", "addr").splitlines() if addr in l]))
+                    addr, [l for l in u.sh("ip", "-o", "addr").splitlines() if addr in l]))
         made = subprocess.run(["ip", "link", "add", self.link, "type", "dummy"],
                               capture_output=True, text=True)
         if made.returncode != 0:  # no dummy driver (this project's CI kernel): an empty bridge
-            sh("ip", "link", "add", self.link, "type", "bridge")
-        sh("ip", "addr", "add", V4 + "/32", "dev", self.link)
-        sh("ip", "-6", "addr", "add", V6 + "/128", "dev", self.link, "nodad")
-        sh("ip", "link", "set", self.link, "up")
+            u.sh("ip", "link", "add", self.link, "type", "bridge")
+        u.sh("ip", "addr", "add", V4 + "/32", "dev", self.link)
+        u.sh("ip", "-6", "addr", "add", V6 + "/128", "dev", self.link, "nodad")
+        u.sh("ip", "link", "set", self.link, "up")
         # A /24 of 198.18.0.0/15 (benchmarking addresses) no interface here uses: one /30 per
         # namespace; IPv6: a /64 per namespace under a ULA prefix named after the tag.
-        used = sh("ip", "-o", "-4", "addr", "show")
+        used = u.sh("ip", "-o", "-4", "addr", "show")
         free = [n for n in range(256) if " 198.19.%d." % n not in used]
         if not free:
             raise AssertionError("no free /24 in 198.19.0.0/16 for the test's veths")
@@ -114,22 +105,22 @@ class Lab:
             host, inner = "spmd%s%dh" % (self.tag, k), "spmd%s%dn" % (self.tag, k)
             v4 = ["198.19.%d.%d" % (octet, 4 * k + n) for n in (1, 2)]  # host, namespace
             v6 = ["fd5a:%s:%s%d::%d" % (self.tag[:4], self.tag[4:], k, n) for n in (1, 2)]
-            sh("ip", "netns", "add", ns)
+            u.sh("ip", "netns", "add", ns)
             self.veths.append(host)
-            sh("ip", "link", "add", host, "type", "veth", "peer", "name", inner)
-            sh("ip", "link", "set", inner, "netns", ns)
-            sh("ip", "addr", "add", v4[0] + "/30", "dev", host)
-            sh("ip", "-6", "addr", "add", v6[0] + "/64", "dev", host, "nodad")
-            sh("ip", "link", "set", host, "up")
-            sh("ip", "-n", ns, "addr", "add", v4[1] + "/30", "dev", inner)
-            sh("ip", "-n", ns, "-6", "addr", "add", v6[1] + "/64", "dev", inner, "nodad")
-            sh("ip", "-n", ns, "link", "set", inner, "up")
-            sh("ip", "-n", ns, "link", "set", "lo", "up")
+            u.sh("ip", "link", "add", host, "type", "veth", "peer", "name", inner)
+            u.sh("ip", "link", "set", inner, "netns", ns)
+            u.sh("ip", "addr", "add", v4[0] + "/30", "dev", host)
+            u.sh("ip", "-6", "addr", "add", v6[0] + "/64", "dev", host, "nodad")
+            u.sh("ip", "link", "set", host, "up")
+            u.sh("ip", "-n", ns, "addr", "add", v4[1] + "/30", "dev", inner)
+            u.sh("ip", "-n", ns, "-6", "addr", "add", v6[1] + "/64", "dev", inner, "nodad")
+            u.sh("ip", "-n", ns, "link", "set", inner, "up")
+            u.sh("ip", "-n", ns, "link", "set", "lo", "up")
             # Routes to the two metadata addresses only: no default route, nothing else.
-            sh("ip", "-n", ns, "route", "add", V4 + "/32", "via", v4[0])
-            sh("ip", "-n", ns, "-6", "route", "add", V6 + "/128", "via", v6[0])
+            u.sh("ip", "-n", ns, "route", "add", V4 + "/32", "via", v4[0])
+            u.sh("ip", "-n", ns, "-6", "route", "add", V6 + "/128", "via", v6[0])
             for tool, args in rules:
-                sh("ip", "netns", "exec", ns, tool, *args)
+                u.sh("ip", "netns", "exec", ns, tool, *args)
 
     def remove(self):
         """Deletes the veths, the namespaces (their filters go with them) and the interface;
@@ -145,8 +136,8 @@ class Lab:
             self.lock = None
 
     def leftovers(self):
-        links = [l for l in sh("ip", "-o", "link").splitlines() if "spmd" + self.tag in l]
-        spaces = [n for n in sh("ip", "netns", "list").splitlines() if self.tag in n]
+        links = [l for l in u.sh("ip", "-o", "link").splitlines() if "spmd" + self.tag in l]
+        spaces = [n for n in u.sh("ip", "netns", "list").splitlines() if self.tag in n]
         return links + spaces
 
 
