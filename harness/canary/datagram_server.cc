@@ -19,10 +19,15 @@ std::expected<std::unique_ptr<DatagramServer>, std::string> DatagramServer::Star
     in_addr address, uint16_t port, size_t buffer_bytes, Handler handler) {
   auto socket = BindSocket(SOCK_DGRAM, address, port);
   if (!socket) return std::unexpected(socket.error());
+  return Serve(std::move(*socket), buffer_bytes, std::move(handler));
+}
+
+std::expected<std::unique_ptr<DatagramServer>, std::string> DatagramServer::Serve(
+    UniqueFd socket, size_t buffer_bytes, Handler handler) {
   auto wake = WakeFd::Create();
   if (!wake) return std::unexpected(wake.error());
   std::unique_ptr<DatagramServer> server(
-      new DatagramServer(std::move(*socket), std::move(*wake), buffer_bytes, std::move(handler)));
+      new DatagramServer(std::move(socket), std::move(*wake), buffer_bytes, std::move(handler)));
   server->thread_ = std::thread([s = server.get()] { s->Run(); });
   return server;
 }

@@ -32,6 +32,11 @@ class DatagramServer {
                                                                            uint16_t port,
                                                                            size_t buffer_bytes,
                                                                            Handler handler);
+  // Serves `socket`, already open and bound (a raw ICMP socket, say), the same way. Error: the
+  // wake descriptor could not be made.
+  static std::expected<std::unique_ptr<DatagramServer>, std::string> Serve(UniqueFd socket,
+                                                                           size_t buffer_bytes,
+                                                                           Handler handler);
   ~DatagramServer() { Stop(); }
 
   uint16_t port() const { return port_; }

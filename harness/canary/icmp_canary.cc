@@ -3,7 +3,6 @@
 #include <arpa/inet.h>
 #include <fmt/format.h>
 #include <linux/icmp.h>
-#include <poll.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -17,7 +16,6 @@ namespace sandprobe::canary {
 namespace {
 
 constexpr size_t kMaxEchoData = 512;
-constexpr int kDrainPerWake = 64;
 
 uint16_t Be16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
 
@@ -72,49 +70,28 @@ std::expected<std::unique_ptr<IcmpCanary>, std::string> IcmpCanary::Start(in_add
     return std::unexpected(
         fmt::format("bind raw ICMP socket to {}: {}", Dotted(address), ErrnoText(errno)));
   }
-  auto wake = WakeFd::Create();
-  if (!wake) return std::unexpected(wake.error());
-  std::unique_ptr<IcmpCanary> canary(
-      new IcmpCanary(std::move(fd), std::move(*wake), std::move(nonce), log));
-  canary->thread_ = std::thread([c = canary.get()] { c->Run(); });
-  return canary;
-}
-
-IcmpCanary::IcmpCanary(UniqueFd socket, WakeFd wake, std::string nonce, HitLog& log)
-    : socket_(std::move(socket)), wake_(std::move(wake)), nonce_(std::move(nonce)), log_(log) {}
-
-void IcmpCanary::Stop() {
-  if (!thread_.joinable()) return;
-  wake_.Signal();
-  thread_.join();
-  socket_.reset();
-}
-
-void IcmpCanary::Run() {
-  uint8_t buffer[2048];
-  while (true) {
-    pollfd fds[2] = {{wake_.fd(), POLLIN, 0}, {socket_.get(), POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      return;
-    }
-    if (fds[0].revents != 0) return;
-    for (int i = 0; i < kDrainPerWake; ++i) {
-      const ssize_t n = ::recv(socket_.get(), buffer, sizeof buffer, 0);
-      if (n < 0) break;
-      auto echo = ParseIcmpEchoRequest({buffer, static_cast<size_t>(n)});
-      if (!echo) continue;
-      auto invocation = IcmpDataInvocation(echo->data, nonce_);
-      if (!invocation) continue;  // not probe traffic of this run
-      log_.Record(Hit{.kind = "icmp",
-                      .invocation = *invocation,
-                      .peer = Dotted(echo->source),
-                      .detail = Printable(fmt::format(
-                          "echo request to {} id {} seq {}: {}", Dotted(echo->destination),
-                          echo->id, echo->sequence, echo->data.substr(0, echo->data.find('\n')))),
-                      .unix_ms = NowUnixMs()});
-    }
-  }
+  // Echo requests only (ICMP_FILTER above): the kernel answers them; the canary logs those that
+  // carry this run's nonce and never replies.
+  auto server = DatagramServer::Serve(
+      std::move(fd), 2048,
+      [nonce = std::move(nonce), &log](std::span<const char> bytes, size_t,
+                                       const sockaddr_in&) -> std::string {
+        auto echo =
+            ParseIcmpEchoRequest({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()});
+        if (!echo) return "";
+        auto invocation = IcmpDataInvocation(echo->data, nonce);
+        if (!invocation) return "";  // not probe traffic of this run
+        log.Record(Hit{.kind = "icmp",
+                       .invocation = *invocation,
+                       .peer = Dotted(echo->source),
+                       .detail = Printable(fmt::format(
+                           "echo request to {} id {} seq {}: {}", Dotted(echo->destination),
+                           echo->id, echo->sequence, echo->data.substr(0, echo->data.find('\n')))),
+                       .unix_ms = NowUnixMs()});
+        return "";
+      });
+  if (!server) return std::unexpected(server.error());
+  return std::unique_ptr<IcmpCanary>(new IcmpCanary(std::move(*server)));
 }
 
 }  // namespace sandprobe::canary

@@ -17,8 +17,8 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <thread>
 
+#include "canary/datagram_server.h"
 #include "canary/net_util.h"
 
 namespace sandprobe::canary {
@@ -47,19 +47,13 @@ class IcmpCanary {
   static std::expected<std::unique_ptr<IcmpCanary>, std::string> Start(in_addr address,
                                                                        std::string nonce,
                                                                        HitLog& log);
-  ~IcmpCanary() { Stop(); }
   // Wakes the thread, joins it and closes the socket. Prompt.
-  void Stop();
+  void Stop() { server_->Stop(); }
 
  private:
-  IcmpCanary(UniqueFd socket, WakeFd wake, std::string nonce, HitLog& log);
-  void Run();
+  explicit IcmpCanary(std::unique_ptr<DatagramServer> server) : server_(std::move(server)) {}
 
-  UniqueFd socket_;
-  WakeFd wake_;
-  const std::string nonce_;
-  HitLog& log_;
-  std::thread thread_;
+  std::unique_ptr<DatagramServer> server_;  // the poll() thread on the raw socket
 };
 
 }  // namespace sandprobe::canary
