@@ -36,11 +36,13 @@ WATCH = None
 TMP = None
 
 
-def setUpModule():
+def setUpModule(*extra_up_args):
+    """The module's cluster, NetworkPolicy enforced, with `extra_up_args` for ci/cluster/up (the
+    gVisor module adds `--runtime-class gvisor`)."""
     global CLUSTER, WATCH, TMP
     u.require_sandprobe()
     TMP = tempfile.TemporaryDirectory(prefix="sandprobe-cluster-enforce-")
-    CLUSTER = c.Cluster("--network-policy", "enforce").start()
+    CLUSTER = c.Cluster("--network-policy", "enforce", *extra_up_args).start()
     WATCH = c.EgressWatch(os.path.join(TMP.name, "egress.pcap"))
 
 

@@ -7,15 +7,16 @@ contacted; the suites are small ones aimed at the run's in-cluster canary (a Pod
 driver deploys), and nothing leaves this machine.
 
 What the real one-node cluster now proves (harness/testing/cluster: the k3s case, enforcement,
-a policy allowing port 53, hostNetwork, OOM kills, evictions, deadlines, tokens, Ctrl-C) is not
-repeated here. What stays needs what a one-node cluster cannot give: two nodes, enforcement
-scripted to start late, gVisor, RBAC bindings made mid-test, a pending pod, a hanging API server.
+a policy allowing port 53, hostNetwork, OOM kills, evictions, deadlines, tokens, gVisor as a
+RuntimeClass, Ctrl-C) is not repeated here. What stays needs what a one-node cluster under Pod
+Security "restricted" cannot give: two nodes, enforcement scripted to start late, a root pod with
+a writable root filesystem, RBAC bindings made mid-test, a pending pod, a hanging API server.
 
 Scenarios (one fake per test class, stopped in tearDown):
   LateEnforcement  --network-policy enforce-after=3 with an old policy and settledRerun: FAIL,
                    "enforced late for new pods".
   EveryNode        --nodes n1,n2 --network-policy enforce-on=n1, `run --nodes all`.
-  Workloads        gVisor kernel boundary, a writable root.
+  Workloads        a writable root.
   Interrupt        SIGINT while the canary is pending; the API server hangs mid-run: nothing
                    left (Jobs, Pods, Services, NetworkPolicies, containers), `sandprobe cleanup`.
   CleanupCommand   objects planted with a dead and a live run's label: only the dead go.
@@ -395,17 +396,16 @@ class EveryNode(FakeRun):
 # --- g. what the kubelet enforces --------------------------------------------------------------
 
 class Workloads(FakeRun):
-    """gVisor as a RuntimeClass (the fake maps it to Docker's runsc) and a writable root. OOM
-    kills, evictions, deadlines and tokens are measured on the real cluster instead
-    (harness/testing/cluster/test_cluster_workloads.py); gVisor cannot run there yet
-    (docs/cluster.md, "gVisor as a RuntimeClass")."""
+    """A root pod with a writable root filesystem, which the real cluster's sandprobe namespace
+    (Pod Security "restricted") refuses. OOM kills, evictions, deadlines and tokens are measured
+    on the real cluster (harness/testing/cluster/test_cluster_workloads.py), gVisor as a
+    RuntimeClass too (test_cluster_gvisor.py)."""
     FAKE_ARGS = ("--network-policy", "enforce")
 
     @classmethod
     def run_args(cls):
         d = cls.tmp.name
         ctl = write_kube_manifest(os.path.join(d, "open.yaml"), "k8s-open")
-        gvisor = copy_manifest(GVISOR, os.path.join(d, "gvisor.yaml"), control=ctl)
         hardened = write_kube_manifest(os.path.join(d, "hardened.yaml"), "k8s-hardened",
                                        control=ctl, policy=True, timeout=20)
         # Root with a writable root filesystem.
@@ -414,15 +414,8 @@ class Workloads(FakeRun):
                 "jobTemplate: {spec: {template: {spec: {"
                 "securityContext: {runAsNonRoot: false, runAsUser: 0, runAsGroup: 0}, "
                 "containers: [{name: probe, securityContext: {readOnlyRootFilesystem: false}}]}}}}"])
-        suite = u.write_suite(d, "workloads", ["kernel.boundary", "fs.write-root"],
-                              params={"kernel.boundary": {"host_release": "{host.kernel_release}"}})
-        return ["--suite", suite, "--sandbox", gvisor, "--sandbox", hardened, "--sandbox",
-                weak] + FAST
-
-    def test_gvisor_has_its_own_kernel(self):
-        v = self.verdict("k8s-gvisor", "kernel.boundary")
-        self.assertEqual(v["verdict"], "PASS", v)
-        self.assertEqual(self.verdict("k8s-hardened", "kernel.boundary")["verdict"], "FAIL")
+        suite = u.write_suite(d, "workloads", ["fs.write-root"])
+        return ["--suite", suite, "--sandbox", hardened, "--sandbox", weak] + FAST
 
     def test_writable_root_fails(self):
         self.assertEqual(self.verdict("k8s-weak", "fs.write-root")["verdict"], "FAIL")
