@@ -1,4 +1,4 @@
-"""What the parts of ci/bench/reliability share (issue 14): the printed section and its JSON, the
+"""What the parts of ci/bench/reliability share: the printed section and its JSON, the
 CPU hog, the docker setup, and Ctrl-C/SIGTERM turned into an exception so every part's
 `finally` removes what it made."""
 import json

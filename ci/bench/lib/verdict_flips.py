@@ -1,4 +1,4 @@
-"""Verdict flips between repeated runs of one suite (ci/bench/reliability.d/flips; issue 14).
+"""Verdict flips between repeated runs of one suite (ci/bench/reliability.d/flips).
 
 A row is one (arm, probe) cell of a report.json (docs/design.md, "Reports"): for a candidate arm
 its verdict and evidence kind (`verdicts`), for a control arm its observation's exposure and

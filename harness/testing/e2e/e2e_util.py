@@ -78,13 +78,13 @@ DEFAULT_PARAMS = {
 }
 ALL_PROBES = sorted(DEFAULT_PARAMS)
 CRED_ROWS = ["cred.sa-token", "cred.env-secrets", "cred.cloud-metadata"]
-# The cloud metadata rows beside net.metadata (issue 12); the IPv6 one is aimed at [::1].
+# The cloud metadata rows beside net.metadata; the IPv6 one is aimed at [::1].
 METADATA_ROWS = ["net.metadata-imdsv2", "net.metadata-gcp", "net.metadata-azure",
                  "net.metadata-ipv6", "net.metadata-alt"]
 NET_ROWS = ["net.metadata", "net.dns", "net.http-by-name", "net.tcp-by-ip", "net.k8s-api",
             "net.udp", "net.interfaces"] + METADATA_ROWS
 FS_ROWS = ["fs.fill-tmp", "fs.write-root"]
-# Lateral movement (issue 12): the host's side at the gateway, a Docker API on TCP, a sibling
+# Lateral movement: the host's side at the gateway, a Docker API on TCP, a sibling
 # sandbox of the same arm at the same moment (a concurrent pair: ~2 x overlap_s per arm).
 LATERAL_ROWS = ["net.gateway", "net.docker-api", "net.sibling"]
 # Everything but the two resource rows (the loop costs a whole harness deadline per arm).

@@ -80,7 +80,7 @@ class HardenedAndGvisor(u.RunCase):
         for probe in ("net.dns", "net.tcp-by-ip", "net.http-by-name", "net.gateway",
                       "net.docker-api"):
             self.assertTrue(obs[probe]["evidence"]["canary_hits"], probe)
-        # Lateral movement (issue 12): the lab gateway's canaries and the other container of the
+        # Lateral movement: the lab gateway's canaries and the other container of the
         # pair, found on the lab network's /24 (its own loopback is its own).
         self.assertEqual(obs["net.docker-api"]["evidence"]["result"]["api_version"], "1.41")
         sib = obs["net.sibling"]["evidence"]["result"]

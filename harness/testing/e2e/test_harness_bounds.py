@@ -1,4 +1,5 @@
-"""The harness's own memory does not grow with the output a probe floods (issue 14, resources).
+"""The harness's own memory does not grow with the output a probe floods (the reliability
+benchmark's resources part).
 
 res.output-flood writes 8 MiB and then 256 MiB to stdout through real bubblewrap and the local
 control arm. Both arms count every byte (the evidence says so), and the peak resident set of the

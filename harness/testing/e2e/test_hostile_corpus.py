@@ -1,4 +1,4 @@
-"""E2E: the hostile output corpus (harness/testing/hostile/cases.py, issue 14) through bubblewrap.
+"""E2E: the hostile output corpus (harness/testing/hostile/cases.py) through bubblewrap.
 
 Every case, the heavy ones too (10^6 lines, one 64 MiB line), as one suite through the REAL
 sandprobe and bubblewrap (the command driver) beside the local control; run_corpus.py checks each

@@ -55,7 +55,7 @@ IMAGE = "sandprobe-probe:local"  # built offline by ci/images/probe-image; never
 # Traffic rows of the egress suite (judged on policy arms), and the one no pod here can route.
 TRAFFIC_ROWS = ["net.dns", "net.http-by-name", "net.tcp-by-ip", "net.udp", "net.k8s-api"]
 METADATA = "net.metadata"
-# The cloud metadata shapes aimed at the in-cluster canary (issue 12), and the credential row.
+# The cloud metadata shapes aimed at the in-cluster canary, and the credential row.
 CLOUD_ROWS = ["net.metadata-imdsv2", "net.metadata-gcp", "net.metadata-azure"]
 CLOUD_CRED = "cred.cloud-metadata"
 BANNER = "NetworkPolicy is accepted but not enforced on this cluster"

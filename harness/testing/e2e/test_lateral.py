@@ -1,4 +1,4 @@
-"""E2E: the lateral-movement rows (issue 12) on real bubblewrap, one run with two candidates
+"""E2E: the lateral-movement rows on real bubblewrap, one run with two candidates
 against the local control: bubblewrap.yaml (its own network namespace: every row PASSes) and the
 same argv with --share-net (the host's network: every row FAILs). Targets are the harness's
 loopback canaries (the TCP echo and the Docker API canary); the sibling pair tries loopback only.

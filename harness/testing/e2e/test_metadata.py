@@ -1,4 +1,4 @@
-"""End-to-end: the cloud metadata rows (issue 12) through real bubblewrap, with the harness's
+"""End-to-end: the cloud metadata rows through real bubblewrap, with the harness's
 canaries standing where clouds put their metadata services, on addresses this test creates: an
 interface of its own (a dummy, or an empty bridge where the kernel has no dummy driver) carrying
 100.100.100.200 and fd00:ec2::254, never 169.254.169.254. `sandprobe run --canary-bind

@@ -1,4 +1,4 @@
-"""The hostile output corpus (issue 14): probe bodies that misbehave around the record contract.
+"""The hostile output corpus: probe bodies that misbehave around the record contract.
 
 Every case is a probe body (Python, after the preamble and PRELUDE below) that ends with the same
 honest `result(OUTCOME, ...)` as the reference case `honest`, and around it does one hostile thing

@@ -1,4 +1,4 @@
-// junit_check FILE: reads a JUnit XML report with pugixml (the hostile output corpus, issue 14;
+// junit_check FILE: reads a JUnit XML report with pugixml (the hostile output corpus;
 // docs/design.md "Hostile output corpus") and prints one JSON object:
 //   {"ok": bool, "error": "...", "suites": {suite: {testcase name: "ok"|"failure"|"error"|
 //    "skipped"}}, "bad_chars": [...]}
