@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "canary/canary_test_util.h"
+#include "canary/canary_testing.h"
 
 namespace sandprobe::canary {
 namespace {

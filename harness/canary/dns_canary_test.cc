@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "canary/canary.h"
-#include "canary/canary_test_util.h"
+#include "canary/canary_testing.h"
 #include "canary/dns_wire.h"
 
 namespace sandprobe::canary {

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "canary/canary_test_util.h"
+#include "canary/canary_testing.h"
 
 namespace sandprobe::canary {
 namespace {

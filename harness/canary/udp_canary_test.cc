@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "canary/canary.h"
-#include "canary/canary_test_util.h"
+#include "canary/canary_testing.h"
 
 namespace sandprobe::canary {
 namespace {

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "canary/canary.h"
-#include "canary/canary_test_util.h"
+#include "canary/canary_testing.h"
 #include "canary/net_util.h"
 
 namespace sandprobe::canary {

@@ -3,8 +3,13 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <filesystem>
+#include <span>
 #include <string>
 #include <vector>
+
+#include "core/matrix.h"
+#include "report/formats.h"
 
 namespace sandprobe::cli {
 
@@ -14,13 +19,20 @@ inline constexpr int kExitSetup = 3;  // usage, manifest or setup error before a
 // Both are cleaned for the terminal: a message can carry a sandbox's own stderr or a file's bytes.
 int SetupError(const std::string& message, const std::string& hint = "");
 
+// Writes each of `formats`, in that order, under `dir` (which must exist) as its row in
+// report/formats.h says: its file, and its full_file beside it when that differs (an older run's
+// removed when not); each through a .tmp and a rename, each named on stderr ("sandprobe: wrote
+// PATH"). Returns 0, or kExitSetup after SetupError naming the file that could not be written.
+int WriteReports(std::span<const report::Format* const> formats, const core::Matrix& m,
+                 const std::filesystem::path& dir, const report::TextOptions& text);
+
 struct RunArgs {
   std::string home;
   std::string suite;                   // default <home>/suites/default.yaml
   std::vector<std::string> sandboxes;  // default <home>/manifests/bubblewrap.yaml
   std::vector<std::string> controls;   // default: each candidate's control:
   std::string out = "reports/out";
-  std::string formats = "text,markdown,json,junit,tap,html";
+  std::string formats = report::FormatNames(",");  // every format
   int jobs = 4;
   int repeat = 1;      // trials of every invocation (core/trials.h)
   std::string expect;  // expectations file (core/expect.h); "" = none

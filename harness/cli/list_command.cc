@@ -11,6 +11,7 @@
 #include "config/config.h"
 #include "core/params.h"
 #include "drivers/registry.h"
+#include "home/home.h"
 #include "report/escape.h"
 #include "runner/plan.h"
 
@@ -35,9 +36,9 @@ void AddValidate(CLI::App& app, ValidateArgs& a) {
 }
 
 int DoList(const ListArgs& a, bool explain) {
-  auto probes = config::LoadProbeTree(ResolveHome(a.home) / "probes");
+  auto probes = home::LoadProbes(ResolveHome(a.home));
   if (!probes) {
-    std::cerr << "sandprobe: error: " << probes.error().ToString() << "\n";
+    std::cerr << "sandprobe: error: " << probes.error().message << "\n";
     return kExitSetup;
   }
   if (!explain) {
@@ -134,7 +135,8 @@ int DoList(const ListArgs& a, bool explain) {
 
 int DoValidate(const ValidateArgs& a) {
   int bad = 0;
-  auto probes = config::LoadProbeTree(ResolveHome(a.home) / "probes");
+  auto probes =
+      home::LoadProbes(ResolveHome(a.home));  // optional: suites are checked when it loads
   for (const std::string& file : a.files) {
     auto kind = config::DetectKind(file);
     std::string error, note;
@@ -148,7 +150,7 @@ int DoValidate(const ValidateArgs& a) {
       } else if (auto d = drivers::MakeDriver(*m, {}); !d) {
         error = fmt::format("{}: {} ({})", file, d.error().message, d.error().hint);
       } else if (!m->control.empty()) {
-        auto control = FindControl(*m, ResolveHome(a.home));
+        auto control = home::FindControl(*m, ResolveHome(a.home));
         if (!control) {
           error = control.error();
         } else if (auto c = drivers::LoadManifest(*control); !c) {

@@ -14,6 +14,7 @@
 #include "config/config.h"
 #include "core/params.h"
 #include "drivers/registry.h"
+#include "home/home.h"
 #include "runner/plan.h"
 
 namespace sandprobe::cli {
@@ -34,17 +35,9 @@ void AddRender(CLI::App& app, RenderArgs& a) {
 }
 
 int DoRender(const RenderArgs& a) {
-  const fs::path home = ResolveHome(a.home);
-  auto probes = config::LoadProbeTree(home / "probes");
-  if (!probes) return SetupError(probes.error().ToString(), "pass --home");
-  std::ifstream pre_in(home / "probes/lib/preamble.py");
-  std::stringstream pre;
-  pre << pre_in.rdbuf();
-  if (pre.str().empty()) {
-    return SetupError((home / "probes/lib/preamble.py").string() + " is missing");
-  }
-  auto suite =
-      config::LoadSuite(a.suite.empty() ? home / "suites/default.yaml" : fs::path(a.suite));
+  const auto tree = home::OpenHome(ResolveHome(a.home));
+  if (!tree) return SetupError(tree.error().message, "pass --home");
+  auto suite = config::LoadSuite(a.suite.empty() ? tree->DefaultSuite() : fs::path(a.suite));
   if (!suite) return SetupError(suite.error().ToString());
   std::map<std::string, std::string> placeholders;
   for (std::string_view p : runner::kPlaceholders) {
@@ -69,23 +62,15 @@ int DoRender(const RenderArgs& a) {
                       "manifests); this manifest's driver is {}",
                       path, renderable, m->driver));
     }
-    const runner::Timing timing;
-    const double deadline = m->limits.timeout_s.value_or(timing.default_timeout_s) + timing.grace_s;
+    // The run's own planner: the same scripts, the same deadline (runner::ArmDeadline) as a run
+    // with the default --default-timeout and --grace.
+    auto planned = runner::PlanArmInvocations(*suite, tree->probes, *m, placeholders,
+                                              tree->preamble, run_id, runner::Timing{}, a.probe);
+    if (!planned) return SetupError(planned.error());
     std::vector<drivers::Invocation> invocations;
-    size_t index = 0;
-    for (const core::SuiteEntry& entry : suite->entries) {
-      if (!a.probe.empty() && entry.probe != a.probe) continue;
-      auto probe = std::ranges::find(*probes, entry.probe, &core::ProbeDescriptor::id);
-      if (probe == probes->end())
-        return SetupError(fmt::format("suite names unknown probe {}", entry.probe));
-      if (!probe->AppliesTo(m->driver)) continue;
-      auto params = core::ResolveParams(*probe, entry.params, m->limits, placeholders);
-      if (!params) return SetupError(params.error());
-      const std::string inv = fmt::format("i{:03d}", index++);
-      auto script = core::BuildScript(*probe, pre.str(), *params, run_id, inv);
-      if (!script) return SetupError(script.error());
-      invocations.push_back({probe->id, inv, *script, deadline, {}});
-      invocations.back().deploy = probe->deploy;
+    for (runner::PlannedInvocation& p : *planned) {
+      invocations.push_back({p.probe, p.invocation, std::move(p.script), p.deadline_s, {}});
+      invocations.back().deploy = p.deploy;
     }
     if (!a.probe.empty() && invocations.empty()) {
       return SetupError(fmt::format("probe {} is not in the suite (or does not apply to {})",

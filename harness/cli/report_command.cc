@@ -13,44 +13,34 @@
 #include "cli/commands.h"
 #include "config/report_json.h"
 #include "core/diff.h"
+#include "report/formats.h"
 #include "report/reporters.h"
 
 namespace sandprobe::cli {
-namespace {
 
 namespace fs = std::filesystem;
 
-// The file name `sandprobe run --out` gives each format.
-constexpr std::pair<std::string_view, std::string_view> kFiles[] = {
-    {"text", "matrix.txt"}, {"markdown", "matrix.md"}, {"json", "report.json"},
-    {"junit", "junit.xml"}, {"tap", "report.tap"},     {"html", "report.html"}};
-
-}  // namespace
-
 void AddReport(CLI::App& app, ReportArgs& a) {
+  std::string files;
+  for (const report::Format& f : report::Formats()) {
+    files += (files.empty() ? "" : ", ") + std::string(f.file);
+    if (!f.full_file.empty()) files += fmt::format(" (+ {})", f.full_file);
+  }
   CLI::App* report = app.add_subcommand(
-      "report", "Re-render a saved run (report.json) as text, markdown, json, junit, tap or html");
+      "report", "Re-render a saved run (report.json) as " + report::FormatNames());
   report->add_option("report", a.report, "report.json of a run")->required();
-  report->add_option("--format", a.formats, "comma list of text, markdown, json, junit, tap, html")
+  report->add_option("--format", a.formats, "comma list of " + report::FormatNames())
       ->capture_default_str();
   report->add_option("--out", a.out,
-                     "write matrix.txt, matrix.md (+ matrix-full.md), report.json, junit.xml, "
-                     "report.tap, report.html here (default: print to stdout)");
+                     fmt::format("write {} here (default: print to stdout)", files));
   report->add_flag("--no-color", a.no_color, "no ANSI colours in text (NO_COLOR is honoured too)");
 }
 
 int DoReport(const ReportArgs& a) {
-  std::vector<std::string_view> formats;
-  for (size_t i = 0; i <= a.formats.size();) {
-    const size_t comma = std::min(a.formats.find(',', i), a.formats.size());
-    const std::string_view f = std::string_view(a.formats).substr(i, comma - i);
-    if (std::ranges::find(kFiles, f, &std::pair<std::string_view, std::string_view>::first) ==
-        std::end(kFiles)) {
-      return SetupError(fmt::format("--format: unknown format '{}'", f),
-                        "use a comma list of text, markdown, json, junit, tap, html");
-    }
-    formats.push_back(f);
-    i = comma + 1;
+  const auto formats = report::ParseFormats(a.formats);
+  if (!formats) {
+    return SetupError("--format: " + formats.error(),
+                      "use a comma list of " + report::FormatNames());
   }
   auto matrix = config::LoadReportJson(a.report);
   if (!matrix) return SetupError(matrix.error(), "give the report.json a run wrote");
@@ -58,42 +48,14 @@ int DoReport(const ReportArgs& a) {
   report::TextOptions text;
   text.color = a.out.empty() && !a.no_color && isatty(STDOUT_FILENO) &&
                (no_color == nullptr || *no_color == '\0');
-  for (const std::string_view f : formats) {
-    std::string rendered;
-    if (f == "text") rendered = report::RenderText(*matrix, text);
-    if (f == "markdown") rendered = report::RenderMarkdown(*matrix);
-    if (f == "json") rendered = report::RenderJson(*matrix);
-    if (f == "junit") rendered = report::RenderJunit(*matrix);
-    if (f == "tap") rendered = report::RenderTap(*matrix);
-    if (f == "html") rendered = report::RenderHtml(*matrix);
-    if (a.out.empty()) {
-      std::cout << rendered;
-      continue;
-    }
-    std::error_code ec;
-    fs::create_directories(a.out, ec);
-    if (f == "markdown") {  // as `run --out` writes it: the uncut report beside a cut comment
-      const fs::path full_path = fs::path(a.out) / "matrix-full.md";
-      std::string full = report::RenderMarkdownFull(*matrix);
-      if (full != rendered) {
-        std::ofstream full_out(full_path, std::ios::binary | std::ios::trunc);
-        full_out << full;
-        if (!full_out) return SetupError(fmt::format("cannot write {}", full_path.string()));
-        std::cerr << "sandprobe: wrote " << full_path.string() << "\n";
-      } else {
-        fs::remove(full_path, ec);
-        ec.clear();
-      }
-    }
-    const fs::path path =
-        fs::path(a.out) /
-        std::ranges::find(kFiles, f, &std::pair<std::string_view, std::string_view>::first)->second;
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << rendered;
-    if (ec || !out) return SetupError(fmt::format("cannot write {}", path.string()));
-    std::cerr << "sandprobe: wrote " << path.string() << "\n";
+  if (a.out.empty()) {
+    for (const report::Format* f : *formats) std::cout << f->render(*matrix, text);
+    return 0;
   }
-  return 0;
+  std::error_code ec;
+  fs::create_directories(a.out, ec);
+  if (ec) return SetupError(fmt::format("cannot create --out {}: {}", a.out, ec.message()));
+  return WriteReports(*formats, *matrix, a.out, text);
 }
 
 void AddDiff(CLI::App& app, DiffArgs& a) {

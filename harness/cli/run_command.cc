@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
@@ -17,6 +18,7 @@
 #include "config/config.h"
 #include "core/matrix.h"
 #include "drivers/registry.h"
+#include "home/home.h"
 #include "process/process.h"
 #include "report/escape.h"
 #include "report/reporters.h"
@@ -54,18 +56,6 @@ class Observer : public runner::RunObserver {
   report::TextReporter* text_;
 };
 
-bool WriteFile(const fs::path& path, const std::string& content) {
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << content;
-    if (!out) return false;
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  return !ec;
-}
-
 }  // namespace
 
 std::string DefaultCanaryDir() {
@@ -91,7 +81,7 @@ void AddRun(CLI::App& app, RunArgs& a) {
                   "directory for matrix.md (+ matrix-full.md), report.json, junit.xml, report.tap, "
                   "report.html")
       ->capture_default_str();
-  run->add_option("--format", a.formats, "comma list of text, markdown, json, junit, tap, html")
+  run->add_option("--format", a.formats, "comma list of " + report::FormatNames())
       ->capture_default_str();
   run->add_option("--repeat", a.repeat,
                   "run every invocation N times: one leak in N is a FAIL, disagreeing trials are "
@@ -138,105 +128,64 @@ void AddRun(CLI::App& app, RunArgs& a) {
                   "kubernetes: kubeconfig context for every kubernetes arm");
 }
 
-int DoRun(const RunArgs& a) {
-  const fs::path home = ResolveHome(a.home);
-  std::set<std::string> formats;
-  for (size_t i = 0; i <= a.formats.size();) {
-    const size_t comma = std::min(a.formats.find(',', i), a.formats.size());
-    const std::string f = a.formats.substr(i, comma - i);
-    if (f != "text" && f != "markdown" && f != "json" && f != "junit" && f != "tap" &&
-        f != "html") {
-      return SetupError(fmt::format("--format: unknown format '{}'", f),
-                        "use a comma list of text, markdown, json, junit, tap, html");
-    }
-    formats.insert(f);
-    i = comma + 1;
-  }
-  runner::RunOptions opt;
-  auto probes = config::LoadProbeTree(home / "probes");
-  if (!probes) {
-    return SetupError(probes.error().ToString(), "pass --home or set SANDPROBE_HOME to the tree");
-  }
-  opt.probes = std::move(*probes);
-  opt.make_driver = drivers::MakeDriver;
-  std::ifstream preamble(home / "probes/lib/preamble.py");
-  std::stringstream pre;
-  pre << preamble.rdbuf();
-  opt.preamble = pre.str();
-  if (opt.preamble.empty())
-    return SetupError((home / "probes/lib/preamble.py").string() + " is missing");
-  auto suite =
-      config::LoadSuite(a.suite.empty() ? home / "suites/default.yaml" : fs::path(a.suite));
-  if (!suite) return SetupError(suite.error().ToString());
-  if (auto r = config::CheckSuiteEntries(*suite, opt.probes); !r) {
-    return SetupError(r.error().ToString());
-  }
-  opt.suite = std::move(*suite);
+namespace {
 
-  std::vector<std::string> sandboxes = a.sandboxes;
-  if (sandboxes.empty()) sandboxes.push_back((home / "manifests/bubblewrap.yaml").string());
-  std::vector<std::string> control_paths = a.controls;
-  for (const std::string& path : sandboxes) {
-    auto m = drivers::LoadManifest(path);
-    if (!m) return SetupError(m.error().ToString());
-    if (a.controls.empty()) {
-      if (m->control.empty()) {
-        std::cerr << "sandprobe: warning: " << path << " names no control: and no --control was "
-                  << "given; its contained rows will be INCONCLUSIVE\n";
-      } else {
-        auto found = FindControl(*m, home);
-        if (!found) return SetupError(found.error(), "give --control MANIFEST");
-        control_paths.push_back(found->string());
-      }
-    }
-    opt.candidates.push_back(std::move(*m));
-  }
-  std::set<std::string> seen;
-  for (const std::string& path : control_paths) {
-    auto m = drivers::LoadManifest(path);
-    if (!m) return SetupError(m.error().ToString());
-    if (!seen.insert(m->name).second) continue;  // several candidates may share one control
-    opt.controls.push_back(std::move(*m));
-  }
-  const drivers::ArmOptions arm_options{a.nodes, a.context};
-  for (auto* arms : {&opt.candidates, &opt.controls}) {
-    if (auto r = drivers::Registry().ExpandArms(*arms, arm_options); !r) {
-      return SetupError(r.error(),
-                        "check the kubeconfig and the cluster (sandprobe render shows "
-                        "what a run would submit)");
-    }
-  }
-  std::vector<core::Expectation> expectations;
-  if (!a.expect.empty()) {
-    auto loaded = config::LoadExpectations(a.expect);
-    if (!loaded) return SetupError(loaded.error().ToString(), "sandprobe validate checks the file");
-    expectations = std::move(*loaded);
-  }
-  opt.jobs = a.jobs;
-  opt.repeat = a.repeat;
-  opt.expectations = std::move(expectations);
-  opt.timing = runner::Timing{a.default_timeout_s, a.grace_s};
-  opt.canary_bind = a.canary_bind;
-  opt.canary_dns_port = a.canary_dns_port;
-  opt.canary_bind6 = a.canary_bind6;
-  // Absolute: the token path travels into the probe, which may start in another directory.
-  opt.canary_dir = fs::absolute(a.canary_dir.empty() ? DefaultCanaryDir() : a.canary_dir);
-  opt.reaper_path = ResolveReaper();
+// The formats `run --format` chose, split as a run uses them: whether the terminal matrix is
+// streamed, and the files to write, in table order.
+struct Outputs {
+  bool streamed = false;
+  std::vector<const report::Format*> files;
+};
 
-  // The output folder must be writable before anything runs: a run is not lost at the end.
-  {
-    std::error_code ec;
-    fs::create_directories(a.out, ec);
-    const fs::path probe_file = fs::path(a.out) / ".sandprobe-write-test";
-    std::ofstream test(probe_file);
-    if (ec || !test) {
-      return SetupError(
-          fmt::format("--out {}: cannot write there{}", a.out, ec ? ": " + ec.message() : ""),
-          "give --out a folder you can write to");
+std::expected<Outputs, std::string> OutputsOf(const std::string& formats) {
+  const auto chosen = report::ParseFormats(formats);
+  if (!chosen) return std::unexpected(chosen.error());
+  Outputs out;
+  for (const report::Format& f : report::Formats()) {
+    if (std::ranges::find(*chosen, &f) == chosen->end()) continue;
+    if (f.streamed_by_run) {
+      out.streamed = true;
+    } else {
+      out.files.push_back(&f);
     }
-    test.close();
-    fs::remove(probe_file, ec);
   }
+  return out;
+}
+
+home::RunRequest RequestOf(const RunArgs& a) {
+  home::RunRequest r;
+  r.suite = a.suite;
+  r.sandboxes = a.sandboxes;
+  r.controls = a.controls;
+  r.expect = a.expect;
+  r.arm_options = drivers::ArmOptions{a.nodes, a.context};
+  r.jobs = a.jobs;
+  r.repeat = a.repeat;
+  r.timing = runner::Timing{a.default_timeout_s, a.grace_s};
+  r.canary_bind = a.canary_bind;
+  r.canary_dns_port = a.canary_dns_port;
+  r.canary_bind6 = a.canary_bind6;
+  r.canary_dir = a.canary_dir.empty() ? DefaultCanaryDir() : a.canary_dir;
+  r.reaper_path = ResolveReaper();
+  return r;
+}
+
+// The output folder must be writable before anything runs: a run is not lost at the end.
+bool OutWritable(const std::string& out, std::string& why) {
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  const fs::path probe_file = fs::path(out) / ".sandprobe-write-test";
+  std::ofstream test(probe_file);
+  if (ec || !test) {
+    why = ec ? ": " + ec.message() : "";
+    return false;
+  }
+  test.close();
+  fs::remove(probe_file, ec);
+  return true;
+}
+
+void HandleSignals() {
   process::BecomeSubreaper();  // orphans of a killed sandprobe-reaper come to us, not init
   struct sigaction sa {};
   sa.sa_handler = OnSignal;
@@ -245,14 +194,34 @@ int DoRun(const RunArgs& a) {
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGHUP, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
+}
+
+}  // namespace
+
+int DoRun(const RunArgs& a) {
+  const auto outputs = OutputsOf(a.formats);
+  if (!outputs) {
+    return SetupError("--format: " + outputs.error(),
+                      "use a comma list of " + report::FormatNames());
+  }
+  const auto tree = home::OpenHome(ResolveHome(a.home));
+  if (!tree) return SetupError(tree.error().message, tree.error().hint);
+  auto spec = home::RunSpecFrom(*tree, RequestOf(a));
+  if (!spec) return SetupError(spec.error().message, spec.error().hint);
+  for (const std::string& w : spec->warnings) std::cerr << "sandprobe: warning: " << w << "\n";
+  if (std::string why; !OutWritable(a.out, why)) {
+    return SetupError(fmt::format("--out {}: cannot write there{}", a.out, why),
+                      "give --out a folder you can write to");
+  }
+  HandleSignals();
 
   const char* no_color = std::getenv("NO_COLOR");
   report::TextOptions text_options;
   text_options.color =
       !a.no_color && isatty(STDOUT_FILENO) && (no_color == nullptr || *no_color == '\0');
   report::TextReporter text(std::cout, text_options);
-  Observer observer(formats.contains("text") ? &text : nullptr);
-  auto matrix = runner::Run(opt, observer, g_cancel);
+  Observer observer(outputs->streamed ? &text : nullptr);
+  auto matrix = runner::Run(spec->options, observer, g_cancel);
   if (!matrix && g_cancel.load()) {
     // Ctrl-C during setup (an arm's Prepare, the in-cluster canary's start): an interrupted run
     // (exit 2), not a setup error (exit 3) a CI job would blame on its manifest. Nothing was
@@ -262,7 +231,7 @@ int DoRun(const RunArgs& a) {
     return 2;
   }
   if (!matrix) return SetupError(matrix.error().message, matrix.error().hint);
-  if (formats.contains("text")) text.End(*matrix);
+  if (outputs->streamed) text.End(*matrix);
   std::cout.flush();
 
   std::error_code ec;
@@ -271,41 +240,8 @@ int DoRun(const RunArgs& a) {
     std::cerr << "sandprobe: error: cannot create --out " << a.out << ": " << ec.message() << "\n";
     return kExitSetup;
   }
-  struct OutputFile {
-    const char* format;
-    const char* name;
-    std::string content;
-  };
-  std::vector<OutputFile> files;
-  const fs::path full_md = fs::path(a.out) / "matrix-full.md";
-  if (formats.contains("markdown")) {
-    std::string comment = report::RenderMarkdown(*matrix);
-    std::string full = report::RenderMarkdownFull(*matrix);
-    if (full != comment) {
-      files.push_back({"markdown", "matrix-full.md", std::move(full)});
-    } else {
-      fs::remove(full_md, ec);  // an older run's: it would not belong to this matrix.md
-    }
-    files.push_back({"markdown", "matrix.md", std::move(comment)});
-  }
-  const std::pair<const char*, std::string (*)(const core::Matrix&)> renderers[] = {
-      {"json", report::RenderJson},
-      {"junit", report::RenderJunit},
-      {"tap", report::RenderTap},
-      {"html", report::RenderHtml}};
-  const char* names[] = {"report.json", "junit.xml", "report.tap", "report.html"};
-  for (size_t i = 0; i < std::size(renderers); ++i) {
-    if (formats.contains(renderers[i].first)) {
-      files.push_back({renderers[i].first, names[i], renderers[i].second(*matrix)});
-    }
-  }
-  for (const OutputFile& file : files) {
-    const fs::path path = fs::path(a.out) / file.name;
-    if (!WriteFile(path, file.content)) {
-      std::cerr << "sandprobe: error: cannot write " << path.string() << "\n";
-      return kExitSetup;
-    }
-    std::cerr << "sandprobe: wrote " << path.string() << "\n";
+  if (const int rc = WriteReports(outputs->files, *matrix, a.out, text_options); rc != 0) {
+    return rc;
   }
   return core::RunExitCode(*matrix);
 }

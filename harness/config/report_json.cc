@@ -152,7 +152,7 @@ void ReadEvidence(const Json& j, const std::string& path, core::Observation& o) 
     if (hits[i].contains("unix_ms")) h.unix_ms = Num<int64_t>(hits[i], "unix_ms", hp);
     o.canary_hits.push_back(std::move(h));
   }
-  o.driver_facts = Get(j, "driver_facts", path);
+  o.SetReportedFacts(Get(j, "driver_facts", path));
   o.stdout_bytes = Num<uint64_t>(j, "stdout_bytes", path);
   o.stderr_bytes = Num<uint64_t>(j, "stderr_bytes", path);
   o.stdout_head = Str(j, "stdout_excerpt", path);

@@ -32,8 +32,7 @@ bool PolicyLeak(const Cell& c) {
          c.observation.driver_facts.value(fact::kPolicySelectsPod, true) == true &&
          !c.observation.driver_facts.contains(fact::kOtherPoliciesAllowingEgress) &&
          c.classification.exposure == Exposure::kExposed &&
-         c.classification.evidence == Evidence::kPositive &&
-         !c.observation.driver_facts.contains(fact::kNotJudged) &&
+         c.classification.evidence == Evidence::kPositive && c.observation.not_judged.empty() &&
          // A host-network pod is outside every NetworkPolicy: its leak is the template's doing
          // (a report note names it), not evidence about enforcement.
          c.observation.driver_facts.value(fact::kHostNetwork, false) != true;

@@ -10,7 +10,8 @@ Cell MakeCell(std::string probe, std::string arm, Exposure e, nlohmann::json fac
   Cell c;
   c.observation.probe = std::move(probe);
   c.observation.arm = std::move(arm);
-  c.observation.driver_facts = facts.is_null() ? nlohmann::json::object() : std::move(facts);
+  // As a report carries them: the harness's finding not_judged among the facts.
+  c.observation.SetReportedFacts(facts.is_null() ? nlohmann::json::object() : std::move(facts));
   c.classification.exposure = e;
   c.classification.evidence = evidence;
   return c;

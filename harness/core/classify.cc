@@ -387,7 +387,7 @@ Classification Classify(const ProbeDescriptor& probe, const Observation& obs) {
   }
   // A canary the harness could not plant in this sandbox (a service it did not start) is absent
   // whatever the sandbox does: not finding it is no evidence of containment.
-  if (c.exposure == Exposure::kContained && BoolField(obs.driver_facts, fact::kCanaryNotPlanted)) {
+  if (c.exposure == Exposure::kContained && obs.canary_not_planted) {
     return {Exposure::kUnknown, Evidence::kNone, "not planted",
             "the harness did not start this sandbox, so the canary it plants could not be in its "
             "environment (" +

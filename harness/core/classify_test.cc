@@ -315,13 +315,13 @@ TEST(ClassifyTest, CanaryNotPlantedIsNoContainment) {
   Observation absent = Started(Exited(
       0, nlohmann::json{{"kind", "result"}, {"outcome", "absent"}, {"evidence", "positive"}}));
   EXPECT_EQ(Classify(env, absent).exposure, Exposure::kContained);
-  absent.driver_facts["canary_not_planted"] = true;
+  absent.canary_not_planted = true;
   const Classification c = Classify(env, absent);
   EXPECT_EQ(c.exposure, Exposure::kUnknown);
   EXPECT_NE(c.reason.find("did not start this sandbox"), std::string::npos) << c.reason;
   Observation present =
       Started(Exited(0, nlohmann::json{{"kind", "result"}, {"outcome", "present"}}));
-  present.driver_facts["canary_not_planted"] = true;
+  present.canary_not_planted = true;
   EXPECT_EQ(Classify(env, present).exposure, Exposure::kExposed) << "exposure still counts";
 }
 

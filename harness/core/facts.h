@@ -24,7 +24,8 @@ inline constexpr char kNote[] = "note";                         // string: a cav
 // [{call, ending, exit_code, result, driver_facts}]: the earlier calls of a multi-call probe.
 inline constexpr char kCalls[] = "calls";
 // bool: the probe looks for the planted env canary, but this driver never plants it (a service
-// the harness did not start): a clean result proves nothing (docs/traps.md, trap 22).
+// the harness did not start): a clean result proves nothing (docs/traps.md, trap 22). Held in
+// Observation::canary_not_planted; reports show it under this key (Observation::ReportedFacts).
 inline constexpr char kCanaryNotPlanted[] = "canary_not_planted";
 // bool: for a probe that `needs: [live-canary]`, whether the harness's unix socket canaries
 // accepted a connection right after the call (canary::CanarySet::UnixListening). A refusal is
@@ -34,7 +35,8 @@ inline constexpr char kCanaryListening[] = "canary_listening";
 inline constexpr char kCanarySecretsRedacted[] = "canary_secrets_redacted";
 // string: why this cell is reported but not judged in its arm (drivers::Driver::NotJudgedReason,
 // or core::UnclaimedReason: a claim row whose candidate claims nothing):
-// the verdict is SKIP with this reason and the banners ignore the cell.
+// the verdict is SKIP with this reason and the banners ignore the cell. Held in
+// Observation::not_judged; reports show it under this key (Observation::ReportedFacts).
 inline constexpr char kNotJudged[] = "not_judged";
 
 // --- command / local (drivers/command) -----------------------------------------------------------

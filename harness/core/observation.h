@@ -61,8 +61,22 @@ struct Observation {
   // Docker Engine API ContainerInspect State.OOMKilled; {"descendants_killed": 2}.
   nlohmann::json driver_facts = nlohmann::json::object();
 
+  // The harness's own findings about this cell (runner/invoke.cc), read by the judge:
+  // why the cell is reported but not judged in its arm ("" = judged; drivers::Driver::
+  // NotJudgedReason or core::UnclaimedReason: the verdict is SKIP with it and banners ignore the
+  // cell), and whether the planted env canary could not be planted in this sandbox (a service the
+  // harness did not start: a clean result proves nothing, docs/traps.md trap 22).
+  std::string not_judged;
+  bool canary_not_planted = false;
+
   // The last "progress" record, if any (e.g. the balloon's last flushed step).
   const nlohmann::json* LastProgress() const;
+  // What reports show as the driver facts: driver_facts with the harness findings above under
+  // their fact keys (fact::kNotJudged, fact::kCanaryNotPlanted) when set.
+  nlohmann::json ReportedFacts() const;
+  // The inverse, for a report read back: `facts` (as ReportedFacts wrote them) split into
+  // driver_facts and the harness findings.
+  void SetReportedFacts(nlohmann::json facts);
 };
 
 }  // namespace sandprobe::core

@@ -91,6 +91,10 @@ class Driver {
   virtual core::Observation Execute(const Invocation& inv, const std::atomic<bool>& cancel) = 0;
   // Removes what the driver created. Idempotent.
   virtual void Cleanup() {}
+  // What the last Cleanup() could not remove, one line each naming the arm and how to remove it
+  // later (kubernetes: objects left after an API server stopped answering), for the operator and
+  // the report's notes. Empty by default.
+  virtual std::vector<std::string> CleanupWarnings() const { return {}; }
   // False when the harness does not start the sandbox's process itself (a running service): the
   // canary variable planted in the launching process's environment cannot reach it, so a probe
   // looking for that canary there proves nothing by not finding it.

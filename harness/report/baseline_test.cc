@@ -1,4 +1,4 @@
-// Approved baselines: every fixture (report_test_fixtures.h) rendered by every reporter must equal
+// Approved baselines: every fixture (fixtures_testing.h) rendered by every reporter must equal
 // reports/baselines/<fixture>.<ext> byte for byte.
 //
 // To approve an intended change, rewrite the baselines and review them by eye:
@@ -13,8 +13,10 @@
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <vector>
 
-#include "report/report_test_fixtures.h"
+#include "report/fixtures_testing.h"
+#include "report/formats.h"
 #include "report/reporters.h"
 
 namespace sandprobe::report {
@@ -24,17 +26,14 @@ void PrintTo(const Fixture& f, std::ostream* os) { *os << f.name; }
 }  // namespace fixtures
 namespace {
 
-struct Format {
-  const char* ext;
-  std::string (*render)(const core::Matrix&);
-};
+// The baseline's extension: that of the format's file (matrix.txt -> txt, junit.xml -> xml).
+std::string_view Ext(const Format* f) { return f->file.substr(f->file.rfind('.') + 1); }
 
-void PrintTo(const Format& f, std::ostream* os) { *os << f.ext; }
-
-std::string Text(const core::Matrix& m) { return RenderText(m, TextOptions{}); }
-
-const Format kFormats[] = {{"txt", &Text},        {"md", &RenderMarkdown}, {"json", &RenderJson},
-                           {"xml", &RenderJunit}, {"tap", &RenderTap},     {"html", &RenderHtml}};
+std::vector<const Format*> AllFormats() {
+  std::vector<const Format*> out;
+  for (const Format& f : Formats()) out.push_back(&f);
+  return out;
+}
 
 bool UpdateRequested() {
   const char* v = std::getenv("SANDPROBE_UPDATE_BASELINES");
@@ -57,13 +56,13 @@ std::string FirstDifference(const std::string& a, const std::string& b) {
   }
 }
 
-class Baselines : public ::testing::TestWithParam<std::tuple<fixtures::Fixture, Format>> {};
+class Baselines : public ::testing::TestWithParam<std::tuple<fixtures::Fixture, const Format*>> {};
 
 TEST_P(Baselines, MatchApproved) {
   const auto& [fixture, format] = GetParam();
-  const std::string actual = format.render(fixture.make());
+  const std::string actual = format->render(fixture.make(), TextOptions{});
   const std::string path =
-      fmt::format("{}/{}.{}", SANDPROBE_BASELINE_DIR, fixture.name, format.ext);
+      fmt::format("{}/{}.{}", SANDPROBE_BASELINE_DIR, fixture.name, Ext(format));
   if (UpdateRequested()) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out << actual;
@@ -83,10 +82,10 @@ TEST_P(Baselines, MatchApproved) {
 
 INSTANTIATE_TEST_SUITE_P(All, Baselines,
                          ::testing::Combine(::testing::ValuesIn(fixtures::Fixtures()),
-                                            ::testing::ValuesIn(kFormats)),
+                                            ::testing::ValuesIn(AllFormats())),
                          [](const auto& info) {
                            return fmt::format("{}_{}", std::get<0>(info.param).name,
-                                              std::get<1>(info.param).ext);
+                                              Ext(std::get<1>(info.param)));
                          });
 
 }  // namespace

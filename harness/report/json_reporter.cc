@@ -72,7 +72,7 @@ Json EvidenceJson(const core::Observation& obs) {
               {"dropped_records", obs.dropped_records},
               {"foreign_lines", obs.foreign_lines},
               {"canary_hits", std::move(hits)},
-              {"driver_facts", JsonBounded(obs.driver_facts, kFactsBytes)},
+              {"driver_facts", JsonBounded(obs.ReportedFacts(), kFactsBytes)},
               {"stdout_bytes", obs.stdout_bytes},
               {"stderr_bytes", obs.stderr_bytes},
               {"stdout_excerpt", JsonText(obs.stdout_head, kExcerptBytes)},

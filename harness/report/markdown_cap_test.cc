@@ -9,7 +9,7 @@
 #include <set>
 #include <string>
 
-#include "report/report_test_fixtures.h"
+#include "report/fixtures_testing.h"
 #include "report/reporters.h"
 
 namespace sandprobe::report {

@@ -8,7 +8,7 @@
 #include <regex>
 #include <string>
 
-#include "report/report_test_fixtures.h"
+#include "report/fixtures_testing.h"
 #include "report/reporters.h"
 #include "report/view.h"
 

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "core/output.h"
-#include "report/report_test_fixtures.h"
+#include "report/fixtures_testing.h"
 #include "report/reporters.h"
 
 namespace sandprobe::report {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "report/report_test_fixtures.h"
+#include "report/fixtures_testing.h"
 #include "report/reporters.h"
 #include "report/text_clean.h"
 #include "report/view.h"

@@ -117,16 +117,6 @@ std::string CleanText(std::string_view raw) {
   return out;
 }
 
-std::string CutUtf8(std::string_view text, size_t max_bytes, bool force_ellipsis) {
-  if (!force_ellipsis && text.size() <= max_bytes) return std::string(text);
-  if (max_bytes < kEllipsis.size()) return "";
-  size_t cut = std::min(text.size(), max_bytes - kEllipsis.size());
-  while (cut > 0 && cut < text.size() && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) {
-    --cut;
-  }
-  return std::string(text.substr(0, cut)) + std::string(kEllipsis);
-}
-
 std::string BoundedText(std::string_view raw, size_t max_bytes) {
   const std::string_view prefix = ReadPrefix(raw, max_bytes);
   return CutUtf8(CleanText(prefix), max_bytes, prefix.size() < raw.size());
@@ -169,13 +159,6 @@ std::string PadColumns(std::string_view text, size_t cols) {
   std::string out(text);
   const size_t w = DisplayWidth(text);
   if (w < cols) out.append(cols - w, ' ');
-  return out;
-}
-
-std::string OneLine(std::string_view text) {
-  std::string out(text);
-  std::ranges::replace_if(
-      out, [](char c) { return c == '\n' || c == '\r' || c == '\t'; }, ' ');
   return out;
 }
 

@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/text.h"
+
 namespace sandprobe::report {
 
 // `raw` (any bytes) as valid UTF-8 that is safe to display: invalid sequences become U+FFFD
@@ -17,10 +19,9 @@ namespace sandprobe::report {
 // '\n'. The result is valid in XML 1.0 text.
 std::string CleanText(std::string_view raw);
 
-// At most max_bytes bytes of valid UTF-8 `text`, cut on a code point boundary with "…" (3 bytes)
-// appended when cut (the "…" counts toward max_bytes). `force_ellipsis` appends "…" even when the
-// text fits (the caller already cut it).
-std::string CutUtf8(std::string_view text, size_t max_bytes, bool force_ellipsis = false);
+// The harness's one UTF-8 cutter and one-line folding (core/text.h), used by every writer here.
+using core::CutUtf8;
+using core::OneLine;
 
 // CutUtf8(CleanText(raw), max_bytes), reading only a prefix of raw proportional to max_bytes,
 // so a 10 MB input costs O(max_bytes). "…" marks any cut, including the prefix cut.
@@ -41,8 +42,5 @@ std::string FitColumns(std::string_view text, size_t max_cols);
 
 // `text` padded with spaces to at least `cols` display columns.
 std::string PadColumns(std::string_view text, size_t cols);
-
-// '\n', '\r' and '\t' replaced by spaces: for one-line contexts (table cells, attributes).
-std::string OneLine(std::string_view text);
 
 }  // namespace sandprobe::report

@@ -4,7 +4,7 @@
 
 #include <sstream>
 
-#include "report/report_test_fixtures.h"
+#include "report/fixtures_testing.h"
 #include "report/reporters.h"
 
 namespace sandprobe::report {

@@ -263,7 +263,9 @@ std::vector<Fact> EvidenceFacts(const core::Cell& cell, const core::VerdictCell*
       {"records", fmt::format("{} kept, {} dropped, {} foreign lines ignored", obs.records.size(),
                               obs.dropped_records, obs.foreign_lines)});
   facts.push_back({"canary hits", CanaryText(obs)});
-  if (!obs.driver_facts.empty()) facts.push_back({"driver facts", CompactJson(obs.driver_facts)});
+  if (const nlohmann::json shown = obs.ReportedFacts(); !shown.empty()) {
+    facts.push_back({"driver facts", CompactJson(shown)});
+  }
   facts.push_back({"params", CompactJson(obs.params)});
   facts.push_back({"output", fmt::format("stdout {} bytes, stderr {} bytes", obs.stdout_bytes,
                                          obs.stderr_bytes)});

@@ -54,12 +54,16 @@ std::expected<void, RunError> Arms::Open(const std::vector<const core::Manifest*
     }
     if (!ready) {
       (*driver)->Cleanup();
+      for (const std::string& w : (*driver)->CleanupWarnings()) {
+        if (observer_ != nullptr) observer_->OnMessage("warning: " + w);
+      }
       return std::unexpected(
           RunError{fmt::format("arm {} ({}): {}", m->name, m->source_path, ready.error().message),
                    ready.error().hint});
     }
     for (const std::string& w : (*driver)->Warnings()) {
       notes.push_back(fmt::format("{}: {}", m->name, w));
+      if (observer_ != nullptr) observer_->OnMessage(fmt::format("warning: {}: {}", m->name, w));
     }
     order_.push_back(m);
     drivers_[m->name] = std::move(*driver);
@@ -144,11 +148,19 @@ void Arms::CollectRunNotes(std::vector<std::string>& notes) {
   }
 }
 
-void Arms::Cleanup() {
-  if (cleaned_) return;
+std::vector<std::string> Arms::Cleanup() {
+  if (cleaned_) return {};
   cleaned_ = true;
-  for (auto& [name, driver] : drivers_) driver->Cleanup();
+  std::vector<std::string> warnings;
+  for (auto& [name, driver] : drivers_) {
+    driver->Cleanup();
+    for (std::string& w : driver->CleanupWarnings()) {
+      if (observer_ != nullptr) observer_->OnMessage("warning: " + w);
+      warnings.push_back(std::move(w));
+    }
+  }
   process::SweepOrphans();
+  return warnings;
 }
 
 }  // namespace sandprobe::runner

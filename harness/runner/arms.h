@@ -20,15 +20,18 @@ namespace sandprobe::runner {
 
 class Arms {
  public:
-  Arms() = default;
+  // `observer` (may be null) hears every driver's warnings as they come: Warnings() once an arm
+  // is prepared, CleanupWarnings() after its Cleanup(). It must outlive the Arms.
+  explicit Arms(RunObserver* observer = nullptr) : observer_(observer) {}
   ~Arms();  // Cleanup()
   Arms(const Arms&) = delete;
   Arms& operator=(const Arms&) = delete;
 
   // Makes and prepares each manifest's driver, in order. Each driver's Warnings() become run
-  // notes "<arm>: <warning>". Errors (exit code 3): the factory's SetupError as is, or "arm
-  // <name> (<path>): <message>" with the hint of a failed Prepare(); the failing driver's own
-  // Cleanup() has run (what a half-done Prepare created, e.g. an arm's NetworkPolicy).
+  // notes "<arm>: <warning>", each told to the observer as "warning: <arm>: <warning>". Errors
+  // (exit code 3): the factory's SetupError as is, or "arm <name> (<path>): <message>" with the
+  // hint of a failed Prepare(); the failing driver's own Cleanup() has run (what a half-done
+  // Prepare created, e.g. an arm's NetworkPolicy).
   std::expected<void, RunError> Open(const std::vector<const core::Manifest*>& manifests,
                                      const DriverFactory& factory,
                                      const drivers::DriverContext& context,
@@ -60,13 +63,15 @@ class Arms {
   drivers::Driver& driver(const std::string& arm) { return *drivers_.at(arm); }
 
   // Idempotent: every driver's Cleanup(), then process::SweepOrphans() (anything a killed reaper
-  // left behind; the harness is its subreaper).
-  void Cleanup();
+  // left behind; the harness is its subreaper). Returns the drivers' CleanupWarnings(), each also
+  // told to the observer as "warning: <warning>", for the run's notes (empty on a second call).
+  std::vector<std::string> Cleanup();
 
  private:
   std::vector<const core::Manifest*> order_;
   std::map<std::string, std::unique_ptr<drivers::Driver>> drivers_;
   bool cleaned_ = false;
+  RunObserver* observer_ = nullptr;
 };
 
 }  // namespace sandprobe::runner

@@ -214,17 +214,17 @@ core::Observation Invoke(const Task& task, const core::ProbeDescriptor& probe,
   // A driver may bring hits of its own target (kubernetes: the in-cluster canary's log).
   for (core::CanaryHit& h : session.HitsFor(invocation)) obs.canary_hits.push_back(std::move(h));
   if (const std::string why = driver.NotJudgedReason(probe.measures); !why.empty()) {
-    obs.driver_facts[core::fact::kNotJudged] = why;  // RowBook: SKIP with this reason
+    obs.not_judged = why;  // RowBook: SKIP with this reason
   } else if (const std::string unclaimed = core::UnclaimedReason(probe, task.params);
              !unclaimed.empty()) {
-    obs.driver_facts[core::fact::kNotJudged] = unclaimed;  // a claim row without the claim
+    obs.not_judged = unclaimed;  // a claim row without the claim
   }
   if (probe.Needs(core::Need::kLiveCanary)) {
     // After the call: a listener never restarts, so one that accepts now was alive throughout.
     obs.driver_facts[core::fact::kCanaryListening] = session.UnixCanariesListening();
   }
   if (CanaryNotPlanted(task, probe, driver, session)) {
-    obs.driver_facts[core::fact::kCanaryNotPlanted] = true;  // core::Classify: no containment proof
+    obs.canary_not_planted = true;  // core::Classify: no containment proof
   }
   if (const size_t n = core::RedactSecrets(obs, session.SecretValues()); n > 0) {
     obs.driver_facts[core::fact::kCanarySecretsRedacted] =

@@ -34,7 +34,7 @@ inline constexpr int kMaxCalls = 32;  // a probe's calls per invocation, at most
 //  - after_call_s: the probe's, or 0 when its heartbeat canary parameter (classify
 //    still_running / quiet_after_call) is empty: nothing could be heard.
 //  - canary_hits: the session's hits carrying `invocation`.
-//  - driver_facts["canary_not_planted"] = true when the probe needs the planted env
+//  - canary_not_planted = true when the probe needs the planted env
 //    (core::Need::kPlantedEnv), the driver does not plant it (PlantsEnvironment() false) and
 //    every variable the probe looks for (its `canary_name`, the names in its `canaries`) is a
 //    planted one: absence proves nothing.

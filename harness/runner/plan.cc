@@ -37,6 +37,34 @@ std::set<std::string> PlaceholdersUsed(const core::Suite& suite) {
   return out;
 }
 
+double ArmDeadline(const core::Manifest& arm, const Timing& timing) {
+  return arm.limits.timeout_s.value_or(timing.default_timeout_s) + timing.grace_s;
+}
+
+std::expected<std::vector<PlannedInvocation>, std::string> PlanArmInvocations(
+    const core::Suite& suite, const std::vector<core::ProbeDescriptor>& probes,
+    const core::Manifest& arm, const std::map<std::string, std::string>& substitutions,
+    const std::string& preamble, const std::string& nonce, const Timing& timing,
+    const std::string& only_probe) {
+  std::vector<PlannedInvocation> out;
+  for (const core::SuiteEntry& entry : suite.entries) {
+    if (!only_probe.empty() && entry.probe != only_probe) continue;
+    auto probe = std::ranges::find(probes, entry.probe, &core::ProbeDescriptor::id);
+    if (probe == probes.end()) {
+      return std::unexpected(fmt::format("suite names unknown probe {}", entry.probe));
+    }
+    if (!probe->AppliesTo(arm.driver)) continue;
+    auto params = core::ResolveParams(*probe, entry.params, arm.limits, substitutions);
+    if (!params) return std::unexpected(params.error());
+    const std::string invocation = fmt::format("i{:03d}", out.size());
+    auto script = core::BuildScript(*probe, preamble, *params, nonce, invocation);
+    if (!script) return std::unexpected(script.error());
+    out.push_back(
+        {probe->id, invocation, std::move(*script), ArmDeadline(arm, timing), probe->deploy});
+  }
+  return out;
+}
+
 std::expected<Plan, std::string> PlanRun(const core::Suite& suite,
                                          const std::vector<core::ProbeDescriptor>& probes,
                                          const std::vector<core::Manifest>& candidates,
@@ -75,8 +103,7 @@ std::expected<Plan, std::string> PlanRun(const core::Suite& suite,
       auto params = core::ResolveParams(probe, entry.params, cand.limits, substitutions);
       if (!params)
         return std::unexpected(fmt::format("suite {}: {}", suite.source_path, params.error()));
-      const double deadline =
-          cand.limits.timeout_s.value_or(timing.default_timeout_s) + timing.grace_s;
+      const double deadline = ArmDeadline(cand, timing);
       const std::string key = core::ParamsKey(*params);
       candidate_tasks.push_back({row, probe.id, cand.name, false, *params, key, deadline});
       for (const auto& ctl : controls) {

@@ -77,6 +77,31 @@ struct Timing {
   double grace_s = 5;             // added to the timeout for the harness deadline
 };
 
+// The harness deadline of every invocation in `arm`, in seconds: its limits.timeout (else
+// timing.default_timeout_s) plus timing.grace_s. The one place a deadline is born: PlanRun
+// (`run`) and PlanArmInvocations (`render`) both take it from here.
+double ArmDeadline(const core::Manifest& arm, const Timing& timing);
+
+// One invocation of one arm as a run would deploy it.
+struct PlannedInvocation {
+  std::string probe;       // probe id
+  std::string invocation;  // "i000", "i001", ... in suite order
+  std::string script;      // core::BuildScript with the given nonce
+  double deadline_s = 0;   // ArmDeadline
+  core::Deploy deploy = core::Deploy::kSandbox;
+};
+
+// The invocations `arm` would run for `suite` (only `only_probe`'s when not empty): every entry
+// whose probe applies to the arm's driver, its parameters resolved against the arm's limits and
+// `substitutions`, its script built with `preamble` and `nonce`, its deadline ArmDeadline(arm,
+// timing). For `sandprobe render`, which shows what a run would submit without running it.
+// Errors: an entry naming a probe not in `probes`, a parameter or script error.
+std::expected<std::vector<PlannedInvocation>, std::string> PlanArmInvocations(
+    const core::Suite& suite, const std::vector<core::ProbeDescriptor>& probes,
+    const core::Manifest& arm, const std::map<std::string, std::string>& substitutions,
+    const std::string& preamble, const std::string& nonce, const Timing& timing,
+    const std::string& only_probe = "");
+
 // Errors: a suite entry naming an unknown probe, a parameter error, two arms with one name.
 // Controls run each (probe, parameter set) that some candidate needs, once, with the longest
 // deadline among those candidates; identical parameters are what makes a control count.

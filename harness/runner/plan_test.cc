@@ -2,6 +2,7 @@
 // SKIP for probes that do not apply, deadlines from the candidate's claimed timeout.
 #include "runner/plan.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 namespace sandprobe::runner {
@@ -110,6 +111,53 @@ TEST(PlanTest, Errors) {
   auto d = PlanRun(DefaultSuite(), Probes(), {M("c", "command")}, {}, {}, {});
   ASSERT_FALSE(d);  // {canary.tcp} unresolved
   EXPECT_NE(d.error().find("canary.tcp"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sandprobe::runner
+
+namespace sandprobe::runner {
+namespace {
+
+// `render` shows what a run submits: its invocations carry the very deadline PlanRun gives the
+// same arm's tasks, and only the probes that apply to the arm's driver.
+TEST(PlanTest, RenderAndRunGiveAnArmTheSameDeadlineAndScriptsInSuiteOrder) {
+  const Timing timing{12, 3};
+  const std::map<std::string, std::string> subs = {{"canary.tcp", "127.0.0.1:9"}};
+  for (const core::Manifest& arm :
+       {M("claims", "kubernetes", 64ull << 20, 7), M("silent", "kubernetes", 64ull << 20),
+        M("cmd", "command", {}, 30)}) {
+    auto plan = PlanRun(DefaultSuite(), Probes(), {arm}, {}, subs, timing);
+    ASSERT_TRUE(plan) << plan.error();
+    auto planned =
+        PlanArmInvocations(DefaultSuite(), Probes(), arm, subs, "PREAMBLE\n", "render", timing);
+    ASSERT_TRUE(planned) << planned.error();
+    ASSERT_EQ(planned->size(), plan->tasks.size()) << arm.name;
+    for (size_t i = 0; i < planned->size(); ++i) {
+      const PlannedInvocation& p = (*planned)[i];
+      EXPECT_EQ(p.probe, plan->tasks[i].probe);
+      EXPECT_DOUBLE_EQ(p.deadline_s, plan->tasks[i].deadline_s) << arm.name << " " << p.probe;
+      EXPECT_DOUBLE_EQ(p.deadline_s, ArmDeadline(arm, timing));
+      EXPECT_EQ(p.invocation, fmt::format("i{:03d}", i));
+      EXPECT_NE(p.script.find("PREAMBLE\n"), std::string::npos);
+    }
+  }
+  EXPECT_DOUBLE_EQ(ArmDeadline(M("claims", "kubernetes", {}, 7), timing), 10);
+  EXPECT_DOUBLE_EQ(ArmDeadline(M("silent", "kubernetes"), timing), 15);
+}
+
+TEST(PlanTest, ArmInvocationsOfOneProbeAndErrors) {
+  const std::map<std::string, std::string> subs = {{"canary.tcp", "127.0.0.1:9"}};
+  auto one = PlanArmInvocations(DefaultSuite(), Probes(), M("k", "kubernetes"), subs, "", "n",
+                                Timing{}, "net.tcp-by-ip");
+  ASSERT_TRUE(one) << one.error();
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ(one->front().probe, "net.tcp-by-ip");
+  core::Suite unknown = DefaultSuite();
+  unknown.entries.push_back({"no.such-probe", core::Level::kRequired, nlohmann::json::object()});
+  auto bad = PlanArmInvocations(unknown, Probes(), M("k", "kubernetes"), subs, "", "n", Timing{});
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error(), "suite names unknown probe no.such-probe");
 }
 
 }  // namespace

@@ -115,11 +115,10 @@ void RowBook::FinalizeRow(size_t row) {
         if (matrix_.cells[c].observation.arm == arm.name) cell = &matrix_.cells[c];
       }
       if (cell == nullptr) continue;
-      const auto not_judged = cell->observation.driver_facts.find(core::fact::kNotJudged);
-      v = not_judged != cell->observation.driver_facts.end() && not_judged->is_string()
+      const std::string& not_judged = cell->observation.not_judged;
+      v = !not_judged.empty()
               ? core::Judge(probe, {}, {},
-                            core::Applicability{
-                                false, "reported, not judged: " + not_judged->get<std::string>()})
+                            core::Applicability{false, "reported, not judged: " + not_judged})
               : core::Judge(probe, controls, {arm.name, &cell->observation, cell->classification});
     }
     matrix_.verdicts.push_back({r.probe, arm.name, std::move(v)});

@@ -80,7 +80,7 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
   std::vector<const core::Manifest*> manifests;
   for (const auto& m : options.controls) manifests.push_back(&m);
   for (const auto& m : options.candidates) manifests.push_back(&m);
-  Arms arms;
+  Arms arms(&observer);
   const drivers::DriverContext context{(*session)->nonce(),
                                        options.reaper_path,
                                        options.kill_grace_s,
@@ -170,7 +170,7 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
     matrix.notes.push_back(fmt::format("canaries dropped {} hits over their bound", dropped));
   }
   matrix.finished_at = NowRfc3339();
-  arms.Cleanup();
+  for (const std::string& w : arms.Cleanup()) matrix.notes.push_back("warning: " + w);
   (*session)->Close();
   return matrix;
 }

@@ -1,4 +1,4 @@
-// runner::Run with fake drivers (runner/fake_driver.h), no sandbox: scheduling, deadlines,
+// runner::Run with fake drivers (runner/fake_driver_testing.h), no sandbox: scheduling, deadlines,
 // multi-call probes, interruption and cleanup, redaction of planted secrets, setup errors and
 // the not-planted rule.
 #include <arpa/inet.h>
@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "core/redact.h"
-#include "runner/fake_driver.h"
+#include "runner/fake_driver_testing.h"
 #include "runner/run.h"
 #include "runner/secrets.h"
 
@@ -536,11 +536,8 @@ TEST_F(RunnerTest, CanaryNotPlantedRule) {
     o.suite.entries[0].params = {{"canary_name", c.canary_name}};
     auto m = RunIt(o);
     ASSERT_TRUE(m) << m.error().message;
-    EXPECT_EQ(
-        CellOf(*m, "cred.env", "cand").observation.driver_facts.contains("canary_not_planted"),
-        c.want);
-    EXPECT_FALSE(
-        CellOf(*m, "cred.env", "local").observation.driver_facts.contains("canary_not_planted"));
+    EXPECT_EQ(CellOf(*m, "cred.env", "cand").observation.canary_not_planted, c.want);
+    EXPECT_FALSE(CellOf(*m, "cred.env", "local").observation.canary_not_planted);
   }
 }
 

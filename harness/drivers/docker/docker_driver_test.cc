@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "core/facts.h"
-#include "drivers/transport/http_test_server.h"
+#include "drivers/transport/http_server_testing.h"
 
 namespace sandprobe::drivers {
 namespace {

@@ -31,14 +31,9 @@ std::optional<std::pair<std::string, std::string>> SplitUrl(const std::string& u
   return std::pair{url.substr(0, path_at), url.substr(path_at)};
 }
 
-// One line of untrusted text for a reason: valid UTF-8, no control characters, bounded.
-std::string OneLine(std::string_view text, size_t max_bytes = 200) {
-  std::string s = core::SanitizeUtf8(text.substr(0, max_bytes + 8));
-  for (char& c : s) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
-  }
-  return core::Bounded(s, max_bytes);
-}
+// Bytes of untrusted text (a body, a service's error) a reason quotes, on one line.
+constexpr size_t kReasonBytes = 200;
+using core::OneLine;
 
 // The value at an RFC 6901 pointer, or nullptr when absent ("" = not configured).
 const Json* At(const Json& doc, const std::string& pointer) {
@@ -242,7 +237,8 @@ std::string HttpDriver::Health(const std::atomic<bool>& cancel) const {
   auto r = Call("GET", config_.health, "", config_.health_timeout_s, cancel);
   if (!r) return Redact(r.error().message);
   if (r->status < 200 || r->status > 299) {
-    return fmt::format("GET {}: HTTP {}: {}", config_.health, r->status, Redact(OneLine(r->body)));
+    return fmt::format("GET {}: HTTP {}: {}", config_.health, r->status,
+                       Redact(OneLine(r->body, kReasonBytes)));
   }
   return "ok";
 }
@@ -302,7 +298,8 @@ bool HttpDriver::Interpret(const Json& doc, bool timed_out, uint64_t bytes,
         service_error != nullptr && !service_error->is_null()
             ? fmt::format("the service reported an error: {}",
                           OneLine(service_error->is_string() ? service_error->get<std::string>()
-                                                             : service_error->dump()))
+                                                             : service_error->dump(),
+                                  kReasonBytes))
         : streamed == nullptr
             ? fmt::format("the response has no string at {} (a {}-byte JSON object)",
                           config_.stdout_ptr, bytes)
@@ -319,7 +316,8 @@ bool HttpDriver::Interpret(const Json& doc, bool timed_out, uint64_t bytes,
   if (err != nullptr && err->is_string()) collector.FeedStderr(err->get<std::string>());
   if (service_error != nullptr && !service_error->is_null() && !timed_out) {
     obs.driver_facts[core::fact::kServiceError] = OneLine(
-        service_error->is_string() ? service_error->get<std::string>() : service_error->dump());
+        service_error->is_string() ? service_error->get<std::string>() : service_error->dump(),
+        kReasonBytes);
   }
   obs.ending = core::Ending::kExited;
   obs.driver_facts[core::fact::kEndedBy] = "service";
@@ -396,7 +394,7 @@ bool HttpDriver::ReadAnswer(std::expected<Reply, CallError>& reply, BodyReader& 
       fail(core::Ending::kHarnessError,
            fmt::format("the service's answer is not a JSON object: {} ({} bytes read, "
                        "streaming past http.maxBody = {} bytes)",
-                       OneLine(whole.error()), reader.bytes(), config_.max_body));
+                       OneLine(whole.error(), kReasonBytes), reader.bytes(), config_.max_body));
     } else {
       const JsonStreamResult& streamed = reader.result();
       if (reader.ceiling_hit()) {
@@ -408,7 +406,8 @@ bool HttpDriver::ReadAnswer(std::expected<Reply, CallError>& reply, BodyReader& 
       }
       if (streamed.not_kept_count > 0) {
         Json not_kept = Json::array();
-        for (const std::string& n : streamed.not_kept) not_kept.push_back(Redact(OneLine(n)));
+        for (const std::string& n : streamed.not_kept)
+          not_kept.push_back(Redact(OneLine(n, kReasonBytes)));
         if (streamed.not_kept_count > streamed.not_kept.size()) {
           not_kept.push_back(
               fmt::format("and {} more", streamed.not_kept_count - streamed.not_kept.size()));
@@ -426,8 +425,8 @@ bool HttpDriver::ReadAnswer(std::expected<Reply, CallError>& reply, BodyReader& 
     const Json doc = Json::parse(body, nullptr, false);
     const bool timed_out = doc.is_object() && ServiceTimedOut(doc, obs);
     if (reply->status < 200 || reply->status > 299) {
-      fail(core::Ending::kHarnessError,
-           fmt::format("the service answered HTTP {}: {}", reply->status, OneLine(body)));
+      fail(core::Ending::kHarnessError, fmt::format("the service answered HTTP {}: {}",
+                                                    reply->status, OneLine(body, kReasonBytes)));
     } else if (!doc.is_object()) {
       fail(core::Ending::kHarnessError,
            fmt::format("the service answered {} bytes that are not a JSON object: {}", body.size(),

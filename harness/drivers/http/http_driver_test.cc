@@ -22,7 +22,7 @@
 
 #include "config/config.h"
 #include "core/classify.h"
-#include "drivers/transport/http_test_server.h"
+#include "drivers/transport/http_server_testing.h"
 
 namespace sandprobe::drivers {
 namespace {

@@ -9,7 +9,7 @@
 #include <atomic>
 #include <thread>
 
-#include "drivers/kubernetes/test_certs.h"
+#include "drivers/kubernetes/certs_testing.h"
 
 namespace sandprobe::drivers::kube {
 namespace {

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
-#include <iostream>
 #include <sstream>
 
 #include "core/facts.h"
@@ -45,10 +44,14 @@ std::string KubernetesDriver::Path(std::string_view group_path, std::string_view
 
 std::vector<std::string> KubernetesDriver::Warnings() const { return warnings_; }
 
+std::vector<std::string> KubernetesDriver::CleanupWarnings() const {
+  std::lock_guard lock(mu_);
+  return cleanup_warnings_;
+}
+
 std::expected<void, SetupError> KubernetesDriver::Prepare() {
   if (auto connected = Connect(); !connected) return connected;
   if (auto job = DryRunJob(); !job) return job;
-  for (const std::string& w : warnings_) std::cerr << "sandprobe: warning: " << w << "\n";
   if (!settings_.network_policy.empty()) {
     if (auto policy = CreatePolicy(); !policy) return policy;
   }
@@ -454,13 +457,13 @@ void KubernetesDriver::Cleanup() {
   // cleaned now: say so once instead of spending the whole cleanup deadline on retries.
   if (auto v = client_->Call("GET", "/version", nullptr, After(settings_.api_timeout_s));
       !v && v.error().code == 0) {
-    std::cerr << fmt::format(
-        "sandprobe: warning: kubernetes arm {}: the API server does not answer ({}): objects of "
-        "run {} in namespace {} may remain (once it answers, `sandprobe cleanup --kubernetes {} "
-        "--run {}` removes them)\n",
-        manifest_.name, v.error().ToString(), context_.run_id, ns_, manifest_.source_path,
-        context_.run_id);
     std::lock_guard lock(mu_);
+    cleanup_warnings_.push_back(fmt::format(
+        "kubernetes arm {}: the API server does not answer ({}): objects of run {} in namespace "
+        "{} may remain (once it answers, `sandprobe cleanup --kubernetes {} --run {}` removes "
+        "them)",
+        manifest_.name, v.error().ToString(), context_.run_id, ns_, manifest_.source_path,
+        context_.run_id));
     live_jobs_.clear();
     return;
   }
@@ -499,13 +502,13 @@ void KubernetesDriver::Cleanup() {
     }
     if (left.empty() || unreachable || !kube::SleepFor(0.5, deadline, nullptr)) break;
   }
-  if (!left.empty()) {
-    std::cerr << fmt::format(
-        "sandprobe: warning: kubernetes arm {}: {} object(s) of run {} still present after "
-        "cleanup in namespace {}: {} (sandprobe cleanup retries)\n",
-        manifest_.name, left.size(), context_.run_id, ns_, fmt::join(left, ", "));
-  }
   std::lock_guard lock(mu_);
+  if (!left.empty()) {
+    cleanup_warnings_.push_back(fmt::format(
+        "kubernetes arm {}: {} object(s) of run {} still present after cleanup in namespace {}: "
+        "{} (sandprobe cleanup retries)",
+        manifest_.name, left.size(), context_.run_id, ns_, fmt::join(left, ", ")));
+  }
   live_jobs_.clear();
 }
 

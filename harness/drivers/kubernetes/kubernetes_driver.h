@@ -64,6 +64,7 @@ class KubernetesDriver : public Driver {
   core::Observation Execute(const Invocation& inv, const std::atomic<bool>& cancel) override;
   void Cleanup() override;
   std::vector<std::string> Warnings() const override;
+  std::vector<std::string> CleanupWarnings() const override;
   std::string PreflightHint() const override {
     return "check the Job by hand: sandprobe render shows what the run submits";
   }
@@ -131,8 +132,9 @@ class KubernetesDriver : public Driver {
   std::shared_ptr<kube::ClusterCanary> canary_;  // the run's in-cluster canary, if asked for
   bool deployed_canary_ = false;                 // this arm created it
   std::atomic<bool> submitted_{false};  // a create was sent (policy or Job): Cleanup() looks
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::set<std::string> live_jobs_;
+  std::vector<std::string> cleanup_warnings_;  // CleanupWarnings(); under mu_
 };
 
 // The factory's branch: validates the manifest's kubernetes: section.

@@ -91,14 +91,8 @@ size_t OnWrite(char* data, size_t size, size_t n, void* user) {
   return len;
 }
 
-std::string OneLine(std::string_view text) {
-  std::string s = core::SanitizeUtf8(text.substr(0, 300));
-  for (char& c : s) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
-  }
-  while (!s.empty() && s.back() == ' ') s.pop_back();
-  return core::Bounded(s, 240);
-}
+// A curl error or a socket path in a transport failure: one line, at most 240 bytes.
+std::string Detail(std::string_view text) { return core::OneLine(text, 240, /*trim_end=*/true); }
 
 // A libcurl result -> a failure kind and the one-line summary a user reads first.
 std::pair<TransportFailure, const char*> Classify(CURLcode rc) {
@@ -339,9 +333,9 @@ std::expected<HttpResponse, TransportError> Send(const HttpRequest& req) {
   if (kind == TransportFailure::kConnect && !req.unix_socket.empty()) {  // curl names host:80
     return fail(kind, fmt::format("could not connect to the unix socket {} (absent, refused or "
                                   "not permitted)",
-                                  OneLine(req.unix_socket)));
+                                  Detail(req.unix_socket)));
   }
-  const std::string detail = OneLine(errbuf[0] != '\0' ? errbuf : curl_easy_strerror(rc));
+  const std::string detail = Detail(errbuf[0] != '\0' ? errbuf : curl_easy_strerror(rc));
   return fail(kind, fmt::format("{} (curl: {})", summary, detail));
 }
 

@@ -14,8 +14,8 @@
 #include <filesystem>
 #include <thread>
 
-#include "drivers/kubernetes/test_certs.h"
-#include "drivers/transport/http_test_server.h"
+#include "drivers/kubernetes/certs_testing.h"
+#include "drivers/transport/http_server_testing.h"
 
 namespace sandprobe::drivers::transport {
 namespace {

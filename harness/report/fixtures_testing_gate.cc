@@ -2,7 +2,7 @@
 // core/expect.h): a candidate row that leaked in one trial of five (FAIL, flaky), a control whose
 // trials disagreed, agreeing trials (not flaky), an accepted FAIL and an expired acceptance.
 #include "core/trials.h"
-#include "report/report_test_fixtures.h"
+#include "report/fixtures_testing.h"
 
 namespace sandprobe::report::fixtures {
 namespace {

@@ -1,4 +1,4 @@
-#include "report/report_test_fixtures.h"
+#include "report/fixtures_testing.h"
 
 #include "core/params.h"
 

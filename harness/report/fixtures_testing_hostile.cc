@@ -3,7 +3,7 @@
 // core::SanitizeUtf8, but labels, reasons and names may be built from anything.
 #include <string>
 
-#include "report/report_test_fixtures.h"
+#include "report/fixtures_testing.h"
 
 namespace sandprobe::report::fixtures {
 

@@ -12,7 +12,7 @@
 #include "core/classify.h"
 #include "core/facts.h"
 #include "core/verdict.h"
-#include "report/report_test_fixtures.h"
+#include "report/fixtures_testing.h"
 
 namespace sandprobe::report::fixtures {
 namespace {
