@@ -206,9 +206,10 @@ int DoRun(const RunArgs& a) {
   }
   const auto tree = home::OpenHome(ResolveHome(a.home));
   if (!tree) return SetupError(tree.error().message, tree.error().hint);
-  auto spec = home::RunSpecFrom(*tree, RequestOf(a));
-  if (!spec) return SetupError(spec.error().message, spec.error().hint);
-  for (const std::string& w : spec->warnings) std::cerr << "sandprobe: warning: " << w << "\n";
+  auto options = home::RunSpecFrom(*tree, RequestOf(a), [](const std::string& w) {
+    std::cerr << "sandprobe: warning: " << w << "\n";
+  });
+  if (!options) return SetupError(options.error().message, options.error().hint);
   if (std::string why; !OutWritable(a.out, why)) {
     return SetupError(fmt::format("--out {}: cannot write there{}", a.out, why),
                       "give --out a folder you can write to");
@@ -221,7 +222,7 @@ int DoRun(const RunArgs& a) {
       !a.no_color && isatty(STDOUT_FILENO) && (no_color == nullptr || *no_color == '\0');
   report::TextReporter text(std::cout, text_options);
   Observer observer(outputs->streamed ? &text : nullptr);
-  auto matrix = runner::Run(spec->options, observer, g_cancel);
+  auto matrix = runner::Run(*options, observer, g_cancel);
   if (!matrix && g_cancel.load()) {
     // Ctrl-C during setup (an arm's Prepare, the in-cluster canary's start): an interrupted run
     // (exit 2), not a setup error (exit 3) a CI job would blame on its manifest. Nothing was

@@ -34,9 +34,10 @@ std::expected<Home, HomeError> OpenHome(const fs::path& root) {
   return home;
 }
 
-std::expected<RunSpec, HomeError> RunSpecFrom(const Home& home, const RunRequest& request) {
-  RunSpec spec;
-  runner::RunOptions& opt = spec.options;
+std::expected<runner::RunOptions, HomeError> RunSpecFrom(
+    const Home& home, const RunRequest& request,
+    const std::function<void(const std::string&)>& warn) {
+  runner::RunOptions opt;
   opt.probes = home.probes;
   opt.preamble = home.preamble;
   opt.make_driver = drivers::MakeDriver;
@@ -56,9 +57,9 @@ std::expected<RunSpec, HomeError> RunSpecFrom(const Home& home, const RunRequest
     if (!m) return std::unexpected(HomeError{m.error().ToString(), ""});
     if (request.controls.empty()) {
       if (m->control.empty()) {
-        spec.warnings.push_back(path +
-                                " names no control: and no --control was given; its contained "
-                                "rows will be INCONCLUSIVE");
+        warn(path +
+             " names no control: and no --control was given; its contained "
+             "rows will be INCONCLUSIVE");
       } else {
         auto found = FindControl(*m, home.root);
         if (!found) return std::unexpected(HomeError{found.error(), "give --control MANIFEST"});
@@ -97,7 +98,7 @@ std::expected<RunSpec, HomeError> RunSpecFrom(const Home& home, const RunRequest
   opt.canary_bind6 = request.canary_bind6;
   if (!request.canary_dir.empty()) opt.canary_dir = fs::absolute(request.canary_dir);
   opt.reaper_path = request.reaper_path;
-  return spec;
+  return opt;
 }
 
 }  // namespace sandprobe::home

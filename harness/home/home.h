@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <expected>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -66,17 +67,15 @@ struct RunRequest {
   std::string reaper_path;
 };
 
-// A run's options and what the operator should hear before it starts.
-struct RunSpec {
-  runner::RunOptions options;
-  std::vector<std::string> warnings;  // e.g. a candidate with no control (its rows INCONCLUSIVE)
-};
-
 // The run `request` asks for, from `home`: the suite (checked against the probe tree), every
 // candidate manifest, each candidate's control (FindControl) unless `request.controls` names
 // them (a control shared by several candidates once), the arms expanded by their kinds
-// (kubernetes --nodes), the expectations. options.make_driver is drivers::MakeDriver.
-// Errors: the first file that cannot be used, with file:line:col and a hint.
-std::expected<RunSpec, HomeError> RunSpecFrom(const Home& home, const RunRequest& request);
+// (kubernetes --nodes), the expectations. options.make_driver is drivers::MakeDriver. `warn`
+// hears what the operator should know as soon as it is found (a candidate with no control: its
+// rows will be INCONCLUSIVE), whatever comes after. Errors: the first file that cannot be used,
+// with file:line:col and a hint.
+std::expected<runner::RunOptions, HomeError> RunSpecFrom(
+    const Home& home, const RunRequest& request,
+    const std::function<void(const std::string&)>& warn);
 
 }  // namespace sandprobe::home

@@ -32,8 +32,15 @@ class HomeTest : public ::testing::Test {
     return p.string();
   }
 
+  // RunSpecFrom, keeping what it warned about in warnings_.
+  std::expected<runner::RunOptions, HomeError> Spec(const RunRequest& r) {
+    warnings_.clear();
+    return RunSpecFrom(home_, r, [this](const std::string& w) { warnings_.push_back(w); });
+  }
+
   fs::path dir_;
   Home home_;
+  std::vector<std::string> warnings_;
 };
 
 TEST_F(HomeTest, OpensTheTreeOnceWithItsProbesAndPreamble) {
@@ -56,44 +63,48 @@ TEST_F(HomeTest, AHomeWithoutProbesOrPreambleIsAnErrorWithAHint) {
 TEST_F(HomeTest, DefaultsAreTheHomesSuiteAndBubblewrapWithItsControlFoundByName) {
   RunRequest r;
   r.canary_dir = "relative/canary";
-  auto spec = RunSpecFrom(home_, r);
+  auto spec = Spec(r);
   ASSERT_TRUE(spec.has_value()) << spec.error().message;
-  ASSERT_EQ(spec->options.candidates.size(), 1u);
-  EXPECT_EQ(spec->options.candidates[0].name, "bubblewrap");
-  ASSERT_EQ(spec->options.controls.size(), 1u);
-  EXPECT_EQ(spec->options.controls[0].name, "local");
-  EXPECT_EQ(spec->options.suite.source_path, (kRoot / "suites/default.yaml").string());
-  EXPECT_TRUE(spec->options.canary_dir.is_absolute());
-  EXPECT_EQ(spec->options.probes.size(), home_.probes.size());
-  EXPECT_EQ(spec->options.preamble, home_.preamble);
-  EXPECT_TRUE(static_cast<bool>(spec->options.make_driver));
-  EXPECT_TRUE(spec->warnings.empty());
+  ASSERT_EQ(spec->candidates.size(), 1u);
+  EXPECT_EQ(spec->candidates[0].name, "bubblewrap");
+  ASSERT_EQ(spec->controls.size(), 1u);
+  EXPECT_EQ(spec->controls[0].name, "local");
+  EXPECT_EQ(spec->suite.source_path, (kRoot / "suites/default.yaml").string());
+  EXPECT_TRUE(spec->canary_dir.is_absolute());
+  EXPECT_EQ(spec->probes.size(), home_.probes.size());
+  EXPECT_EQ(spec->preamble, home_.preamble);
+  EXPECT_TRUE(static_cast<bool>(spec->make_driver));
+  EXPECT_TRUE(warnings_.empty());
 }
 
 TEST_F(HomeTest, CandidatesSharingAControlRunItOnceAndAGivenControlIsNotLookedUp) {
   RunRequest r;
   r.sandboxes = {(kRoot / "manifests/bubblewrap.yaml").string(),
                  (kRoot / "manifests/bubblewrap-bounded.yaml").string()};
-  auto shared = RunSpecFrom(home_, r);
+  auto shared = Spec(r);
   ASSERT_TRUE(shared.has_value()) << shared.error().message;
-  EXPECT_EQ(shared->options.candidates.size(), 2u);
-  EXPECT_EQ(shared->options.controls.size(), 1u);
+  EXPECT_EQ(shared->candidates.size(), 2u);
+  EXPECT_EQ(shared->controls.size(), 1u);
   r.controls = {(kRoot / "manifests/local.yaml").string()};
   r.sandboxes = {Write("nocontrol.yaml", "name: lonely\ndriver: local\n")};
-  auto given = RunSpecFrom(home_, r);
+  auto given = Spec(r);
   ASSERT_TRUE(given.has_value()) << given.error().message;
-  EXPECT_TRUE(given->warnings.empty());
-  EXPECT_EQ(given->options.controls.at(0).name, "local");
+  EXPECT_TRUE(warnings_.empty());
+  EXPECT_EQ(given->controls.at(0).name, "local");
 }
 
 TEST_F(HomeTest, ACandidateWithoutControlIsAWarningNotAnError) {
   RunRequest r;
   r.sandboxes = {Write("nocontrol.yaml", "name: lonely\ndriver: local\n")};
-  auto spec = RunSpecFrom(home_, r);
+  auto spec = Spec(r);
   ASSERT_TRUE(spec.has_value()) << spec.error().message;
-  ASSERT_EQ(spec->warnings.size(), 1u);
-  EXPECT_NE(spec->warnings[0].find("names no control"), std::string::npos);
-  EXPECT_TRUE(spec->options.controls.empty());
+  ASSERT_EQ(warnings_.size(), 1u);
+  EXPECT_NE(warnings_[0].find("names no control"), std::string::npos);
+  EXPECT_TRUE(spec->controls.empty());
+  // Heard when found, even when a later file stops the run.
+  r.sandboxes.push_back((dir_ / "absent.yaml").string());
+  EXPECT_FALSE(Spec(r).has_value());
+  EXPECT_EQ(warnings_.size(), 1u);
 }
 
 TEST_F(HomeTest, ErrorsNameTheFile) {
@@ -109,7 +120,7 @@ TEST_F(HomeTest, ErrorsNameTheFile) {
     RunRequest r;
     r.suite = c.suite;
     if (!c.sandbox.empty()) r.sandboxes = {c.sandbox};
-    auto spec = RunSpecFrom(home_, r);
+    auto spec = Spec(r);
     ASSERT_FALSE(spec.has_value()) << c.want;
     EXPECT_NE(spec.error().message.find(c.want), std::string::npos) << spec.error().message;
   }

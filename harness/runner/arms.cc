@@ -53,6 +53,10 @@ std::expected<void, RunError> Arms::Open(const std::vector<const core::Manifest*
                               "compare the field types with the manifests shipped in manifests/"});
     }
     if (!ready) {
+      // What Prepare() found before it failed often explains the failure: told, like the rest.
+      for (const std::string& w : (*driver)->Warnings()) {
+        if (observer_ != nullptr) observer_->OnMessage(fmt::format("warning: {}: {}", m->name, w));
+      }
       (*driver)->Cleanup();
       for (const std::string& w : (*driver)->CleanupWarnings()) {
         if (observer_ != nullptr) observer_->OnMessage("warning: " + w);

@@ -189,6 +189,8 @@ struct FakeArm {
   std::map<std::string, std::string> placeholders = {};         // Placeholders() after Prepare()
   std::map<std::string, std::string> not_judged = {};           // measures -> NotJudgedReason()
   std::vector<std::string> run_notes = {};                      // RunNotes()
+  std::vector<std::string> warnings = {};                       // Warnings()
+  std::vector<std::string> cleanup_warnings = {};               // CleanupWarnings()
   std::vector<std::pair<std::string, std::string>> given = {};  // GivenSecrets()
 };
 
@@ -215,6 +217,8 @@ class FakeDriver : public drivers::Driver {
     return it == script_.not_judged.end() ? "" : it->second;
   }
   std::vector<std::string> RunNotes() override { return script_.run_notes; }
+  std::vector<std::string> Warnings() const override { return script_.warnings; }
+  std::vector<std::string> CleanupWarnings() const override { return script_.cleanup_warnings; }
   std::vector<std::pair<std::string, std::string>> GivenSecrets() const override {
     return script_.given;
   }

@@ -75,6 +75,16 @@ class RunnerTest : public ::testing::Test {
     RunObserver observer;
     return runner::Run(o, observer, cancel_);
   }
+  // Run(), keeping every message the observer heard (stderr in `sandprobe run`).
+  std::expected<core::Matrix, RunError> RunHearing(const RunOptions& o,
+                                                   std::vector<std::string>& heard) {
+    struct Hearing : RunObserver {
+      std::vector<std::string>* heard;
+      void OnMessage(std::string_view line) override { heard->emplace_back(line); }
+    } observer;
+    observer.heard = &heard;
+    return runner::Run(o, observer, cancel_);
+  }
 
   // Nothing planted is left: the run's folder under the canary dir is gone.
   bool CanaryDirEmpty() const { return std::filesystem::is_empty(canary_dir_); }
@@ -690,6 +700,32 @@ TEST_F(RunnerTest, NotJudgedCellIsSkipWithItsEvidenceKeptAndRunNotesCollected) {
   // Only what `measures` names is spared; the traffic row is judged.
   EXPECT_EQ(VerdictOf(*m, "net.dns", "cand").kind, core::VerdictKind::kFail);
   EXPECT_NE(std::ranges::find(m->notes, "cand: ruled out: pod labels selected"), m->notes.end());
+}
+
+// A driver never writes to stderr: its warnings reach the operator through the run's observer
+// and the report through the notes; what Cleanup() could not remove is both too.
+TEST_F(RunnerTest, DriverWarningsAreHeardAndNotedCleanupWarningsToo) {
+  std::vector<std::string> heard;
+  const FakeArm arm{.warnings = {"image not pinned by digest"},
+                    .cleanup_warnings = {"kubernetes arm cand: 1 object(s) still present"}};
+  auto m = RunHearing(Options({Probe("t.plain")}, {{"cand", arm}}), heard);
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_NE(std::ranges::find(heard, "warning: cand: image not pinned by digest"), heard.end());
+  EXPECT_NE(std::ranges::find(heard, "warning: kubernetes arm cand: 1 object(s) still present"),
+            heard.end());
+  EXPECT_NE(std::ranges::find(m->notes, "cand: image not pinned by digest"), m->notes.end());
+  EXPECT_NE(std::ranges::find(m->notes, "warning: kubernetes arm cand: 1 object(s) still present"),
+            m->notes.end());
+  // A failed Prepare: its warnings and what its cleanup left are still heard.
+  heard.clear();
+  book_ = std::make_shared<FakeBook>();
+  FakeArm failing = arm;
+  failing.prepare_error = drivers::SetupError{"policy refused", "hint"};
+  auto bad = RunHearing(Options({Probe("t.plain")}, {{"cand", failing}}), heard);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(std::ranges::find(heard, "warning: cand: image not pinned by digest"), heard.end());
+  EXPECT_NE(std::ranges::find(heard, "warning: kubernetes arm cand: 1 object(s) still present"),
+            heard.end());
 }
 
 }  // namespace
