@@ -21,18 +21,14 @@ namespace sandprobe::cli {
 namespace fs = std::filesystem;
 
 void AddReport(CLI::App& app, ReportArgs& a) {
-  std::string files;
-  for (const report::Format& f : report::Formats()) {
-    files += (files.empty() ? "" : ", ") + std::string(f.file);
-    if (!f.full_file.empty()) files += fmt::format(" (+ {})", f.full_file);
-  }
   CLI::App* report = app.add_subcommand(
       "report", "Re-render a saved run (report.json) as " + report::FormatNames());
   report->add_option("report", a.report, "report.json of a run")->required();
   report->add_option("--format", a.formats, "comma list of " + report::FormatNames())
       ->capture_default_str();
   report->add_option("--out", a.out,
-                     fmt::format("write {} here (default: print to stdout)", files));
+                     fmt::format("write {} here (default: print to stdout)",
+                                 report::FormatFiles(/*written_by_run=*/false)));
   report->add_flag("--no-color", a.no_color, "no ANSI colours in text (NO_COLOR is honoured too)");
 }
 

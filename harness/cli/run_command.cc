@@ -77,9 +77,7 @@ void AddRun(CLI::App& app, RunArgs& a) {
                   "candidate manifest, repeatable (default: <home>/manifests/bubblewrap.yaml)");
   run->add_option("--control", a.controls,
                   "control manifest, repeatable (default: each candidate's control:)");
-  run->add_option("--out", a.out,
-                  "directory for matrix.md (+ matrix-full.md), report.json, junit.xml, report.tap, "
-                  "report.html")
+  run->add_option("--out", a.out, "directory for " + report::FormatFiles(/*written_by_run=*/true))
       ->capture_default_str();
   run->add_option("--format", a.formats, "comma list of " + report::FormatNames())
       ->capture_default_str();

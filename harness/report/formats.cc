@@ -42,6 +42,17 @@ std::string FormatNames(std::string_view separator) {
   return names;
 }
 
+std::string FormatFiles(bool written_by_run) {
+  std::string files;
+  for (const Format& f : kFormats) {
+    if (written_by_run && f.streamed_by_run) continue;
+    if (!files.empty()) files += ", ";
+    files += f.file;
+    if (!f.full_file.empty()) files += fmt::format(" (+ {})", f.full_file);
+  }
+  return files;
+}
+
 std::expected<std::vector<const Format*>, std::string> ParseFormats(std::string_view comma_list) {
   std::vector<const Format*> out;
   for (size_t i = 0; i <= comma_list.size();) {

@@ -34,6 +34,10 @@ std::span<const Format> Formats();
 // help texts, errors and the default of `run --format` (separator ",").
 std::string FormatNames(std::string_view separator = ", ");
 
+// The files of every format, in table order, for help texts: "matrix.txt, matrix.md (+
+// matrix-full.md), report.json, ..."; without the formats `run` streams when `written_by_run`.
+std::string FormatFiles(bool written_by_run);
+
 // The formats of a comma list ("json,text"), in its order, each once. Error: "unknown format
 // 'X'" for a name not in the table (the empty name too).
 std::expected<std::vector<const Format*>, std::string> ParseFormats(std::string_view comma_list);

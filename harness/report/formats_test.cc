@@ -26,6 +26,11 @@ TEST(Formats, EveryRowIsAcceptedByNameAndRendersToAFileOfItsOwn) {
   }
   EXPECT_EQ(FormatNames(), "text, markdown, json, junit, tap, html");
   EXPECT_EQ(FormatNames(","), "text,markdown,json,junit,tap,html");
+  EXPECT_EQ(FormatFiles(/*written_by_run=*/true),
+            "matrix.md (+ matrix-full.md), report.json, junit.xml, report.tap, report.html");
+  EXPECT_EQ(FormatFiles(/*written_by_run=*/false),
+            "matrix.txt, matrix.md (+ matrix-full.md), report.json, junit.xml, report.tap, "
+            "report.html");
 }
 
 TEST(Formats, ACommaListKeepsItsOrderOnceEachAndNamesAnUnknownFormat) {
