@@ -10,7 +10,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// `content` to `path` through `path`.tmp and a rename: a reader never sees half a report.
+// `content` to `path` through `path`.tmp and a rename, so a reader never sees half a report, and
+// says so on stderr. false: the file could not be written.
 bool WriteFile(const fs::path& path, const std::string& content) {
   const fs::path tmp = path.string() + ".tmp";
   {
@@ -20,7 +21,9 @@ bool WriteFile(const fs::path& path, const std::string& content) {
   }
   std::error_code ec;
   fs::rename(tmp, path, ec);
-  return !ec;
+  if (ec) return false;
+  std::cerr << "sandprobe: wrote " << path.string() << "\n";
+  return true;
 }
 
 }  // namespace
@@ -36,7 +39,6 @@ int WriteReports(std::span<const report::Format* const> formats, const core::Mat
         if (!WriteFile(full_path, full)) {
           return SetupError(fmt::format("cannot write {}", full_path.string()));
         }
-        std::cerr << "sandprobe: wrote " << full_path.string() << "\n";
       } else {
         std::error_code ec;
         fs::remove(full_path, ec);  // an older run's: it would not belong to this file
@@ -44,7 +46,6 @@ int WriteReports(std::span<const report::Format* const> formats, const core::Mat
     }
     const fs::path path = dir / f->file;
     if (!WriteFile(path, content)) return SetupError(fmt::format("cannot write {}", path.string()));
-    std::cerr << "sandprobe: wrote " << path.string() << "\n";
   }
   return 0;
 }

@@ -16,7 +16,9 @@ TEST(ManifestTest, CommonFieldsWithAPassThroughSection) {
   const DriverSection kinds[] = {{"plain", nullptr}};
   auto m = ParseManifest("name: p\ndriver: plain\nplain: {anything: [1, two]}\n", "p.yaml", kinds);
   ASSERT_TRUE(m) << m.error().ToString();
-  EXPECT_EQ(m->driver_config["anything"][1], "two");
+  const auto* section = std::any_cast<nlohmann::json>(&m->section);
+  ASSERT_NE(section, nullptr);
+  EXPECT_EQ((*section)["anything"][1], "two");
   auto unknown = ParseManifest("name: p\ndriver: fancy\n", "p.yaml", kinds);
   ASSERT_FALSE(unknown);
   EXPECT_EQ(unknown.error().message, "unknown driver 'fancy' (expected plain)");

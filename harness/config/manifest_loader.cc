@@ -168,16 +168,18 @@ Loaded<core::Manifest> ParseManifest(const std::string& text, const std::string&
       m.weakens.push_back(w[i].Scalar());
     }
   }
-  if (kind->check) {
-    // A driver's check reads the YAML itself: yaml-cpp's exceptions stop here too.
+  if (kind->read) {
+    // A driver's reader walks the YAML itself: yaml-cpp's exceptions stop here too.
     try {
-      if (auto r = kind->check(source, y); !r) return std::unexpected(r.error());
+      auto section = kind->read(source, y);
+      if (!section) return std::unexpected(section.error());
+      m.section = std::move(*section);
     } catch (const YAML::Exception& e) {
       return std::unexpected(At(source, y[m.driver], m.driver, e.what()));
     }
+  } else if (y[m.driver].IsDefined() && !y[m.driver].IsNull()) {
+    m.section = YamlToJson(y[m.driver]);
   }
-  if (y[m.driver].IsDefined()) m.driver_config = YamlToJson(y[m.driver]);
-  if (m.driver_config.is_null()) m.driver_config = nlohmann::json::object();
   return m;
 }
 

@@ -5,6 +5,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <any>
 #include <expected>
 #include <filesystem>
 #include <functional>
@@ -15,14 +16,15 @@
 
 namespace sandprobe::config {
 
-// Checks the `<kind>:` section of the manifest document `root` read from `file`; errors name the
-// file, line, column and dotted field.
-using SectionCheck = std::function<std::expected<void, ConfigError>(const std::string& file,
-                                                                    const YAML::Node& root)>;
+// Reads the `<kind>:` section of the manifest document `root` read from `file` into the kind's
+// typed configuration (core::Manifest::section), checking it on the way: one pass, so no value
+// is read twice by two sets of rules. Errors name the file, line, column and dotted field.
+using SectionReader = std::function<std::expected<std::any, ConfigError>(const std::string& file,
+                                                                         const YAML::Node& root)>;
 
 struct DriverSection {
   std::string kind;    // the `driver:` value, also the section's key
-  SectionCheck check;  // null: the section is passed through verbatim
+  SectionReader read;  // null: the section is kept as JSON, verbatim (nlohmann::json, or none)
 };
 
 // The kinds in order as messages name them: "local, command, docker, kubernetes or http".

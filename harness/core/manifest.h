@@ -2,7 +2,7 @@
 // driver's own vocabulary. One manifest is one arm of a run (a candidate or a control).
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <any>
 #include <string>
 #include <vector>
 
@@ -21,7 +21,11 @@ struct Manifest {
   Limits limits;            // what the candidate claims
   // Options that weaken isolation, declared by the manifest author; shown in every report.
   std::vector<std::string> weakens;
-  nlohmann::json driver_config = nlohmann::json::object();  // the `<driver>:` section, verbatim
+  // The `<driver>:` section as its kind read it, once, when the manifest was loaded: the kind's
+  // typed configuration (CommandConfig for command and local, HttpConfig, kube::KubeSettings; for
+  // docker the section as JSON, the Engine API's own vocabulary). Empty when the manifest has no
+  // section and its kind needs none. Only the kind reads it back (drivers/registry.h, SectionOf).
+  std::any section;
   std::string source_path;  // file it was read from ("<embedded>" for built-ins)
 };
 

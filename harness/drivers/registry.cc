@@ -21,7 +21,7 @@ const DriverRegistry& Registry() {
 }
 
 DriverRegistry::DriverRegistry(std::vector<DriverKind> kinds) : kinds_(std::move(kinds)) {
-  for (const DriverKind& k : kinds_) sections_.push_back({std::string(k.name), k.check_section});
+  for (const DriverKind& k : kinds_) sections_.push_back({std::string(k.name), k.read_section});
 }
 
 const DriverKind* DriverRegistry::Find(std::string_view name) const {
@@ -52,7 +52,8 @@ std::expected<std::unique_ptr<Driver>, SetupError> DriverRegistry::Make(
                                manifest.driver, manifest.source_path),
                    fmt::format("use a {} manifest", Names())});
   }
-  // A factory reads the section (JSON); a field of the wrong type is a setup error.
+  // A factory that reads JSON (docker's section, a kind without a reader) may meet a field of
+  // the wrong type in a manifest built in code: a setup error, not a crash.
   try {
     return kind->make(manifest, context);
   } catch (const std::exception& e) {

@@ -8,6 +8,7 @@
 // contract"). Adding a driver: a folder that defines its DriverKind, and one line in registry.cc.
 #pragma once
 
+#include <any>
 #include <expected>
 #include <filesystem>
 #include <functional>
@@ -61,11 +62,13 @@ struct DriverKind {
   std::string_view name;  // the manifest's `driver:` value and the section's key
   // The local baseline: a control that any candidate may name, whatever its driver.
   bool baseline = false;
-  // Checks the `<name>:` section of a manifest; file:line:col errors. Null: the section is passed
-  // through verbatim and checked by `make` (which `sandprobe validate` calls too).
-  config::SectionCheck check_section = nullptr;
+  // Reads the `<name>:` section of a manifest into the kind's typed configuration
+  // (core::Manifest::section), checking it on the way; file:line:col errors. `make`, `render` and
+  // `arm_variants` read that value back (SectionOf) and never the YAML again. Null: the section is
+  // kept as JSON verbatim and checked by `make` (which `sandprobe validate` calls too).
+  config::SectionReader read_section = nullptr;
   // Optional: lines `sandprobe validate` prints under a manifest whose section passed
-  // check_section: what could not be checked without the sandbox itself, and what checks it later
+  // read_section: what could not be checked without the sandbox itself, and what checks it later
   // (kubernetes: template fields its table does not know; the preflight dry run). file:line:col.
   std::function<std::vector<std::string>(const std::string& file, const YAML::Node& root)> notes;
   // Optional: checks the `sandprobe run` options this kind reads (kubernetes: --nodes) before
@@ -131,6 +134,29 @@ class DriverRegistry {
   std::vector<DriverKind> kinds_;
   std::vector<config::DriverSection> sections_;
 };
+
+// The section `manifest`'s kind read on load (DriverKind::read_section), as type T; an error
+// naming the manifest when it holds none of that type (a Manifest built in code without one).
+template <class T>
+std::expected<const T*, std::string> SectionOf(const core::Manifest& manifest) {
+  if (const T* section = std::any_cast<T>(&manifest.section)) return section;
+  return std::unexpected(
+      "manifest " + manifest.source_path + ": its " + manifest.driver +
+      " section was not read (a manifest is loaded through the driver registry: LoadManifest)");
+}
+
+// A kind's reader of its own type T (ReadCommandSection, ReadHttpSection, ...) as the registry
+// stores it: the value goes into core::Manifest::section.
+template <class T>
+config::SectionReader TypedReader(std::expected<T, config::ConfigError> (*read)(
+    const std::string& file, const YAML::Node& root)) {
+  return [read](const std::string& file,
+                const YAML::Node& root) -> std::expected<std::any, config::ConfigError> {
+    auto section = read(file, root);
+    if (!section) return std::unexpected(section.error());
+    return std::any(std::move(*section));
+  };
+}
 
 // The built-in kinds (registry.cc's table).
 const DriverRegistry& Registry();

@@ -8,6 +8,8 @@
 
 #include "config/yaml_util.h"
 #include "core/output.h"
+#include "drivers/command/command_driver.h"
+#include "drivers/kubernetes/objects.h"
 #include "runner/run.h"
 
 namespace sandprobe::drivers {
@@ -32,8 +34,31 @@ command:
   EXPECT_EQ(*m->limits.pids, 64u);
   EXPECT_EQ(*m->limits.output_bytes, 16u << 10);
   EXPECT_EQ(m->weakens.size(), 1u);
-  EXPECT_EQ(m->driver_config["argv"].size(), 6u);
-  EXPECT_EQ(m->driver_config["argv"][5], "{script}");
+  // The section was read once, into the driver's own configuration.
+  auto config = SectionOf<CommandConfig>(*m);
+  ASSERT_TRUE(config) << config.error();
+  EXPECT_EQ((*config)->argv.size(), 6u);
+  EXPECT_EQ((*config)->argv[5], "{script}");
+  EXPECT_FALSE((*config)->stdin_mode);
+  EXPECT_FALSE((*config)->pass_planted_fds);
+}
+
+// A manifest built in code carries no section: a kind that needs one says so instead of running
+// with an empty configuration; the local baseline needs none.
+TEST(ManifestSectionsTest, AManifestWithoutItsSectionIsASetupError) {
+  core::Manifest m;
+  m.name = "c";
+  m.source_path = "c.yaml";
+  for (const char* kind : {"command", "docker", "http", "kubernetes"}) {
+    m.driver = kind;
+    auto d = Registry().Make(m, {});
+    ASSERT_FALSE(d) << kind;
+    EXPECT_NE(d.error().message.find(fmt::format("c.yaml: its {} section was not read", kind)),
+              std::string::npos)
+        << d.error().message;
+  }
+  m.driver = "local";
+  EXPECT_TRUE(Registry().Make(m, {}));
 }
 
 TEST(ManifestSectionsTest, ErrorsNameFileLineAndField) {
@@ -163,18 +188,20 @@ class EchoDriver : public Driver {
 DriverKind EchoKind() {
   DriverKind k;
   k.name = "echo";
-  k.check_section = [](const std::string& file,
-                       const YAML::Node& root) -> std::expected<void, config::ConfigError> {
+  k.read_section = [](const std::string& file,
+                      const YAML::Node& root) -> std::expected<std::any, config::ConfigError> {
     const YAML::Node section = root["echo"];
     if (!section.IsMap() || !section["reply"].IsDefined() || !section["reply"].IsScalar()) {
       return std::unexpected(config::internal::At(file, section.IsDefined() ? section : root,
                                                   "echo.reply", "required field is missing"));
     }
-    return {};
+    return section["reply"].Scalar();
   };
   k.make = [](const core::Manifest& m,
               const DriverContext& context) -> std::expected<std::unique_ptr<Driver>, SetupError> {
-    return std::make_unique<EchoDriver>(m.driver_config.value("reply", ""), context);
+    auto reply = SectionOf<std::string>(m);
+    if (!reply) return std::unexpected(SetupError{reply.error(), ""});
+    return std::make_unique<EchoDriver>(**reply, context);
   };
   return k;
 }
@@ -265,19 +292,19 @@ TEST(RegistryTest, AWrongTypeInASectionIsASetupError) {
   m.name = "d";
   m.driver = "docker";
   m.source_path = "d.yaml";
-  m.driver_config = {{"image", "sandprobe-probe:local"}, {"endpoint", 5}};
+  m.section = nlohmann::json{{"image", "sandprobe-probe:local"}, {"endpoint", 5}};
   auto d = Registry().Make(m, {});
   ASSERT_FALSE(d);
   EXPECT_NE(d.error().message.find("d.yaml: its docker section cannot be used"), std::string::npos)
       << d.error().message;
 }
 
-TEST(RegistryTest, AThrowingSectionCheckIsAnErrorValue) {
+TEST(RegistryTest, AThrowingSectionReaderIsAnErrorValue) {
   DriverKind careless = EchoKind();
-  careless.check_section = [](const std::string&,
-                              const YAML::Node& root) -> std::expected<void, config::ConfigError> {
-    (void)root["echo"]["reply"].as<int>();  // throws on a string
-    return {};
+  careless.read_section =
+      [](const std::string&,
+         const YAML::Node& root) -> std::expected<std::any, config::ConfigError> {
+    return root["echo"]["reply"].as<int>();  // throws on a string
   };
   const DriverRegistry registry({careless});
   auto m = registry.ParseManifest("name: e\ndriver: echo\necho: {reply: ok}\n", "e.yaml");
@@ -286,46 +313,64 @@ TEST(RegistryTest, AThrowingSectionCheckIsAnErrorValue) {
   EXPECT_EQ(m.error().line, 3);
 }
 
+// Kubernetes arms as a manifest file gives them (kubernetes.<extra> beside a policy and an image).
+core::Manifest KubeArm(const std::string& name, const std::string& extra) {
+  auto m = Registry().ParseManifest(
+      fmt::format("name: {}\ndriver: kubernetes\nkubernetes: {{image: i, networkPolicy: "
+                  "deny-all-egress, {}}}\n",
+                  name, extra),
+      name + ".yaml");
+  EXPECT_TRUE(m) << m.error().ToString();
+  return m.value_or(core::Manifest{});
+}
+
+const kube::KubeSettings& Kube(const core::Manifest& m) {
+  return std::any_cast<const kube::KubeSettings&>(m.section);
+}
+
 TEST(RegistryTest, ExpandArmsAsksOnlyKindsThatDeriveArms) {
-  std::vector<core::Manifest> arms(2);
-  arms[0].name = "k";
-  arms[0].driver = "kubernetes";
-  arms[0].driver_config = {{"agedRerun", "60s"}};
+  std::vector<core::Manifest> arms = {KubeArm("k", "agedRerun: 60s"), core::Manifest{}};
   arms[1].name = "b";
   arms[1].driver = "command";
   ASSERT_TRUE(Registry().ExpandArms(arms, {}));
   ASSERT_EQ(arms.size(), 3u);
   EXPECT_EQ(arms[0].name, "k");
   EXPECT_EQ(arms[1].name, "k-aged");
-  EXPECT_EQ(arms[1].driver_config["minPolicyAge"], "60s");
-  EXPECT_FALSE(arms[0].driver_config.contains("agedRerun"));
+  EXPECT_EQ(Kube(arms[1]).min_policy_age_s, 60);
+  EXPECT_EQ(Kube(arms[0]).min_policy_age_s, 0);
+  EXPECT_FALSE(Kube(arms[0]).aged_rerun_s || Kube(arms[1]).aged_rerun_s);
   EXPECT_EQ(arms[2].name, "b");
-  arms[0].driver_config["agedRerun"] = "soon";
-  auto bad = Registry().ExpandArms(arms, {});
+  // A kubernetes manifest built in code has no settings to derive arms from: an error, no guess.
+  std::vector<core::Manifest> bare(1);
+  bare[0].driver = "kubernetes";
+  bare[0].source_path = "bare.yaml";
+  auto bad = Registry().ExpandArms(bare, {});
   ASSERT_FALSE(bad);
-  EXPECT_NE(bad.error().find("kubernetes.agedRerun"), std::string::npos);
+  EXPECT_NE(bad.error().find("bare.yaml: its kubernetes section was not read"), std::string::npos)
+      << bad.error();
 }
 
 TEST(RegistryTest, SettledRerunAddsATwinAfterEachArm) {
-  std::vector<core::Manifest> arms(1);
-  arms[0].name = "k";
-  arms[0].driver = "kubernetes";
-  arms[0].driver_config = {{"agedRerun", "60s"}, {"settledRerun", "5s"}};
+  std::vector<core::Manifest> arms = {KubeArm("k", "agedRerun: 60s, settledRerun: 5s")};
   ASSERT_TRUE(Registry().ExpandArms(arms, {}));
   std::vector<std::string> names;
   for (const auto& a : arms) names.push_back(a.name);
   EXPECT_EQ(names, (std::vector<std::string>{"k", "k-settled", "k-aged", "k-aged-settled"}));
-  EXPECT_EQ(arms[1].driver_config["podSettle"], "5s");
-  EXPECT_EQ(arms[3].driver_config["podSettle"], "5s");
-  EXPECT_EQ(arms[3].driver_config["minPolicyAge"], "60s");
-  for (const auto& a : arms) EXPECT_FALSE(a.driver_config.contains("settledRerun")) << a.name;
-  EXPECT_FALSE(arms[0].driver_config.contains("podSettle"));
-  std::vector<core::Manifest> bad(1);
-  bad[0].driver = "kubernetes";
-  bad[0].driver_config = {{"settledRerun", true}};
-  auto r = Registry().ExpandArms(bad, {});
-  ASSERT_FALSE(r);
-  EXPECT_NE(r.error().find("kubernetes.settledRerun"), std::string::npos) << r.error();
+  EXPECT_EQ(Kube(arms[1]).pod_settle_s, 5);
+  EXPECT_EQ(Kube(arms[3]).pod_settle_s, 5);
+  EXPECT_EQ(Kube(arms[3]).min_policy_age_s, 60);
+  EXPECT_EQ(Kube(arms[2]).min_policy_age_s, 60);
+  for (const auto& a : arms) EXPECT_FALSE(Kube(a).settled_rerun_s) << a.name;
+  EXPECT_EQ(Kube(arms[0]).pod_settle_s, 0);
+  EXPECT_EQ(Kube(arms[2]).pod_settle_s, 0);
+  // A duration the twins could not use never gets this far: the section is read on load.
+  auto bad = Registry().ParseManifest(
+      "name: k\ndriver: kubernetes\nkubernetes: {image: i, networkPolicy: deny-all-egress, "
+      "settledRerun: true}\n",
+      "k.yaml");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().field, "kubernetes.settledRerun");
+  EXPECT_EQ(bad.error().line, 3);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "drivers/http/http_driver.h"
+#include "drivers/http/http_section.h"
 #include "fuzz/fuzz_input.h"
 
 namespace {
@@ -15,8 +16,8 @@ using sandprobe::drivers::HttpDriver;
 using sandprobe::fuzz::Check;
 
 HttpDriver MakeDriver(size_t max_body) {
-  auto config = sandprobe::drivers::ParseHttpConfig(
-      {{"url", "http://127.0.0.1:1/run"}, {"preset", "code-json"}});
+  auto config = sandprobe::drivers::ReadHttpSection(
+      "fuzz.yaml", YAML::Load("http: {url: http://127.0.0.1:1/run, preset: code-json}"));
   Check(config.has_value(), "the code-json preset parses");
   config->max_body = max_body;
   config->stream_ceiling = 1 << 20;

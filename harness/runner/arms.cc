@@ -42,8 +42,9 @@ std::expected<void, RunError> Arms::Open(const std::vector<const core::Manifest*
   for (const core::Manifest* m : manifests) {
     auto driver = factory(*m, context);
     if (!driver) return std::unexpected(RunError{driver.error().message, driver.error().hint});
-    // A driver reads its manifest section (JSON) while preparing; a field of the wrong type is
-    // a setup error naming the arm, never an uncaught exception that skips the cleanup.
+    // A driver that reads JSON while preparing (docker's section, an API's answer) may meet a
+    // field of the wrong type: a setup error naming the arm, never an uncaught exception that
+    // skips the cleanup.
     std::expected<void, drivers::SetupError> ready;
     try {
       ready = (*driver)->Prepare();
@@ -52,11 +53,13 @@ std::expected<void, RunError> Arms::Open(const std::vector<const core::Manifest*
           drivers::SetupError{fmt::format("its {} section cannot be used: {}", m->driver, e.what()),
                               "compare the field types with the manifests shipped in manifests/"});
     }
+    // What Prepare() found is told either way (before a failure it often explains it); an arm
+    // that runs keeps it in the report's notes too.
+    for (const std::string& w : (*driver)->Warnings()) {
+      if (observer_ != nullptr) observer_->OnMessage(fmt::format("warning: {}: {}", m->name, w));
+      if (ready) notes.push_back(fmt::format("{}: {}", m->name, w));
+    }
     if (!ready) {
-      // What Prepare() found before it failed often explains the failure: told, like the rest.
-      for (const std::string& w : (*driver)->Warnings()) {
-        if (observer_ != nullptr) observer_->OnMessage(fmt::format("warning: {}: {}", m->name, w));
-      }
       (*driver)->Cleanup();
       for (const std::string& w : (*driver)->CleanupWarnings()) {
         if (observer_ != nullptr) observer_->OnMessage("warning: " + w);
@@ -64,10 +67,6 @@ std::expected<void, RunError> Arms::Open(const std::vector<const core::Manifest*
       return std::unexpected(
           RunError{fmt::format("arm {} ({}): {}", m->name, m->source_path, ready.error().message),
                    ready.error().hint});
-    }
-    for (const std::string& w : (*driver)->Warnings()) {
-      notes.push_back(fmt::format("{}: {}", m->name, w));
-      if (observer_ != nullptr) observer_->OnMessage(fmt::format("warning: {}: {}", m->name, w));
     }
     order_.push_back(m);
     drivers_[m->name] = std::move(*driver);

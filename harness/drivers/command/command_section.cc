@@ -8,6 +8,10 @@ namespace sandprobe::drivers {
 
 using config::internal::At;
 
+namespace {
+
+// argv of `<path>:`: a non-empty list of strings with "{script}" as exactly one whole element,
+// or none with stdin: true.
 std::expected<void, config::ConfigError> CheckArgv(const std::string& file,
                                                    const YAML::Node& section,
                                                    const std::string& path, bool stdin_mode) {
@@ -45,6 +49,7 @@ std::expected<void, config::ConfigError> CheckArgv(const std::string& file,
   return {};
 }
 
+// `<path>.<key>`: absent (false) or a YAML boolean.
 std::expected<bool, config::ConfigError> CheckBool(const std::string& file,
                                                    const YAML::Node& section,
                                                    const std::string& path, const char* key) {
@@ -58,20 +63,41 @@ std::expected<bool, config::ConfigError> CheckBool(const std::string& file,
   return s == "true";
 }
 
-std::expected<void, config::ConfigError> CheckLocalSection(const std::string& file,
-                                                           const YAML::Node& root) {
-  const YAML::Node section = root["local"];
-  if (!section.IsDefined() || section.IsNull()) return {};
-  if (!section.IsMap()) return std::unexpected(At(file, section, "local", "expected a mapping"));
-  if (auto r = config::internal::OnlyKeys(file, section, "local", {"argv", "tty"}); !r) return r;
-  if (auto tty = CheckBool(file, section, "local", "tty"); !tty)
-    return std::unexpected(tty.error());
-  if (section["argv"].IsDefined()) return CheckArgv(file, section, "local", false);
-  return {};
+std::vector<std::string> Strings(const YAML::Node& list) {
+  std::vector<std::string> out;
+  for (const YAML::Node& a : list) out.push_back(a.Scalar());
+  return out;
 }
 
-std::expected<void, config::ConfigError> CheckCommandSection(const std::string& file,
-                                                             const YAML::Node& root) {
+}  // namespace
+
+CommandConfig LocalConfig() {
+  CommandConfig config;
+  config.argv = {"python3", "-u", "-c", "{script}"};
+  config.pass_planted_fds = true;
+  return config;
+}
+
+std::expected<CommandConfig, config::ConfigError> ReadLocalSection(const std::string& file,
+                                                                   const YAML::Node& root) {
+  CommandConfig config = LocalConfig();
+  const YAML::Node section = root["local"];
+  if (!section.IsDefined() || section.IsNull()) return config;
+  if (!section.IsMap()) return std::unexpected(At(file, section, "local", "expected a mapping"));
+  if (auto r = config::internal::OnlyKeys(file, section, "local", {"argv", "tty"}); !r)
+    return std::unexpected(r.error());
+  auto tty = CheckBool(file, section, "local", "tty");
+  if (!tty) return std::unexpected(tty.error());
+  config.tty = *tty;
+  if (section["argv"].IsDefined()) {
+    if (auto r = CheckArgv(file, section, "local", false); !r) return std::unexpected(r.error());
+    config.argv = Strings(section["argv"]);
+  }
+  return config;
+}
+
+std::expected<CommandConfig, config::ConfigError> ReadCommandSection(const std::string& file,
+                                                                     const YAML::Node& root) {
   const YAML::Node section = root["command"];
   if (!section.IsDefined()) {
     return std::unexpected(At(file, root, "command", "driver command needs a command: section"));
@@ -80,10 +106,13 @@ std::expected<void, config::ConfigError> CheckCommandSection(const std::string& 
   if (auto r = config::internal::OnlyKeys(
           file, section, "command", {"argv", "stdin", "tty", "preflight", "after", "cleanup"});
       !r) {
-    return r;
+    return std::unexpected(r.error());
   }
+  CommandConfig config;
   // Hook commands: lists of strings, never the script.
-  for (const char* hook : {"preflight", "after", "cleanup"}) {
+  for (auto [hook, out] : {std::pair{"preflight", &config.preflight},
+                           {"after", &config.after},
+                           {"cleanup", &config.cleanup}}) {
     const YAML::Node h = section[hook];
     if (!h.IsDefined()) continue;
     const std::string field = std::string("command.") + hook;
@@ -95,6 +124,7 @@ std::expected<void, config::ConfigError> CheckCommandSection(const std::string& 
             At(file, h[i], fmt::format("{}[{}]", field, i), "expected a string without {script}"));
       }
     }
+    *out = Strings(h);
   }
   auto stdin_mode = CheckBool(file, section, "command", "stdin");
   if (!stdin_mode) return std::unexpected(stdin_mode.error());
@@ -105,34 +135,11 @@ std::expected<void, config::ConfigError> CheckCommandSection(const std::string& 
                               "tty: true and stdin: true exclude each other (the terminal is "
                               "the sandbox's stdin)"));
   }
-  return CheckArgv(file, section, "command", *stdin_mode);
-}
-
-namespace {
-
-std::vector<std::string> Strings(const nlohmann::json& list) {
-  std::vector<std::string> out;
-  for (const auto& a : list) out.push_back(a.is_string() ? a.get<std::string>() : a.dump());
-  return out;
-}
-
-}  // namespace
-
-CommandConfig CommandConfigFrom(const nlohmann::json& section,
-                                std::vector<std::string> fallback_argv) {
-  CommandConfig config;
-  const bool object = section.is_object();
-  config.argv = object && section.contains("argv") && section["argv"].is_array()
-                    ? Strings(section["argv"])
-                    : std::move(fallback_argv);
-  if (!object) return config;
-  config.stdin_mode = section.value("stdin", false);
-  config.tty = section.value("tty", false);
-  for (auto [key, out] : {std::pair{"preflight", &config.preflight},
-                          {"after", &config.after},
-                          {"cleanup", &config.cleanup}}) {
-    if (section.contains(key) && section[key].is_array()) *out = Strings(section[key]);
-  }
+  if (auto r = CheckArgv(file, section, "command", *stdin_mode); !r)
+    return std::unexpected(r.error());
+  config.argv = Strings(section["argv"]);
+  config.stdin_mode = *stdin_mode;
+  config.tty = *tty;
   return config;
 }
 

@@ -1,5 +1,5 @@
-// The `command:` and `local:` manifest sections (checked when a manifest is loaded) and their
-// conversion into a CommandConfig for the driver.
+// The `command:` and `local:` manifest sections, read once when a manifest is loaded into the
+// CommandConfig the driver runs with (checked on the way: file:line:col errors).
 //   command:
 //     argv: [bwrap, ..., python3, -u, -c, "{script}"]   # "{script}" once, as a whole argument
 //     stdin: false                                       # true: the script on stdin, no {script}
@@ -14,7 +14,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <expected>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -23,25 +22,16 @@
 
 namespace sandprobe::drivers {
 
-// argv of `<path>:`: a non-empty list of strings with "{script}" as exactly one whole element,
-// or none with stdin: true.
-std::expected<void, config::ConfigError> CheckArgv(const std::string& file,
-                                                   const YAML::Node& section,
-                                                   const std::string& path, bool stdin_mode);
-
-// `<path>.<key>`: absent (false) or a YAML boolean.
-std::expected<bool, config::ConfigError> CheckBool(const std::string& file,
-                                                   const YAML::Node& section,
-                                                   const std::string& path, const char* key);
-
-std::expected<void, config::ConfigError> CheckCommandSection(const std::string& file,
-                                                             const YAML::Node& root);
-std::expected<void, config::ConfigError> CheckLocalSection(const std::string& file,
-                                                           const YAML::Node& root);
-
-// The section (as JSON, already checked) -> the driver's configuration; `fallback_argv` when the
-// section gives no argv.
-CommandConfig CommandConfigFrom(const nlohmann::json& section,
-                                std::vector<std::string> fallback_argv = {});
+// The `command:` section -> the driver's configuration. Errors: file:line:col and the field.
+std::expected<CommandConfig, config::ConfigError> ReadCommandSection(const std::string& file,
+                                                                     const YAML::Node& root);
+// The `local:` section (optional) -> the local baseline's configuration: LocalConfig() with the
+// section's argv and tty.
+std::expected<CommandConfig, config::ConfigError> ReadLocalSection(const std::string& file,
+                                                                   const YAML::Node& root);
+// The local baseline without a section: `python3 -u -c {script}`, no hooks, and the planted
+// descriptor canaries handed on (the agent's own plain subprocess keeps what its parent left
+// open: fs.inherited-fds).
+CommandConfig LocalConfig();
 
 }  // namespace sandprobe::drivers

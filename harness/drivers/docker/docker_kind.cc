@@ -1,6 +1,6 @@
 // The `docker` kind: containers through the Docker Engine API (docker_driver.h). Its section is
-// checked on load, hostConfig against the Engine API's own definitions (docker_section.h), and
-// against the daemon on request (`sandprobe validate --daemon`). Its leftovers are containers
+// checked and read on load, hostConfig against the Engine API's own definitions (docker_section.h),
+// and against the daemon on request (`sandprobe validate --daemon`). Its leftovers are containers
 // labelled sandprobe.run, found on the local daemon (DOCKER_HOST or the default socket) without a
 // manifest.
 #include <fmt/format.h>
@@ -56,16 +56,20 @@ void SweepContainers(const SweepRequest& r, SweepTally& t) {
 DriverKind DockerKind() {
   DriverKind k;
   k.name = "docker";
-  k.check_section = CheckDockerSection;
+  k.read_section = TypedReader(ReadDockerSection);
   k.check_live = CheckDockerAgainstDaemon;
   k.make = [](const core::Manifest& manifest,
               const DriverContext& context) -> std::expected<std::unique_ptr<Driver>, SetupError> {
-    if (!manifest.driver_config.contains("image") || !manifest.driver_config["image"].is_string()) {
+    auto section = SectionOf<nlohmann::json>(manifest);
+    if (!section) {
+      return std::unexpected(SetupError{section.error(), "load the manifest from its file"});
+    }
+    if (!(*section)->contains("image") || !(**section)["image"].is_string()) {
       return std::unexpected(
           SetupError{fmt::format("manifest {}: docker.image is required", manifest.source_path),
                      "name a local image, e.g. sandprobe-probe:local (ci/images/probe-image)"});
     }
-    return std::make_unique<DockerDriver>(manifest.driver_config, context);
+    return std::make_unique<DockerDriver>(**section, context);
   };
   k.sweep_leftovers = [](const SweepRequest& r, SweepTally& t) {
     if (r.manifest == nullptr) SweepContainers(r, t);

@@ -462,12 +462,19 @@ std::expected<std::vector<ConfigError>, std::string> CompareWithDaemon(const std
   return warnings;
 }
 
+std::expected<Json, ConfigError> ReadDockerSection(const std::string& file,
+                                                   const YAML::Node& root) {
+  if (auto r = CheckDockerSection(file, root); !r) return std::unexpected(r.error());
+  return config::YamlToJson(root["docker"]);
+}
+
 std::expected<std::vector<std::string>, std::string> CheckDockerAgainstDaemon(
     const core::Manifest& manifest) {
-  const std::string endpoint = manifest.driver_config.is_object() &&
-                                       manifest.driver_config.contains("endpoint") &&
-                                       manifest.driver_config["endpoint"].is_string()
-                                   ? manifest.driver_config["endpoint"].get<std::string>()
+  const Json* section = std::any_cast<Json>(&manifest.section);
+  const std::string endpoint = section != nullptr && section->is_object() &&
+                                       section->contains("endpoint") &&
+                                       (*section)["endpoint"].is_string()
+                                   ? (*section)["endpoint"].get<std::string>()
                                    : DefaultDockerEndpoint();
   const EngineClient client(endpoint);
   // Unversioned: every daemon answers /version, whatever API versions it takes.

@@ -45,6 +45,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <expected>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -71,6 +72,12 @@ inline constexpr std::string_view kConfigTaken[] = {
 // dotted field (docker.hostConfig.Mounts[0].Type).
 std::expected<void, config::ConfigError> CheckDockerSection(const std::string& file,
                                                             const YAML::Node& root);
+
+// The same check, then the section as the JSON DockerDriver builds its Engine API requests from
+// (core::Manifest::section of a docker manifest). The section is already in the API's own
+// vocabulary (hostConfig and config are sent as they are), so JSON is its typed form.
+std::expected<nlohmann::json, config::ConfigError> ReadDockerSection(const std::string& file,
+                                                                     const YAML::Node& root);
 
 // What a daemon says about itself (Engine API SystemVersion, GET /version).
 struct DaemonApi {

@@ -86,11 +86,8 @@ struct HttpConfig {
                                          // field: tests set it)
 };
 
-// The `http:` section (already validated by config/manifest_loader.cc) -> HttpConfig, presets
-// applied first and explicit fields over them. Errors: an unknown preset, a bad pointer.
-std::expected<HttpConfig, std::string> ParseHttpConfig(const nlohmann::json& section);
-
-// Presets: name -> {body, response, timeout} in manifest vocabulary.
+// Presets: name -> {body, response, timeout} in manifest vocabulary (applied by ReadHttpSection,
+// http_section.h).
 //   code-json: {"code": script} -> {"stdout", "stderr", "exit_code"}, "error" containing
 //              "timed out" is a service timeout.
 const nlohmann::json& HttpPresets();

@@ -22,6 +22,7 @@
 
 #include "config/config.h"
 #include "core/classify.h"
+#include "drivers/http/http_section.h"
 #include "drivers/transport/http_server_testing.h"
 
 namespace sandprobe::drivers {
@@ -31,6 +32,13 @@ using Json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 constexpr char kNonce[] = "n0nce1234";
 constexpr char kToken[] = "tok-3f9a-SECRET-do-not-print";
+
+// The section as a manifest file would give it (JSON is YAML), read as a manifest load reads it.
+std::expected<HttpConfig, std::string> ReadSection(const Json& section) {
+  auto config = ReadHttpSection("m.yaml", YAML::Load(Json{{"http", section}}.dump()));
+  if (!config) return std::unexpected(config.error().ToString());
+  return *config;
+}
 
 std::string Record(const Json& rec) {
   return std::string("@@sandprobe ") + kNonce + " " + rec.dump();
@@ -59,7 +67,7 @@ class RawService {
 };
 
 HttpDriver MakeDriver(const Json& section) {
-  auto config = ParseHttpConfig(section);
+  auto config = ReadSection(section);
   EXPECT_TRUE(config.has_value()) << config.error();
   return HttpDriver(config.value_or(HttpConfig{}), DriverContext{kNonce, "", 1, "sp-test"});
 }
@@ -76,7 +84,7 @@ Invocation Inv(double deadline_s = 5) {
 const std::atomic<bool> kNever{false};
 
 TEST(HttpConfigTest, PresetCodeJsonFillsTheShape) {
-  auto c = ParseHttpConfig({{"url", "http://127.0.0.1:8080/execute"}, {"preset", "code-json"}});
+  auto c = ReadSection({{"url", "http://127.0.0.1:8080/execute"}, {"preset", "code-json"}});
   ASSERT_TRUE(c) << c.error();
   EXPECT_EQ(c->stdout_ptr, "/stdout");
   EXPECT_EQ(c->stderr_ptr, "/stderr");
@@ -88,18 +96,18 @@ TEST(HttpConfigTest, PresetCodeJsonFillsTheShape) {
 }
 
 TEST(HttpConfigTest, ErrorsNameTheField) {
-  auto bad_preset = ParseHttpConfig({{"url", "http://127.0.0.1/x"}, {"preset", "nope"}});
+  auto bad_preset = ReadSection({{"url", "http://127.0.0.1/x"}, {"preset", "nope"}});
   ASSERT_FALSE(bad_preset);
   EXPECT_NE(bad_preset.error().find("http.preset"), std::string::npos);
-  auto no_stdout = ParseHttpConfig({{"url", "http://127.0.0.1/x"}, {"body", {{"c", "{script}"}}}});
+  auto no_stdout = ReadSection({{"url", "http://127.0.0.1/x"}, {"body", {{"c", "{script}"}}}});
   ASSERT_FALSE(no_stdout);
   EXPECT_NE(no_stdout.error().find("http.response.stdout"), std::string::npos);
-  auto bad_pointer = ParseHttpConfig({{"url", "http://127.0.0.1/x"},
-                                      {"preset", "code-json"},
-                                      {"response", {{"stdout", "stdout"}}}});
+  auto bad_pointer = ReadSection({{"url", "http://127.0.0.1/x"},
+                                  {"preset", "code-json"},
+                                  {"response", {{"stdout", "stdout"}}}});
   ASSERT_FALSE(bad_pointer);
   EXPECT_NE(bad_pointer.error().find("http.response.stdout"), std::string::npos);
-  EXPECT_FALSE(ParseHttpConfig({{"url", "ftp://127.0.0.1/x"}, {"preset", "code-json"}}));
+  EXPECT_FALSE(ReadSection({{"url", "ftp://127.0.0.1/x"}, {"preset", "code-json"}}));
 }
 
 TEST(HttpDriverTest, BodyTemplateEscapesTheScriptAsJson) {
@@ -497,7 +505,7 @@ core::ProbeDescriptor OutputFloodProbe() {
 }
 
 HttpDriver MakeDriverWith(const Json& section, const std::function<void(HttpConfig&)>& edit) {
-  auto config = ParseHttpConfig(section);
+  auto config = ReadSection(section);
   EXPECT_TRUE(config.has_value()) << config.error();
   HttpConfig c = config.value_or(HttpConfig{});
   edit(c);

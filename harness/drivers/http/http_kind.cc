@@ -1,6 +1,5 @@
-// The `http` kind: a run-code service (http_driver.h); its section is checked on load.
-#include <fmt/format.h>
-
+// The `http` kind: a run-code service (http_driver.h); its section is read once on load into the
+// driver's HttpConfig (http_section.h).
 #include "drivers/http/http_driver.h"
 #include "drivers/http/http_section.h"
 #include "drivers/registry.h"
@@ -10,16 +9,16 @@ namespace sandprobe::drivers {
 DriverKind HttpKind() {
   DriverKind k;
   k.name = "http";
-  k.check_section = CheckHttpSection;
+  k.read_section = TypedReader(ReadHttpSection);
   k.make = [](const core::Manifest& manifest,
               const DriverContext& context) -> std::expected<std::unique_ptr<Driver>, SetupError> {
-    auto config = ParseHttpConfig(manifest.driver_config);
+    auto config = SectionOf<HttpConfig>(manifest);
     if (!config) {
       return std::unexpected(SetupError{
-          fmt::format("manifest {}: {}", manifest.source_path, config.error()),
+          config.error(),
           "see the README section \"Testing a run-code service\" (manifests/http/minimal.yaml)"});
     }
-    return std::make_unique<HttpDriver>(std::move(*config), context);
+    return std::make_unique<HttpDriver>(**config, context);
   };
   return k;
 }

@@ -4,6 +4,7 @@
 
 #include <cctype>
 
+#include "config/yaml_json.h"
 #include "config/yaml_util.h"
 #include "core/limits.h"
 
@@ -11,10 +12,25 @@ namespace sandprobe::drivers {
 
 using config::internal::At;
 
+namespace {
+
+// A JSON pointer (RFC 6901) as nlohmann reads it: "/a/b", "~0" and "~1" escapes only.
+bool IsJsonPointer(const std::string& text) {
+  try {
+    (void)nlohmann::json::json_pointer(text);
+    return true;
+  } catch (const nlohmann::json::exception&) {
+    return false;
+  }
+}
+
+}  // namespace
+
 // The `http:` section (drivers/http/http_driver.h): a URL, a preset or a body + response shape,
-// optional health URL, token variable name, timeout rule and durations.
-std::expected<void, config::ConfigError> CheckHttpSection(const std::string& file,
-                                                          const YAML::Node& root) {
+// optional health URL, token variable name, timeout rule and durations. The preset's values come
+// first; the section's own fields replace them (response pointers one by one).
+std::expected<HttpConfig, config::ConfigError> ReadHttpSection(const std::string& file,
+                                                               const YAML::Node& root) {
   const YAML::Node section = root["http"];
   if (!section.IsDefined())
     return std::unexpected(At(file, root, "http", "driver http needs an http: section"));
@@ -24,7 +40,7 @@ std::expected<void, config::ConfigError> CheckHttpSection(const std::string& fil
           {"url", "preset", "health", "method", "headers", "tokenEnv", "body", "response",
            "timeout", "afterCall", "healthTimeout", "maxBody"});
       !r) {
-    return r;
+    return std::unexpected(r.error());
   }
   auto url_ok = [&](const char* key, bool required) -> std::expected<void, config::ConfigError> {
     const YAML::Node u = section[key];
@@ -52,16 +68,34 @@ std::expected<void, config::ConfigError> CheckHttpSection(const std::string& fil
     }
     return {};
   };
-  if (auto r = url_ok("url", true); !r) return r;
-  if (auto r = url_ok("health", false); !r) return r;
+  if (auto r = url_ok("url", true); !r) return std::unexpected(r.error());
+  if (auto r = url_ok("health", false); !r) return std::unexpected(r.error());
+  HttpConfig c;
+  c.url = section["url"].Scalar();
+  if (section["health"].IsDefined()) c.health = section["health"].Scalar();
   const YAML::Node preset = section["preset"];
-  if (preset.IsDefined() && (!preset.IsScalar() || preset.Scalar() != "code-json")) {
-    return std::unexpected(At(file, preset, "http.preset", "unknown preset (known: code-json)"));
+  if (preset.IsDefined()) {
+    if (!preset.IsScalar() || !HttpPresets().contains(preset.Scalar())) {
+      return std::unexpected(At(file, preset, "http.preset", "unknown preset (known: code-json)"));
+    }
+    const nlohmann::json& p = HttpPresets()[preset.Scalar()];
+    c.body = p["body"];
+    c.stdout_ptr = p["response"].value("stdout", "");
+    c.stderr_ptr = p["response"].value("stderr", "");
+    c.exit_code_ptr = p["response"].value("exit_code", "");
+    c.error_ptr = p["response"].value("error", "");
+    HttpTimeoutRule rule{
+        .pointer = p["timeout"]["pointer"].get<std::string>(), .contains = {}, .equals = {}};
+    if (p["timeout"].contains("contains"))
+      rule.contains = p["timeout"]["contains"].get<std::string>();
+    if (p["timeout"].contains("equals")) rule.equals = p["timeout"]["equals"];
+    c.timeout = rule;
   }
   if (const YAML::Node m = section["method"]; m.IsDefined()) {
     if (!m.IsScalar() || (m.Scalar() != "POST" && m.Scalar() != "PUT" && m.Scalar() != "PATCH")) {
       return std::unexpected(At(file, m, "http.method", "expected POST, PUT or PATCH"));
     }
+    c.method = m.Scalar();
   }
   if (const YAML::Node h = section["headers"]; h.IsDefined()) {
     if (!h.IsMap()) return std::unexpected(At(file, h, "http.headers", "expected a mapping"));
@@ -76,6 +110,7 @@ std::expected<void, config::ConfigError> CheckHttpSection(const std::string& fil
                                   "never put a credential in a manifest: name the variable that "
                                   "holds it with tokenEnv:"));
       }
+      c.headers.emplace_back(kv.first.Scalar(), kv.second.Scalar());
     }
   }
   if (const YAML::Node t = section["tokenEnv"]; t.IsDefined()) {
@@ -87,6 +122,7 @@ std::expected<void, config::ConfigError> CheckHttpSection(const std::string& fil
       return std::unexpected(
           At(file, t, "http.tokenEnv", "expected the NAME of an environment variable"));
     }
+    c.token_env = t.Scalar();
   }
   const YAML::Node body = section["body"];
   if (body.IsDefined()) {
@@ -97,6 +133,7 @@ std::expected<void, config::ConfigError> CheckHttpSection(const std::string& fil
       return std::unexpected(
           At(file, body, "http.body", "no string holds \"{script}\": the probe would not be sent"));
     }
+    c.body = config::YamlToJson(body);
   } else if (!preset.IsDefined()) {
     return std::unexpected(
         At(file, section, "http.body", "give body: (with \"{script}\") or preset:"));
@@ -108,20 +145,28 @@ std::expected<void, config::ConfigError> CheckHttpSection(const std::string& fil
     if (auto r = config::internal::OnlyKeys(file, response, "http.response",
                                             {"stdout", "stderr", "exit_code", "error"});
         !r) {
-      return r;
+      return std::unexpected(r.error());
     }
     for (const auto& kv : response) {
       const std::string field = "http.response." + kv.first.Scalar();
-      if (!kv.second.IsScalar() || (!kv.second.Scalar().empty() && kv.second.Scalar()[0] != '/')) {
+      if (!kv.second.IsScalar() || (!kv.second.Scalar().empty() && kv.second.Scalar()[0] != '/') ||
+          !IsJsonPointer(kv.second.Scalar())) {
         return std::unexpected(
             At(file, kv.second, field, "expected a JSON pointer (RFC 6901), e.g. /stdout"));
       }
+      const std::string& key = kv.first.Scalar();
+      std::string& out = key == "stdout"   ? c.stdout_ptr
+                         : key == "stderr" ? c.stderr_ptr
+                         : key == "error"  ? c.error_ptr
+                                           : c.exit_code_ptr;
+      out = kv.second.Scalar();
     }
   }
-  if (!preset.IsDefined() && (!response.IsDefined() || !response["stdout"].IsDefined())) {
-    return std::unexpected(At(file, response.IsDefined() ? response : section,
-                              "http.response.stdout",
-                              "required without a preset: the JSON pointer of stdout"));
+  if (c.stdout_ptr.empty()) {
+    return std::unexpected(
+        At(file, response.IsDefined() ? response : section, "http.response.stdout",
+           preset.IsDefined() ? "empty: stdout is the one pointer a probe cannot do without"
+                              : "required without a preset: the JSON pointer of stdout"));
   }
   if (const YAML::Node t = section["timeout"]; t.IsDefined()) {
     if (!t.IsMap()) {
@@ -132,9 +177,9 @@ std::expected<void, config::ConfigError> CheckHttpSection(const std::string& fil
     if (auto r =
             config::internal::OnlyKeys(file, t, "http.timeout", {"pointer", "contains", "equals"});
         !r)
-      return r;
+      return std::unexpected(r.error());
     if (!t["pointer"].IsScalar() || t["pointer"].Scalar().empty() ||
-        t["pointer"].Scalar()[0] != '/') {
+        t["pointer"].Scalar()[0] != '/' || !IsJsonPointer(t["pointer"].Scalar())) {
       return std::unexpected(At(file, t["pointer"].IsDefined() ? t["pointer"] : t,
                                 "http.timeout.pointer", "expected a JSON pointer, e.g. /error"));
     }
@@ -142,6 +187,17 @@ std::expected<void, config::ConfigError> CheckHttpSection(const std::string& fil
       return std::unexpected(
           At(file, t, "http.timeout", "give exactly one of contains: or equals:"));
     }
+    HttpTimeoutRule rule{.pointer = t["pointer"].Scalar(), .contains = {}, .equals = {}};
+    if (const YAML::Node text = t["contains"]; text.IsDefined()) {
+      if (!text.IsScalar() || !config::YamlToJson(text).is_string()) {
+        return std::unexpected(At(file, text, "http.timeout.contains",
+                                  "expected a string (for a number or true/false: equals:)"));
+      }
+      rule.contains = text.Scalar();
+    } else {
+      rule.equals = config::YamlToJson(t["equals"]);
+    }
+    c.timeout = std::move(rule);  // a whole rule replaces the preset's
   }
   for (const char* key : {"afterCall", "healthTimeout"}) {
     const YAML::Node d = section[key];
@@ -150,9 +206,14 @@ std::expected<void, config::ConfigError> CheckHttpSection(const std::string& fil
                  ? core::ParseSeconds(d.Scalar())
                  : std::expected<double, std::string>(std::unexpected("expected a duration"));
     if (!s) return std::unexpected(At(file, d, std::string("http.") + key, s.error()));
-    if (std::string_view(key) == "healthTimeout" && *s <= 0) {
-      return std::unexpected(At(file, d, "http.healthTimeout",
-                                "must be more than 0 s (a check needs time to answer)"));
+    if (std::string_view(key) == "healthTimeout") {
+      if (*s <= 0) {
+        return std::unexpected(At(file, d, "http.healthTimeout",
+                                  "must be more than 0 s (a check needs time to answer)"));
+      }
+      c.health_timeout_s = *s;
+    } else {
+      c.after_call_s = *s;
     }
   }
   if (const YAML::Node b = section["maxBody"]; b.IsDefined()) {
@@ -162,8 +223,9 @@ std::expected<void, config::ConfigError> CheckHttpSection(const std::string& fil
     if (!n || *n == 0)
       return std::unexpected(
           At(file, b, "http.maxBody", n ? "expected a size above 0" : n.error()));
+    c.max_body = *n;
   }
-  return {};
+  return c;
 }
 
 }  // namespace sandprobe::drivers

@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "core/limits.h"
 #include "drivers/kubernetes/api_client.h"
+#include "drivers/kubernetes/kube_section.h"
 #include "drivers/kubernetes/kubeconfig.h"
 #include "drivers/kubernetes/kubernetes_driver.h"
 
@@ -11,8 +11,9 @@ namespace sandprobe::drivers::kube {
 namespace {
 
 std::expected<std::vector<std::string>, std::string> NodesOf(const core::Manifest& m,
+                                                             const ClusterChoice& cluster,
                                                              const std::string& nodes) {
-  auto conn = ResolveConnection(m.driver_config, ProcessEnv());
+  auto conn = ResolveConnection(cluster, ProcessEnv());
   if (!conn) return std::unexpected(conn.error());
   const ApiClient client(std::move(*conn));
   auto names = ListSchedulableNodes(client, nodes == "all" ? "" : nodes);
@@ -24,32 +25,24 @@ std::expected<std::vector<std::string>, std::string> NodesOf(const core::Manifes
   return names;
 }
 
-// A duration as the section check accepts it (kube_section.h): "60s", or a number of seconds.
-std::expected<double, std::string> Duration(const nlohmann::json& v) {
-  if (v.is_number()) return v.get<double>();
-  if (v.is_string()) return core::ParseSeconds(v.get<std::string>());
-  return std::unexpected("expected a duration such as 60s");
-}
+// The settings an arm carries, to be changed in place (its twins are copies).
+KubeSettings& Settings(core::Manifest& m) { return std::any_cast<KubeSettings&>(m.section); }
 
 }  // namespace
 
 std::expected<std::vector<core::Manifest>, std::string> ArmVariants(core::Manifest m,
                                                                     const ArmOptions& options) {
-  if (!options.context.empty()) m.driver_config["context"] = options.context;
+  if (std::any_cast<KubeSettings>(&m.section) == nullptr) {
+    return std::unexpected(SettingsOf(m).error());
+  }
+  if (!options.context.empty()) Settings(m).cluster.context = options.context;
   std::vector<core::Manifest> arms;
-  if (m.driver_config.contains("agedRerun")) {
-    const nlohmann::json& v = m.driver_config["agedRerun"];
-    auto age = Duration(v);
-    if (!age) {
-      return std::unexpected(
-          fmt::format("manifest {}: kubernetes.agedRerun: {}", m.source_path, age.error()));
-    }
+  if (const std::optional<double> age = Settings(m).aged_rerun_s) {
+    Settings(m).aged_rerun_s.reset();
     core::Manifest aged = m;
-    aged.driver_config.erase("agedRerun");
-    aged.driver_config["minPolicyAge"] = v;
+    Settings(aged).min_policy_age_s = *age;
     aged.name = m.name + "-aged";
     aged.description = fmt::format("{} (re-run once its policy is {:g}s old)", m.description, *age);
-    m.driver_config.erase("agedRerun");
     arms.push_back(std::move(m));
     arms.push_back(std::move(aged));
   } else {
@@ -57,18 +50,12 @@ std::expected<std::vector<core::Manifest>, std::string> ArmVariants(core::Manife
   }
   // settledRerun: each arm so far gets a twin whose pods wait before probing. A row that leaks in
   // a fresh pod and holds in a settled one is "enforced late for new pods" (core/banners.h).
-  if (arms.front().driver_config.contains("settledRerun")) {
-    const nlohmann::json v = arms.front().driver_config["settledRerun"];
-    auto settle = Duration(v);
-    if (!settle) {
-      return std::unexpected(fmt::format("manifest {}: kubernetes.settledRerun: {}",
-                                         arms.front().source_path, settle.error()));
-    }
+  if (const std::optional<double> settle = Settings(arms.front()).settled_rerun_s) {
     std::vector<core::Manifest> with_settled;
     for (core::Manifest& a : arms) {
-      a.driver_config.erase("settledRerun");
+      Settings(a).settled_rerun_s.reset();
       core::Manifest settled = a;
-      settled.driver_config["podSettle"] = v;
+      Settings(settled).pod_settle_s = *settle;
       settled.name = a.name + "-settled";
       settled.description =
           fmt::format("{} (pods wait {:g}s before probing)", a.description, *settle);
@@ -78,14 +65,14 @@ std::expected<std::vector<core::Manifest>, std::string> ArmVariants(core::Manife
     arms = std::move(with_settled);
   }
   if (options.nodes.empty()) return arms;
-  auto nodes = NodesOf(arms.front(), options.nodes);
+  auto nodes = NodesOf(arms.front(), Settings(arms.front()).cluster, options.nodes);
   if (!nodes) return std::unexpected(nodes.error());
   std::vector<core::Manifest> out;
-  for (const core::Manifest& a : arms) {
+  for (core::Manifest& a : arms) {
     for (const std::string& node : *nodes) {
       core::Manifest pinned = a;
       pinned.name = a.name + "@" + node;
-      pinned.driver_config["node"] = node;
+      Settings(pinned).node = node;
       out.push_back(std::move(pinned));
     }
   }

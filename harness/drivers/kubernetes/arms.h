@@ -20,8 +20,9 @@
 namespace sandprobe::drivers::kube {
 
 // The arms `manifest` stands for, in order: the arm, its settled twin, the aged twin and its
-// settled twin, each per node. Errors: an unreadable agedRerun or settledRerun, a cluster that
-// cannot list its nodes, a selector matching none.
+// settled twin, each per node; each twin carries its own copy of the arm's KubeSettings
+// (min_policy_age_s, pod_settle_s, node changed). Errors: a manifest without its section read, a
+// cluster that cannot list its nodes, a selector matching none.
 std::expected<std::vector<core::Manifest>, std::string> ArmVariants(core::Manifest manifest,
                                                                     const ArmOptions& options);
 

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "drivers/kubernetes/section_testing.h"
+
 namespace sandprobe::drivers::kube {
 namespace {
 
@@ -97,15 +99,12 @@ TEST(ClusterCanaryTest, CanaryTemplatePatchesThePodButNotItsIdentity) {
 }
 
 TEST(ClusterCanaryTest, CanaryTemplateOfTheWrongShape) {
-  core::Manifest m;
-  m.source_path = "m.yaml";
-  m.driver = "kubernetes";
-  m.driver_config = nlohmann::json::parse(R"({"image": "x", "canaryTemplate": {"spec": 1}})");
-  auto s = ParseSettings(m);
+  auto s = ReadSectionForTest(
+      nlohmann::json::parse(R"({"image": "x", "canaryTemplate": {"spec": 1}})"), "m.yaml");
   ASSERT_FALSE(s);
   EXPECT_NE(s.error().find("kubernetes.canaryTemplate.spec: expected a mapping"), std::string::npos)
       << s.error();
-  KubeSettings direct;  // built without ParseSettings: still never throws, keeps its identity
+  KubeSettings direct;  // built without the reader: still never throws, keeps its identity
   direct.image = "x";
   direct.canary_template = nlohmann::json::parse(R"({"metadata": null, "spec": null})");
   const auto pod = BuildCanaryPod(direct, "sp-r", "n", "s", 60);

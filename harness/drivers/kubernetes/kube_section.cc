@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "config/yaml_json.h"
 #include "config/yaml_util.h"
@@ -85,12 +86,31 @@ Result Template(const std::string& file, const YAML::Node& v, const std::string&
   return {};
 }
 
-Result Key(const std::string& file, const std::string& key, const YAML::Node& v) {
+// One key of the section, checked and stored in `s`.
+Result Key(const std::string& file, const std::string& key, const YAML::Node& v, KubeSettings& s) {
   const std::string field = "kubernetes." + key;
-  if (key == "jobTemplate") return Template(file, v, field, "Job");
-  if (key == "canaryTemplate") return Template(file, v, field, "Pod");
+  if (key == "jobTemplate" || key == "canaryTemplate") {
+    const bool job = key == "jobTemplate";
+    if (auto r = Template(file, v, field, job ? "Job" : "Pod"); !r) return r;
+    if (!job) {
+      for (const char* part : {"metadata", "spec"}) {
+        if (v[part].IsDefined() && !v[part].IsMap()) {
+          return std::unexpected(At(file, v[part], field + "." + part, "expected a mapping"));
+        }
+      }
+    }
+    (job ? s.job_template : s.canary_template) = config::YamlToJson(v);
+    return {};
+  }
   if (const Range* range = RangeOf(key)) {
-    if (auto d = Duration(file, v, field, *range); !d) return std::unexpected(d.error());
+    auto d = Duration(file, v, field, *range);
+    if (!d) return std::unexpected(d.error());
+    if (key == "minPolicyAge") s.min_policy_age_s = *d;
+    if (key == "podStartTimeout") s.pod_start_timeout_s = *d;
+    if (key == "apiTimeout") s.api_timeout_s = *d;
+    if (key == "podSettle") s.pod_settle_s = *d;
+    if (key == "agedRerun") s.aged_rerun_s = *d;
+    if (key == "settledRerun") s.settled_rerun_s = *d;
     return {};
   }
   if (key == "logLimit") {
@@ -103,9 +123,10 @@ Result Key(const std::string& file, const std::string& key, const YAML::Node& v)
                                             "client reads at most 8 MiB of a log){}",
                                             b || b.error().empty() ? "" : ": " + b.error())));
     }
+    s.log_limit_bytes = *b;
     return {};
   }
-  if (auto s = String(file, v, field); !s) return s;
+  if (auto r = String(file, v, field); !r) return r;
   const std::string& text = v.Scalar();
   if (key == "namespace" && !IsDnsLabel(text)) {
     return std::unexpected(At(file, v, field,
@@ -121,13 +142,30 @@ Result Key(const std::string& file, const std::string& key, const YAML::Node& v)
   if (text.empty() && key != "context") {
     return std::unexpected(At(file, v, field, "empty: give a value or leave the field out"));
   }
+  std::string* out = key == "namespace"       ? &s.namespace_name
+                     : key == "image"         ? &s.image
+                     : key == "networkPolicy" ? &s.network_policy
+                     : key == "node"          ? &s.node
+                     : key == "kubeconfig"    ? &s.cluster.kubeconfig
+                     : key == "context"       ? &s.cluster.context
+                     : key == "inClusterRoot" ? &s.cluster.in_cluster_root
+                                              : nullptr;
+  if (out == nullptr) {  // kSectionKeys has a key this function does not store
+    return std::unexpected(At(file, v, field, "known but not read (a sandprobe bug)"));
+  }
+  *out = text;
+  if (key == "networkPolicy" && text != kDenyAllEgress) {
+    std::filesystem::path p = text;
+    if (p.is_relative()) p = std::filesystem::path(file).parent_path() / p;
+    *out = p.string();
+  }
   return {};
 }
 
 }  // namespace
 
-std::expected<void, ConfigError> CheckKubernetesSection(const std::string& file,
-                                                        const YAML::Node& root) {
+std::expected<KubeSettings, ConfigError> ReadKubernetesSection(const std::string& file,
+                                                               const YAML::Node& root) {
   const YAML::Node section = root["kubernetes"];
   if (!section.IsDefined() || section.IsNull()) {
     return std::unexpected(At(file, root, "kubernetes",
@@ -139,32 +177,45 @@ std::expected<void, ConfigError> CheckKubernetesSection(const std::string& file,
           file, section, "kubernetes",
           std::vector<std::string>(std::begin(kSectionKeys), std::end(kSectionKeys)));
       !r) {
-    return r;
+    return std::unexpected(r.error());
   }
+  KubeSettings s;
   for (const auto& kv : section) {
-    if (auto r = Key(file, kv.first.Scalar(), kv.second); !r) return r;
+    if (auto r = Key(file, kv.first.Scalar(), kv.second, s); !r) return std::unexpected(r.error());
   }
-  if (!section["image"].IsDefined()) {
+  if (s.image.empty()) {
     return std::unexpected(At(file, section, "kubernetes.image",
                               "required (the probe image, by digest: registry/name@sha256:...)"));
   }
-  const bool policy = section["networkPolicy"].IsDefined();
+  const bool policy = !s.network_policy.empty();
   for (const char* key : {"minPolicyAge", "agedRerun", "settledRerun"}) {
     const YAML::Node v = section[key];
     if (!v.IsDefined() || policy) continue;
-    if (std::string_view(key) == "minPolicyAge" && *core::ParseSeconds(v.Scalar()) == 0) continue;
+    if (std::string_view(key) == "minPolicyAge" && s.min_policy_age_s == 0) continue;
     return std::unexpected(At(file, v, std::string("kubernetes.") + key,
                               "needs networkPolicy: it only applies to a policy arm"));
   }
-  if (const YAML::Node aged = section["agedRerun"], fresh = section["minPolicyAge"];
-      aged.IsDefined() && fresh.IsDefined() &&
-      *core::ParseSeconds(aged.Scalar()) <= *core::ParseSeconds(fresh.Scalar())) {
-    return std::unexpected(At(file, aged, "kubernetes.agedRerun",
+  if (s.aged_rerun_s && section["minPolicyAge"].IsDefined() &&
+      *s.aged_rerun_s <= s.min_policy_age_s) {
+    return std::unexpected(At(file, section["agedRerun"], "kubernetes.agedRerun",
                               fmt::format("must be longer than minPolicyAge ({}): the -aged arm "
                                           "would be no older than the fresh one",
-                                          fresh.Scalar())));
+                                          section["minPolicyAge"].Scalar())));
   }
-  return {};
+  return s;
+}
+
+std::expected<KubeSettings, std::string> SettingsOf(const core::Manifest& manifest) {
+  const auto* read = std::any_cast<KubeSettings>(&manifest.section);
+  if (read == nullptr) {
+    return std::unexpected(fmt::format(
+        "manifest {}: its kubernetes section was not read (a manifest is loaded through the "
+        "driver registry: LoadManifest)",
+        manifest.source_path));
+  }
+  KubeSettings s = *read;
+  s.limits = manifest.limits;
+  return s;
 }
 
 std::vector<std::string> KubernetesSectionNotes(const std::string& file, const YAML::Node& root) {

@@ -48,7 +48,14 @@ std::string Text(const std::vector<std::string>& lines) {
 }
 
 config::Loaded<core::Manifest> Parse(const std::string& text) {
-  const std::vector<config::DriverSection> sections = {{"kubernetes", CheckKubernetesSection}};
+  const std::vector<config::DriverSection> sections = {
+      {"kubernetes",
+       [](const std::string& file,
+          const YAML::Node& root) -> std::expected<std::any, config::ConfigError> {
+         auto s = ReadKubernetesSection(file, root);
+         if (!s) return std::unexpected(s.error());
+         return *s;
+       }}};
   return config::ParseManifest(text, "m.yaml", sections);
 }
 
@@ -123,7 +130,9 @@ class KubeSection : public ::testing::TestWithParam<Case> {};
 TEST(KubeSectionBase, TheBaseSectionIsValid) {
   auto m = Parse(Text(kBase));
   ASSERT_TRUE(m.has_value()) << m.error().ToString();
-  EXPECT_EQ(m->driver_config["namespace"], "sandprobe");
+  auto s = SettingsOf(*m);
+  ASSERT_TRUE(s) << s.error();
+  EXPECT_EQ(s->namespace_name, "sandprobe");
 }
 
 TEST_P(KubeSection, OneMistakeOneErrorAtItsLineAndColumn) {

@@ -267,13 +267,10 @@ EnvLookup ProcessEnv() {
   };
 }
 
-std::expected<ClusterConnection, std::string> ResolveConnection(const nlohmann::json& config,
+std::expected<ClusterConnection, std::string> ResolveConnection(const ClusterChoice& choice,
                                                                 const EnvLookup& getenv) {
-  const std::string context = config.value("context", "");
-  std::string path = config.value("kubeconfig", "");
-  if (path == "in-cluster") {
-    return LoadInCluster(config.value("inClusterRoot", std::string(kInClusterRoot)), getenv);
-  }
+  std::string path = choice.kubeconfig;
+  if (path == "in-cluster") return LoadInCluster(choice.in_cluster_root, getenv);
   if (path.empty()) {
     if (auto kc = getenv("KUBECONFIG"); kc && !kc->empty()) {
       path = kc->substr(0, kc->find(':'));  // the first entry; merging is not supported
@@ -283,7 +280,7 @@ std::expected<ClusterConnection, std::string> ResolveConnection(const nlohmann::
       return std::unexpected("no kubeconfig: set kubernetes.kubeconfig, $KUBECONFIG or $HOME");
     }
   }
-  return LoadKubeconfig(path, context);
+  return LoadKubeconfig(path, choice.context);
 }
 
 }  // namespace sandprobe::drivers::kube

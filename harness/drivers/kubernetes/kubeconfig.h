@@ -50,10 +50,18 @@ using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
 std::expected<ClusterConnection, std::string> LoadInCluster(const std::string& root,
                                                             const EnvLookup& getenv);
 
-// The manifest's choice: driver_config.kubeconfig ("in-cluster" or a path), else $KUBECONFIG's
-// first entry, else ~/.kube/config; driver_config.context picks a context. The in-cluster root
-// is overridable for tests with driver_config.inClusterRoot.
-std::expected<ClusterConnection, std::string> ResolveConnection(const nlohmann::json& config,
+// Where a manifest says its cluster is (the kubernetes: section's kubeconfig, context and
+// inClusterRoot fields).
+struct ClusterChoice {
+  std::string kubeconfig;  // "in-cluster", a path, or "" = $KUBECONFIG's first entry, else
+                           // ~/.kube/config
+  std::string context;     // "" = the kubeconfig's current-context
+  std::string in_cluster_root = kInClusterRoot;  // overridable for tests
+};
+
+// The connection a choice names (LoadInCluster or LoadKubeconfig). Errors: no kubeconfig to be
+// found, or the loader's.
+std::expected<ClusterConnection, std::string> ResolveConnection(const ClusterChoice& choice,
                                                                 const EnvLookup& getenv);
 EnvLookup ProcessEnv();
 

@@ -183,7 +183,7 @@ TEST_F(KubeconfigTest, InCluster) {
     return it == env.end() ? std::nullopt : std::optional(it->second);
   };
   auto c = ResolveConnection(
-      nlohmann::json{{"kubeconfig", "in-cluster"}, {"inClusterRoot", (dir_ / "sa").string()}},
+      {.kubeconfig = "in-cluster", .context = "", .in_cluster_root = (dir_ / "sa").string()},
       getenv);
   ASSERT_TRUE(c.has_value()) << c.error();
   EXPECT_EQ(c->server, "https://10.96.0.1:443");
@@ -214,13 +214,15 @@ TEST_F(KubeconfigTest, ResolveOrder) {
     auto it = env.find(k);
     return it == env.end() ? std::nullopt : std::optional(it->second);
   };
-  EXPECT_EQ(ResolveConnection(nlohmann::json::object(), getenv)->server, "https://home:1");
+  EXPECT_EQ(ResolveConnection({}, getenv)->server, "https://home:1");
   env["KUBECONFIG"] = path + ":/other/config";
-  EXPECT_EQ(ResolveConnection(nlohmann::json::object(), getenv)->server, "https://127.0.0.1:1");
-  EXPECT_EQ(
-      ResolveConnection({{"kubeconfig", (dir_ / "home/.kube/config").string()}}, getenv)->server,
-      "https://home:1");
-  EXPECT_EQ(ResolveConnection({{"context", "other"}}, getenv)->server, "https://10.0.0.2:6443");
+  EXPECT_EQ(ResolveConnection({}, getenv)->server, "https://127.0.0.1:1");
+  ClusterChoice named;
+  named.kubeconfig = (dir_ / "home/.kube/config").string();
+  EXPECT_EQ(ResolveConnection(named, getenv)->server, "https://home:1");
+  ClusterChoice other;
+  other.context = "other";
+  EXPECT_EQ(ResolveConnection(other, getenv)->server, "https://10.0.0.2:6443");
 }
 
 TEST(DescribeSecret, LengthAndHashPrefixOnly) {

@@ -12,6 +12,7 @@
 #include "core/output.h"
 #include "drivers/kubernetes/diagnostics.h"
 #include "drivers/kubernetes/job_run.h"
+#include "drivers/kubernetes/kube_section.h"
 
 namespace sandprobe::drivers {
 namespace {
@@ -106,7 +107,7 @@ std::string KubernetesDriver::NotJudgedReason(std::string_view measures) const {
 }
 
 std::expected<void, SetupError> KubernetesDriver::Connect() {
-  auto conn = kube::ResolveConnection(manifest_.driver_config, getenv_);
+  auto conn = kube::ResolveConnection(settings_.cluster, getenv_);
   if (!conn) {
     return std::unexpected(
         SetupError{conn.error(),
@@ -514,7 +515,7 @@ void KubernetesDriver::Cleanup() {
 
 std::expected<std::unique_ptr<Driver>, SetupError> MakeKubernetesDriver(
     const core::Manifest& manifest, const DriverContext& context) {
-  auto settings = kube::ParseSettings(manifest);
+  auto settings = kube::SettingsOf(manifest);
   if (!settings) {
     return std::unexpected(
         SetupError{settings.error(), "see manifests/kubernetes/ for a working section"});
@@ -546,7 +547,7 @@ std::expected<std::vector<Json>, std::string> RenderArm(const core::Manifest& ma
                                                         const std::string& run_id,
                                                         const std::vector<Invocation>& invocations,
                                                         bool with_canary) {
-  auto settings = kube::ParseSettings(manifest);
+  auto settings = kube::SettingsOf(manifest);
   if (!settings) return std::unexpected(settings.error());
   std::vector<Json> out;
   if (settings->network_policy == kube::kDenyAllEgress) {

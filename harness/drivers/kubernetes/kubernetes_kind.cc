@@ -1,7 +1,7 @@
-// The `kubernetes` kind: one Job per probe invocation (kubernetes_driver.h). Its section is checked
-// on load (kube_section.h) and `--nodes` before a run (names.h); it derives arms (arms.h), renders
-// what a run would submit, and sweeps dead runs' objects (leftovers.h) in the cluster and
-// namespace a manifest names.
+// The `kubernetes` kind: one Job per probe invocation (kubernetes_driver.h). Its section is read
+// once on load into KubeSettings (kube_section.h) and `--nodes` before a run (names.h); it derives
+// arms (arms.h), renders what a run would submit, and sweeps dead runs' objects (leftovers.h) in
+// the cluster and namespace a manifest names.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -19,7 +19,7 @@ namespace sandprobe::drivers {
 DriverKind KubernetesKind() {
   DriverKind k;
   k.name = "kubernetes";
-  k.check_section = kube::CheckKubernetesSection;
+  k.read_section = TypedReader(kube::ReadKubernetesSection);
   k.notes = kube::KubernetesSectionNotes;
   k.make = MakeKubernetesDriver;
   k.check_arm_options = [](const ArmOptions& options) -> std::expected<void, std::string> {

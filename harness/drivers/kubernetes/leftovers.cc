@@ -5,6 +5,7 @@
 #include <map>
 
 #include "drivers/kubernetes/api_client.h"
+#include "drivers/kubernetes/kube_section.h"
 #include "drivers/kubernetes/kubeconfig.h"
 #include "drivers/kubernetes/objects.h"
 
@@ -67,16 +68,10 @@ void SweepLeftovers(const SweepRequest& r, SweepTally& t) {
     r.say(fmt::format("kubernetes {}: {}", manifest.source_path, what));
     ++t.failed;
   };
-  core::Manifest m = manifest;
-  if (!r.context.empty()) m.driver_config["context"] = r.context;
-  auto settings = ParseSettings(m);
+  auto settings = SettingsOf(manifest);
   if (!settings) return fail(settings.error());
-  std::expected<ClusterConnection, std::string> conn;
-  try {  // the section is JSON the user wrote: a field of the wrong type is an error here
-    conn = ResolveConnection(m.driver_config, ProcessEnv());
-  } catch (const std::exception& e) {
-    conn = std::unexpected(fmt::format("the kubernetes section cannot be used: {}", e.what()));
-  }
+  if (!r.context.empty()) settings->cluster.context = r.context;
+  auto conn = ResolveConnection(settings->cluster, ProcessEnv());
   if (!conn) return fail(conn.error());
   const std::string ns = !settings->namespace_name.empty() ? settings->namespace_name
                          : !conn->namespace_name.empty()   ? conn->namespace_name

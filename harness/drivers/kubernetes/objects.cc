@@ -159,21 +159,6 @@ void Enforce(Json& job, const KubeSettings& s, const JobRequest& r) {
   if (!node.empty()) tmpl["spec"]["nodeName"] = node;
 }
 
-std::optional<double> SecondsField(const Json& cfg, const char* key, std::string* error,
-                                   const std::string& where) {
-  if (!cfg.contains(key)) return std::nullopt;
-  const Json& v = cfg[key];
-  if (v.is_number()) return v.get<double>();
-  if (v.is_string()) {
-    auto parsed = core::ParseSeconds(v.get<std::string>());
-    if (parsed) return *parsed;
-    *error = fmt::format("{}: kubernetes.{}: {}", where, key, parsed.error());
-  } else {
-    *error = fmt::format("{}: kubernetes.{}: expected seconds such as 60s", where, key);
-  }
-  return std::nullopt;
-}
-
 bool LooksTyped(const std::string& s) {
   if (s.empty()) return true;
   try {
@@ -270,88 +255,6 @@ std::string Quantity(uint64_t bytes) {
 double ContainerTimeout(const core::Limits& limits, double deadline_s) {
   if (limits.timeout_s) return *limits.timeout_s;
   return std::ceil(deadline_s) + 30;
-}
-
-std::expected<KubeSettings, std::string> ParseSettings(const core::Manifest& m) {
-  const Json& cfg = m.driver_config;
-  const std::string where = fmt::format("manifest {}", m.source_path);
-  if (!cfg.is_object()) return std::unexpected(where + ": kubernetes: expected a mapping");
-  // Second line of defence: the section was checked on load (kube_section.h), with line:col.
-  for (auto& [k, v] : cfg.items()) {
-    if (std::ranges::find(kSectionKeys, k) == std::end(kSectionKeys)) {
-      return std::unexpected(fmt::format("{}: kubernetes.{}: unknown field", where, k));
-    }
-  }
-  KubeSettings s;
-  s.limits = m.limits;
-  auto str = [&](const char* key, std::string& out) -> std::expected<void, std::string> {
-    if (!cfg.contains(key)) return {};
-    if (!cfg[key].is_string()) {
-      return std::unexpected(fmt::format("{}: kubernetes.{}: expected a string", where, key));
-    }
-    out = cfg[key].get<std::string>();
-    return {};
-  };
-  for (auto [key, out] : {std::pair{"namespace", &s.namespace_name},
-                          {"image", &s.image},
-                          {"networkPolicy", &s.network_policy},
-                          {"node", &s.node}}) {
-    if (auto r = str(key, *out); !r) return std::unexpected(r.error());
-  }
-  if (s.image.empty()) {
-    return std::unexpected(
-        fmt::format("{}: kubernetes.image: required (the probe image, by "
-                    "digest: registry/name@sha256:...)",
-                    where));
-  }
-  if (!s.network_policy.empty() && s.network_policy != kDenyAllEgress) {
-    std::filesystem::path p = s.network_policy;
-    if (p.is_relative()) p = std::filesystem::path(m.source_path).parent_path() / p;
-    s.network_policy = p.string();
-  }
-  if (cfg.contains("jobTemplate")) {
-    if (!cfg["jobTemplate"].is_object()) {
-      return std::unexpected(where + ": kubernetes.jobTemplate: expected a mapping (a Job)");
-    }
-    s.job_template = cfg["jobTemplate"];
-  }
-  if (cfg.contains("canaryTemplate")) {
-    const Json& t = cfg["canaryTemplate"];
-    if (!t.is_object()) {
-      return std::unexpected(where + ": kubernetes.canaryTemplate: expected a mapping (a Pod)");
-    }
-    for (const char* key : {"metadata", "spec"}) {
-      if (t.contains(key) && !t[key].is_object()) {
-        return std::unexpected(
-            fmt::format("{}: kubernetes.canaryTemplate.{}: expected a mapping", where, key));
-      }
-    }
-    s.canary_template = t;
-  }
-  std::string error;
-  if (auto v = SecondsField(cfg, "minPolicyAge", &error, where)) s.min_policy_age_s = *v;
-  if (auto v = SecondsField(cfg, "podStartTimeout", &error, where)) s.pod_start_timeout_s = *v;
-  if (auto v = SecondsField(cfg, "apiTimeout", &error, where)) s.api_timeout_s = *v;
-  if (auto v = SecondsField(cfg, "podSettle", &error, where)) s.pod_settle_s = *v;
-  SecondsField(cfg, "settledRerun", &error, where);  // checked here, expanded by ArmVariants
-  if (!error.empty()) return std::unexpected(error);
-  if (cfg.contains("logLimit")) {
-    auto b = cfg["logLimit"].is_string()
-                 ? core::ParseBytes(cfg["logLimit"].get<std::string>())
-                 : std::expected<uint64_t, std::string>(
-                       cfg["logLimit"].is_number_unsigned() ? cfg["logLimit"].get<uint64_t>() : 0);
-    if (!b || *b == 0) {
-      return std::unexpected(where + ": kubernetes.logLimit: expected a size such as 1Mi");
-    }
-    s.log_limit_bytes = *b;
-  }
-  if (s.min_policy_age_s > 0 && s.network_policy.empty()) {
-    return std::unexpected(where + ": kubernetes.minPolicyAge: needs networkPolicy");
-  }
-  if (cfg.contains("settledRerun") && s.network_policy.empty()) {
-    return std::unexpected(where + ": kubernetes.settledRerun: needs networkPolicy");
-  }
-  return s;
 }
 
 std::vector<std::string> TemplateWeakenings(const Json& job) {

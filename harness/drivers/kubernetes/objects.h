@@ -29,9 +29,11 @@
 #include <cstdint>
 #include <expected>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "core/manifest.h"
+#include "drivers/kubernetes/kubeconfig.h"
 
 namespace sandprobe::drivers::kube {
 
@@ -51,7 +53,7 @@ inline constexpr char kTerminationMessagePath[] = "/dev/termination-log";
 // after `python3 -I -S -c <stderr_tail.py> TERMINATION_LOG SETTLE_S`.
 inline constexpr size_t kProbeCommandAt = 7;
 inline constexpr char kDenyAllEgress[] = "deny-all-egress";
-// The keys of the `kubernetes:` section (kube_section.h checks them on load; ParseSettings again).
+// The keys of the `kubernetes:` section (kube_section.h reads them on load).
 inline constexpr const char* kSectionKeys[] = {
     "kubeconfig",  "context",       "namespace",    "image",
     "jobTemplate", "networkPolicy", "minPolicyAge", "podStartTimeout",
@@ -74,14 +76,13 @@ struct KubeSettings {
   double pod_start_timeout_s = 120;  // seconds from Job creation to a running container
   double api_timeout_s = 15;         // seconds, one API call
   uint64_t log_limit_bytes = 1 << 20;
-  std::string node;     // "" = the scheduler's choice
+  std::string node;       // "" = the scheduler's choice
+  ClusterChoice cluster;  // kubeconfig, context, inClusterRoot
+  // The arm's twins (arms.h ArmVariants): re-run once the policy is this old (agedRerun), re-run
+  // with pods that wait this long (settledRerun); seconds, unset = no twin.
+  std::optional<double> aged_rerun_s, settled_rerun_s;
   core::Limits limits;  // the manifest's claims (memory, tmp, timeout)
 };
-
-// Validates a manifest's `kubernetes:` section. Errors name the field:
-//   "manifest m.yaml: kubernetes.minPolicyAge: ...". A relative networkPolicy path is resolved
-// against the manifest's directory.
-std::expected<KubeSettings, std::string> ParseSettings(const core::Manifest& manifest);
 
 // One Job's inputs.
 struct JobRequest {

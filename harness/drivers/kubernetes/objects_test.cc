@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "config/yaml_json.h"
+#include "drivers/kubernetes/section_testing.h"
 
 namespace sandprobe::drivers::kube {
 namespace {
@@ -78,13 +79,10 @@ void ExpectGolden(const std::string& name, const Json& got) {
                              << "\nIf intended: SANDPROBE_UPDATE_BASELINES=1 ./kube_test";
 }
 
+constexpr char kFile[] = "/repo/manifests/kubernetes/x.yaml";
+
 core::Manifest Manifest(const std::string& yaml_section_json) {
-  core::Manifest m;
-  m.name = "k8s-deny-egress";
-  m.driver = "kubernetes";
-  m.source_path = "/repo/manifests/kubernetes/x.yaml";
-  m.driver_config = Json::parse(yaml_section_json);
-  return m;
+  return KubeManifestForTest("k8s-deny-egress", kFile, Json::parse(yaml_section_json));
 }
 
 constexpr char kImage[] =
@@ -105,7 +103,7 @@ KubeSettings Hardened() {
   m.limits.timeout_s = 10;
   m.limits.memory_bytes = 256ull << 20;
   m.limits.tmp_bytes = 32ull << 20;
-  auto s = ParseSettings(m);
+  auto s = SettingsOf(m);
   EXPECT_TRUE(s.has_value()) << s.error();
   return *s;
 }
@@ -201,7 +199,7 @@ TEST(ObjectsTest, SettledPodWaitsThenExecsTheProbeCommand) {
 TEST(GoldenObjects, HardenedJob) { ExpectGolden("job-hardened", BuildJob(Hardened(), Request())); }
 
 TEST(GoldenObjects, OpenControlJob) {
-  auto s = ParseSettings(Manifest(fmt::format(R"({{"image": "{}"}})", kImage)));
+  auto s = SettingsOf(Manifest(fmt::format(R"({{"image": "{}"}})", kImage)));
   ASSERT_TRUE(s.has_value()) << s.error();
   JobRequest r = Request();
   r.arm = "k8s-open";
@@ -225,7 +223,7 @@ KubeSettings Templated() {
                            "env": [{{"name": "MODE", "value": "strict"}}]}}]}}}}}}}}}})",
                                           kImage));
   m.limits.memory_bytes = 128ull << 20;
-  auto s = ParseSettings(m);
+  auto s = SettingsOf(m);
   EXPECT_TRUE(s.has_value()) << s.error();
   return *s;
 }
@@ -320,12 +318,13 @@ TEST(Settings, Errors) {
       {R"({"image": 3})", "kubernetes.image: expected a string"},
   };
   for (const Case& c : cases) {
-    auto s = ParseSettings(Manifest(c.json));
+    auto s = ReadSectionForTest(Json::parse(c.json), kFile);
     ASSERT_FALSE(s.has_value()) << c.json;
     EXPECT_NE(s.error().find(c.want), std::string::npos) << s.error();
-    EXPECT_TRUE(s.error().starts_with("manifest /repo/manifests/kubernetes/x.yaml: "));
+    EXPECT_TRUE(s.error().starts_with("/repo/manifests/kubernetes/x.yaml:1:")) << s.error();
   }
-  auto rel = ParseSettings(Manifest(R"({"image": "x", "networkPolicy": "p/allow.yaml"})"));
+  auto rel =
+      ReadSectionForTest(Json::parse(R"({"image": "x", "networkPolicy": "p/allow.yaml"})"), kFile);
   ASSERT_TRUE(rel.has_value());
   EXPECT_EQ(rel->network_policy, "/repo/manifests/kubernetes/p/allow.yaml");
 }

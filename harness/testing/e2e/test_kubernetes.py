@@ -101,8 +101,9 @@ class Fake:
                 self.url = m.group(1)
                 break
             if self.proc.poll() is not None or time.monotonic() > end:
+                why = self.stderr()  # read before stop() removes the folder
                 self.stop()
-                raise AssertionError("fake_kube.py did not start: %s" % self.stderr())
+                raise AssertionError("fake_kube.py did not start: %s" % why)
             time.sleep(0.05)
         self.ctx = ssl.create_default_context(cafile=os.path.join(d, "ca.crt"))
         with open(self.kubeconfig) as f:
