@@ -171,9 +171,9 @@ Loaded<core::Manifest> ParseManifest(const std::string& text, const std::string&
   if (kind->read) {
     // A driver's reader walks the YAML itself: yaml-cpp's exceptions stop here too.
     try {
-      auto section = kind->read(source, y);
-      if (!section) return std::unexpected(section.error());
-      m.section = std::move(*section);
+      if (auto read = kind->read(source, y, m.section); !read) {
+        return std::unexpected(read.error());
+      }
     } catch (const YAML::Exception& e) {
       return std::unexpected(At(source, y[m.driver], m.driver, e.what()));
     }

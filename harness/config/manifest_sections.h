@@ -17,10 +17,12 @@
 namespace sandprobe::config {
 
 // Reads the `<kind>:` section of the manifest document `root` read from `file` into the kind's
-// typed configuration (core::Manifest::section), checking it on the way: one pass, so no value
-// is read twice by two sets of rules. Errors name the file, line, column and dotted field.
-using SectionReader = std::function<std::expected<std::any, ConfigError>(const std::string& file,
-                                                                         const YAML::Node& root)>;
+// typed configuration, stored in `section` (core::Manifest::section), checking it on the way: one
+// pass, so no value is read twice by two sets of rules. Errors name the file, line, column and
+// dotted field. (An out-parameter: std::expected<std::any, E> does not compile with clang and
+// libstdc++ 12, whose converting constructors of the two types ask about each other endlessly.)
+using SectionReader = std::function<std::expected<void, ConfigError>(
+    const std::string& file, const YAML::Node& root, std::any& section)>;
 
 struct DriverSection {
   std::string kind;    // the `driver:` value, also the section's key

@@ -1,4 +1,4 @@
-// yaml-cpp adapter helpers shared by the loaders and the drivers' manifest-section checks.
+// yaml-cpp adapter helpers shared by the loaders and the drivers' manifest-section readers.
 #pragma once
 
 #include <yaml-cpp/yaml.h>

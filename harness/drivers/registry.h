@@ -64,8 +64,10 @@ struct DriverKind {
   bool baseline = false;
   // Reads the `<name>:` section of a manifest into the kind's typed configuration
   // (core::Manifest::section), checking it on the way; file:line:col errors. `make`, `render` and
-  // `arm_variants` read that value back (SectionOf) and never the YAML again. Null: the section is
-  // kept as JSON verbatim and checked by `make` (which `sandprobe validate` calls too).
+  // `arm_variants` read that value back (SectionOf below; kubernetes: kube::SettingsOf) and never
+  // the YAML again. Null: the section, when present and not null, is kept as JSON verbatim
+  // (nlohmann::json; nothing when absent) and checked by `make` (which `sandprobe validate` calls
+  // too).
   config::SectionReader read_section = nullptr;
   // Optional: lines `sandprobe validate` prints under a manifest whose section passed
   // read_section: what could not be checked without the sandbox itself, and what checks it later
@@ -150,11 +152,12 @@ std::expected<const T*, std::string> SectionOf(const core::Manifest& manifest) {
 template <class T>
 config::SectionReader TypedReader(std::expected<T, config::ConfigError> (*read)(
     const std::string& file, const YAML::Node& root)) {
-  return [read](const std::string& file,
-                const YAML::Node& root) -> std::expected<std::any, config::ConfigError> {
+  return [read](const std::string& file, const YAML::Node& root,
+                std::any& out) -> std::expected<void, config::ConfigError> {
     auto section = read(file, root);
     if (!section) return std::unexpected(section.error());
-    return std::any(std::move(*section));
+    out = std::move(*section);
+    return {};
   };
 }
 

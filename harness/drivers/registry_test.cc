@@ -9,6 +9,7 @@
 #include "config/yaml_util.h"
 #include "core/output.h"
 #include "drivers/command/command_driver.h"
+#include "drivers/http/http_driver.h"
 #include "drivers/kubernetes/objects.h"
 #include "runner/run.h"
 
@@ -41,6 +42,29 @@ command:
   EXPECT_EQ((*config)->argv[5], "{script}");
   EXPECT_FALSE((*config)->stdin_mode);
   EXPECT_FALSE((*config)->pass_planted_fds);
+}
+
+// Values are taken as written in the YAML: a scalar that looks like a number keeps its spelling
+// (an octal mode, a leading zero), and headers keep the file's order.
+TEST(ManifestSectionsTest, SectionValuesAreTakenAsWritten) {
+  auto c = Registry().ParseManifest(
+      "name: x\ndriver: command\ncommand:\n  argv: [chmod, 0700, 1e3, \"{script}\"]\n"
+      "  after: [echo, 007]\n",
+      "m.yaml");
+  ASSERT_TRUE(c) << c.error().ToString();
+  auto command = SectionOf<CommandConfig>(*c);
+  ASSERT_TRUE(command) << command.error();
+  EXPECT_EQ((*command)->argv, (std::vector<std::string>{"chmod", "0700", "1e3", "{script}"}));
+  EXPECT_EQ((*command)->after, (std::vector<std::string>{"echo", "007"}));
+  auto h = Registry().ParseManifest(
+      "name: x\ndriver: http\nhttp:\n  url: http://h/x\n  preset: code-json\n"
+      "  headers: {X-Zeta: 010, Accept: a, X-Alpha: \"b\"}\n",
+      "m.yaml");
+  ASSERT_TRUE(h) << h.error().ToString();
+  auto http = SectionOf<HttpConfig>(*h);
+  ASSERT_TRUE(http) << http.error();
+  EXPECT_EQ((*http)->headers, (std::vector<std::pair<std::string, std::string>>{
+                                  {"X-Zeta", "010"}, {"Accept", "a"}, {"X-Alpha", "b"}}));
 }
 
 // A manifest built in code carries no section: a kind that needs one says so instead of running
@@ -96,6 +120,11 @@ TEST(ManifestSectionsTest, ErrorsNameFileLineAndField) {
        5, "command.after[1]", "without {script}"},
       {"name: x\ndriver: http\nhttp:\n  url: http://127.0.0.1:99999/x\n  preset: code-json\n", 4,
        "http.url", "1 to 65535"},
+      {"name: x\ndriver: http\nhttp:\n  url: http:///x\n  preset: code-json\n", 4, "http.url",
+       "host"},
+      {"name: x\ndriver: http\nhttp:\n  url: http://h/x\n  health: https://:8080/h\n"
+       "  preset: code-json\n",
+       5, "http.health", "host"},
       {"name: x\ndriver: http\nhttp:\n  url: http://h:80/x\n  preset: code-json\n"
        "  healthTimeout: 0s\n",
        6, "http.healthTimeout", "more than 0"},
@@ -188,14 +217,15 @@ class EchoDriver : public Driver {
 DriverKind EchoKind() {
   DriverKind k;
   k.name = "echo";
-  k.read_section = [](const std::string& file,
-                      const YAML::Node& root) -> std::expected<std::any, config::ConfigError> {
+  k.read_section = [](const std::string& file, const YAML::Node& root,
+                      std::any& out) -> std::expected<void, config::ConfigError> {
     const YAML::Node section = root["echo"];
     if (!section.IsMap() || !section["reply"].IsDefined() || !section["reply"].IsScalar()) {
       return std::unexpected(config::internal::At(file, section.IsDefined() ? section : root,
                                                   "echo.reply", "required field is missing"));
     }
-    return section["reply"].Scalar();
+    out = section["reply"].Scalar();
+    return {};
   };
   k.make = [](const core::Manifest& m,
               const DriverContext& context) -> std::expected<std::unique_ptr<Driver>, SetupError> {
@@ -301,10 +331,10 @@ TEST(RegistryTest, AWrongTypeInASectionIsASetupError) {
 
 TEST(RegistryTest, AThrowingSectionReaderIsAnErrorValue) {
   DriverKind careless = EchoKind();
-  careless.read_section =
-      [](const std::string&,
-         const YAML::Node& root) -> std::expected<std::any, config::ConfigError> {
-    return root["echo"]["reply"].as<int>();  // throws on a string
+  careless.read_section = [](const std::string&, const YAML::Node& root,
+                             std::any& out) -> std::expected<void, config::ConfigError> {
+    out = root["echo"]["reply"].as<int>();  // throws on a string
+    return {};
   };
   const DriverRegistry registry({careless});
   auto m = registry.ParseManifest("name: e\ndriver: echo\necho: {reply: ok}\n", "e.yaml");

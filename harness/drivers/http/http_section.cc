@@ -57,6 +57,9 @@ std::expected<HttpConfig, config::ConfigError> ReadHttpSection(const std::string
     // host[:port] up to the path: a port must be 1..65535.
     const std::string rest = u.Scalar().substr(u.Scalar().find("://") + 3);
     const std::string authority = rest.substr(0, rest.find('/'));
+    if (authority.empty() || authority.front() == ':') {
+      return std::unexpected(At(file, u, field, "expected a host after the scheme"));
+    }
     if (const size_t colon = authority.rfind(':');
         colon != std::string::npos && authority.find(']', colon) == std::string::npos) {
       const std::string port = authority.substr(colon + 1);

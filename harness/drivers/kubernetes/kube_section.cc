@@ -92,13 +92,6 @@ Result Key(const std::string& file, const std::string& key, const YAML::Node& v,
   if (key == "jobTemplate" || key == "canaryTemplate") {
     const bool job = key == "jobTemplate";
     if (auto r = Template(file, v, field, job ? "Job" : "Pod"); !r) return r;
-    if (!job) {
-      for (const char* part : {"metadata", "spec"}) {
-        if (v[part].IsDefined() && !v[part].IsMap()) {
-          return std::unexpected(At(file, v[part], field + "." + part, "expected a mapping"));
-        }
-      }
-    }
     (job ? s.job_template : s.canary_template) = config::YamlToJson(v);
     return {};
   }

@@ -1,4 +1,4 @@
-// The `kubernetes:` section check (kube_section.h): a table of sections with one mistake each,
+// The `kubernetes:` section reader (kube_section.h): a table of sections with one mistake each,
 // every one reported once with file, line, column, field and, where a known name is near, a
 // suggestion; the notes `sandprobe validate` prints; the name and selector rules (names.h).
 #include "drivers/kubernetes/kube_section.h"
@@ -50,11 +50,12 @@ std::string Text(const std::vector<std::string>& lines) {
 config::Loaded<core::Manifest> Parse(const std::string& text) {
   const std::vector<config::DriverSection> sections = {
       {"kubernetes",
-       [](const std::string& file,
-          const YAML::Node& root) -> std::expected<std::any, config::ConfigError> {
+       [](const std::string& file, const YAML::Node& root,
+          std::any& out) -> std::expected<void, config::ConfigError> {
          auto s = ReadKubernetesSection(file, root);
          if (!s) return std::unexpected(s.error());
-         return *s;
+         out = std::move(*s);
+         return {};
        }}};
   return config::ParseManifest(text, "m.yaml", sections);
 }
@@ -121,6 +122,8 @@ const Case kCases[] = {
      "kubernetes.jobTemplate.spec.templates", "did you mean template?"},
     {"jobTemplate containers a mapping", 19, "              name: probe", 19, 15,
      "kubernetes.jobTemplate.spec.template.spec.containers", "expected a list of Container"},
+    {"canaryTemplate spec a string", 21, "  canaryTemplate: {spec: runc}", 21, 26,
+     "kubernetes.canaryTemplate.spec", "mapping"},
     {"canaryTemplate typo", 21, "  canaryTemplate: {spec: {runtimeClasName: runc}}", 21, 27,
      "kubernetes.canaryTemplate.spec.runtimeClasName", "did you mean runtimeClassName?"},
 };

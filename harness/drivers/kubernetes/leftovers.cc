@@ -119,11 +119,21 @@ void SweepLeftovers(const SweepRequest& r, SweepTally& t) {
         }
       }
     }
-    // Confirm: pods may take a moment to terminate on a real cluster.
+    // Confirm: a pod is gone only once its kubelet has stopped it, which takes longer when the
+    // kubelet has just lost its API server (it watches again after a back-off), so the wait for
+    // that is longer than for the calls, and says it is waiting.
+    const auto gone_by = After(std::max(120.0, settings->api_timeout_s * 3));
+    const auto tell_at = After(10.0);
+    bool told = false;
     while (true) {
-      auto left = ListByRun(client, kinds, deadline, run);
+      auto left = ListByRun(client, kinds, gone_by, run);
       if (left && left->empty()) break;
-      if (!left || !SleepFor(0.5, deadline, nullptr)) {
+      if (left && !told && Clock::now() >= tell_at) {
+        r.say(fmt::format("kubernetes {}: run {}: waiting for {} to go", where, run,
+                          fmt::join(left->begin()->second, ", ")));
+        told = true;
+      }
+      if (!left || !SleepFor(0.5, gone_by, nullptr)) {
         fail(fmt::format(
             "{}: run {}: not confirmed gone: {}", where, run,
             left ? fmt::format("{}", fmt::join(left->begin()->second, ", ")) : left.error()));
