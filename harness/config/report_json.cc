@@ -157,6 +157,19 @@ void ReadEvidence(const Json& j, const std::string& path, core::Observation& o) 
   o.stderr_bytes = Num<uint64_t>(j, "stderr_bytes", path);
   o.stdout_head = Str(j, "stdout_excerpt", path);
   o.stderr_head = Str(j, "stderr_excerpt", path);
+  if (j.contains("timeline")) {
+    const Json& phases = Array(j, "timeline", path);
+    for (size_t i = 0; i < phases.size(); ++i) {
+      const std::string pp = fmt::format("{}/timeline/{}", path, i);
+      o.timeline.push_back({Str(phases[i], "phase", pp), Num<double>(phases[i], "start_s", pp),
+                            Num<double>(phases[i], "end_s", pp)});
+    }
+  }
+  if (j.contains("probe_cpu")) {
+    const Json& c = Get(j, "probe_cpu", path);
+    o.probe_cpu = core::CpuFigure{Num<double>(c, "seconds", path + "/probe_cpu"),
+                                  Str(c, "source", path + "/probe_cpu")};
+  }
 }
 
 core::Cell ReadCell(const Json& j, const std::string& path) {
@@ -236,6 +249,14 @@ core::Matrix Read(const Json& j) {
   const Json& verdicts = Array(j, "verdicts", "");
   for (size_t i = 0; i < verdicts.size(); ++i) {
     m.verdicts.push_back(ReadVerdict(verdicts[i], fmt::format("/verdicts/{}", i)));
+  }
+  if (j.contains("cost")) {
+    const Json& c = Get(j, "cost", "");
+    m.cost = core::RunCost{.wall_s = Num<double>(c, "wall_s", "/cost"),
+                           .cpus = Num<int>(c, "cpus", "/cost"),
+                           .machine_cpu_s = Num<double>(c, "machine_cpu_s", "/cost"),
+                           .harness_cpu_s = Num<double>(c, "harness_cpu_s", "/cost"),
+                           .children_cpu_s = Num<double>(c, "children_cpu_s", "/cost")};
   }
   return m;
 }

@@ -82,6 +82,19 @@ struct VerdictCell {
   }
 };
 
+// What the run cost the machine, measured by the runner around the probes' invocations (from
+// the first to the last): seconds of wall time and of CPU (user + system). machine: every
+// process (/proc/stat, all CPUs); harness: sandprobe's own threads (getrusage RUSAGE_SELF);
+// children: the processes it waited for (RUSAGE_CHILDREN: reapers and what they reaped, CLI
+// tools). Never judged.
+struct RunCost {
+  double wall_s = 0;
+  int cpus = 0;  // online CPUs: the floor of the wall time is machine_cpu_s / cpus
+  double machine_cpu_s = 0;
+  double harness_cpu_s = 0;
+  double children_cpu_s = 0;
+};
+
 struct Matrix {
   int schema_version = kReportSchemaVersion;
   std::string run_id;
@@ -98,6 +111,7 @@ struct Matrix {
   std::vector<Cell> cells;
   std::vector<VerdictCell> verdicts;
   std::vector<Criterion> criteria;  // the suite's acceptance criteria (judged: core/criteria.h)
+  std::optional<RunCost> cost;      // set by a run (runner/run.cc), absent in a fixture
 
   // The cell of a probe in an arm: for a candidate its only cell; for a control the one whose
   // params match `params_key`, or the first when params_key is empty. nullptr if none.

@@ -30,6 +30,25 @@ struct CanaryHit {
                         // not known (a target whose log carries no time)
 };
 
+// One phase of an invocation's life, seconds on the run's clock (0 = when the run began to
+// invoke probes; steady, not wall time). The runner's phases: "queued" (planned, waiting for a job
+// slot) and "invoke" (the driver's Execute, all calls of a sequence). A driver's own phases sit
+// inside "invoke": command and local "spawn+run", "after-call" (listening for heartbeats),
+// "after-hook"; docker "create", "start", "wait", "inspect+logs", "remove". Drivers that time
+// nothing of their own (kubernetes, http) show the runner's two.
+struct Phase {
+  std::string name;
+  double start_s = 0;
+  double end_s = 0;
+};
+
+// CPU an invocation is known to have used, seconds (user + system), with where the figure comes
+// from; unset where the platform does not say.
+struct CpuFigure {
+  double seconds = 0;
+  std::string source;  // e.g. "wait4 rusage of sandprobe-reaper (the command's whole tree)"
+};
+
 struct Observation {
   std::string probe;       // probe id
   std::string arm;         // arm (manifest) name
@@ -68,6 +87,10 @@ struct Observation {
   // harness did not start: a clean result proves nothing, docs/traps.md trap 22).
   std::string not_judged;
   bool canary_not_planted = false;
+  // Where the time went (Phase) and the CPU the sandboxed program itself used (a command's rusage,
+  // a container's cgroup), for the run's timeline and CPU account; never judged.
+  std::vector<Phase> timeline;
+  std::optional<CpuFigure> probe_cpu;
 
   // The last "progress" record, if any (e.g. the balloon's last flushed step).
   const nlohmann::json* LastProgress() const;

@@ -20,6 +20,17 @@
 
 namespace sandprobe::drivers {
 
+// Seconds on the steady clock: the unit drivers time their phases in (core::Phase); the runner
+// moves them to the run's clock (runner/invoke.h PlaceOnRunClock).
+inline double SteadySeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The phase `name` from `start` (SteadySeconds()) until now.
+inline core::Phase PhaseSince(std::string name, double start) {
+  return core::Phase{std::move(name), start, SteadySeconds()};
+}
+
 // One probe invocation as the runner hands it to a driver.
 struct Invocation {
   std::string probe;       // probe id

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -389,7 +390,14 @@ ProcessResult RunProcess(const ProcessSpec& spec, const std::atomic<bool>& cance
   for (int fd : {out_fd, err_fd, status_fd, stdin_fd}) {
     if (fd >= 0) close(fd);
   }
-  while (!reaped && waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  struct rusage usage {};
+  bool counted = false;
+  while (!reaped) {
+    if (wait4(pid, &wstatus, 0, &usage) == pid) {
+      counted = true;
+      break;
+    }
+    if (errno != EINTR) break;
   }
   if (spec.tty) {  // the whole tree is gone: what it left on the terminal stays there
     ReadPendingInput(pty, result.tty);
@@ -400,6 +408,10 @@ ProcessResult RunProcess(const ProcessSpec& spec, const std::atomic<bool>& cance
     g_live_reapers.erase(pid);
   }
   result.duration_s = Since(start);
+  if (counted) {
+    auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+    result.cpu_s = seconds(usage.ru_utime) + seconds(usage.ru_stime);
+  }
 
   char kind[16] = {0};
   int code = 0, killed = 0;

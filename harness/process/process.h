@@ -57,6 +57,10 @@ struct ProcessResult {
   int descendants_killed = 0;  // processes the reaper had to kill after the main one ended
   std::string error;           // for kHarnessError
   TtyCapture tty;              // terminal mode only
+  // User + system CPU seconds of sandprobe-reaper and every process it reaped (wait4 rusage: a
+  // child's figures include its waited-for descendants): the command's whole tree. Unset when
+  // the reaper died without reporting (its orphans were reaped here, uncounted).
+  std::optional<double> cpu_s;
 };
 
 // Runs spec.argv and returns how it ended. `cancel` (Ctrl-C) stops the tree like a deadline but

@@ -121,6 +121,22 @@ TEST(ProcessTest, ExitCodesAndSignals) {
   EXPECT_EQ(r.exit_code, 127);
 }
 
+// The CPU figure is the tree's: a grandchild's busy loop counts (wait4 rusage of the reaper,
+// which waited for it), a sleeping tree counts next to nothing.
+TEST(ProcessTest, CpuSecondsCountTheWholeTree) {
+  auto busy = RunArgv({"sh", "-c",
+                       "python3 -c 'import time\nend = time.process_time() + 0.4\n"
+                       "while time.process_time() < end: pass' & wait"});
+  ASSERT_EQ(busy.ending, core::Ending::kExited);
+  ASSERT_TRUE(busy.cpu_s.has_value());
+  EXPECT_GE(*busy.cpu_s, 0.4);
+  EXPECT_LT(*busy.cpu_s, 5.0);
+  auto idle = RunArgv({"sleep", "0.4"});
+  ASSERT_TRUE(idle.cpu_s.has_value());
+  EXPECT_LT(*idle.cpu_s, 0.2);
+  EXPECT_GE(idle.duration_s, 0.4);
+}
+
 TEST(ProcessTest, DeadlineStopsTheTree) {
   const auto start = std::chrono::steady_clock::now();
   auto r = RunArgv({"sh", "-c", "trap '' TERM; while :; do :; done"}, 0.5);

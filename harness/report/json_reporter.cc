@@ -60,23 +60,37 @@ Json EvidenceJson(const core::Observation& obs) {
     hits.push_back(std::move(hit));
   }
   const nlohmann::json* progress = obs.LastProgress();
-  return Json{{"ending", core::ToString(obs.ending)},
-              {"exit_code", obs.exit_code},
-              {"signal", obs.signal},
-              {"duration_s", obs.duration_s},
-              {"deadline_s", obs.deadline_s},
-              {"harness_error", JsonText(obs.harness_error, kTextBytes)},
-              {"result", obs.result ? JsonBounded(*obs.result, kRecordBytes) : Json(nullptr)},
-              {"last_progress", progress ? JsonBounded(*progress, kRecordBytes) : Json(nullptr)},
-              {"records_count", obs.records.size()},
-              {"dropped_records", obs.dropped_records},
-              {"foreign_lines", obs.foreign_lines},
-              {"canary_hits", std::move(hits)},
-              {"driver_facts", JsonBounded(obs.ReportedFacts(), kFactsBytes)},
-              {"stdout_bytes", obs.stdout_bytes},
-              {"stderr_bytes", obs.stderr_bytes},
-              {"stdout_excerpt", JsonText(obs.stdout_head, kExcerptBytes)},
-              {"stderr_excerpt", JsonText(obs.stderr_head, kExcerptBytes)}};
+  Json out{{"ending", core::ToString(obs.ending)},
+           {"exit_code", obs.exit_code},
+           {"signal", obs.signal},
+           {"duration_s", obs.duration_s},
+           {"deadline_s", obs.deadline_s},
+           {"harness_error", JsonText(obs.harness_error, kTextBytes)},
+           {"result", obs.result ? JsonBounded(*obs.result, kRecordBytes) : Json(nullptr)},
+           {"last_progress", progress ? JsonBounded(*progress, kRecordBytes) : Json(nullptr)},
+           {"records_count", obs.records.size()},
+           {"dropped_records", obs.dropped_records},
+           {"foreign_lines", obs.foreign_lines},
+           {"canary_hits", std::move(hits)},
+           {"driver_facts", JsonBounded(obs.ReportedFacts(), kFactsBytes)},
+           {"stdout_bytes", obs.stdout_bytes},
+           {"stderr_bytes", obs.stderr_bytes},
+           {"stdout_excerpt", JsonText(obs.stdout_head, kExcerptBytes)},
+           {"stderr_excerpt", JsonText(obs.stderr_head, kExcerptBytes)}};
+  // Where the time and the CPU went (a run's, not a fixture's): seconds on the run's clock.
+  if (!obs.timeline.empty()) {
+    Json phases = Json::array();
+    for (const core::Phase& p : obs.timeline) {
+      phases.push_back(
+          {{"phase", JsonText(p.name, kNameBytes)}, {"start_s", p.start_s}, {"end_s", p.end_s}});
+    }
+    out["timeline"] = std::move(phases);
+  }
+  if (obs.probe_cpu) {
+    out["probe_cpu"] = {{"seconds", obs.probe_cpu->seconds},
+                        {"source", JsonText(obs.probe_cpu->source, kTextBytes)}};
+  }
+  return out;
 }
 
 Json ObservationJson(const core::Cell& cell) {
@@ -189,22 +203,30 @@ std::string RenderJson(const core::Matrix& m) {
   }
   for (const core::Cell& cell : m.cells) observations.push_back(ObservationJson(cell));
   for (const core::VerdictCell& v : m.verdicts) verdicts.push_back(VerdictJson(m, v));
-  const Json report{{"schema_version", core::kReportSchemaVersion},
-                    {"generator", "sandprobe"},
-                    {"run_id", JsonText(m.run_id, kNameBytes)},
-                    {"nonce_hash", JsonText(m.nonce_hash, kNameBytes)},
-                    {"suite", JsonText(m.suite, kNameBytes)},
-                    {"started_at", JsonText(m.started_at, kNameBytes)},
-                    {"finished_at", JsonText(m.finished_at, kNameBytes)},
-                    {"interrupted", m.interrupted},
-                    {"criteria", CriteriaJson(m)},
-                    {"banners", Strings(m.banners, kTextBytes)},
-                    {"notes", Strings(m.notes, kTextBytes)},
-                    {"arms", std::move(arms)},
-                    {"rows", std::move(rows)},
-                    {"observations", std::move(observations)},
-                    {"verdicts", std::move(verdicts)},
-                    {"summary", SummaryJson(m)}};
+  Json report{{"schema_version", core::kReportSchemaVersion},
+              {"generator", "sandprobe"},
+              {"run_id", JsonText(m.run_id, kNameBytes)},
+              {"nonce_hash", JsonText(m.nonce_hash, kNameBytes)},
+              {"suite", JsonText(m.suite, kNameBytes)},
+              {"started_at", JsonText(m.started_at, kNameBytes)},
+              {"finished_at", JsonText(m.finished_at, kNameBytes)},
+              {"interrupted", m.interrupted},
+              {"criteria", CriteriaJson(m)},
+              {"banners", Strings(m.banners, kTextBytes)},
+              {"notes", Strings(m.notes, kTextBytes)},
+              {"arms", std::move(arms)},
+              {"rows", std::move(rows)},
+              {"observations", std::move(observations)},
+              {"verdicts", std::move(verdicts)},
+              {"summary", SummaryJson(m)}};
+  if (m.cost) {  // what the run cost the machine (core::RunCost), seconds
+    const core::RunCost& c = *m.cost;
+    report["cost"] = {{"wall_s", c.wall_s},
+                      {"cpus", c.cpus},
+                      {"machine_cpu_s", c.machine_cpu_s},
+                      {"harness_cpu_s", c.harness_cpu_s},
+                      {"children_cpu_s", c.children_cpu_s}};
+  }
   return report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 

@@ -27,6 +27,42 @@ TEST(ReportJsonTest, EveryFormatReRendersByteForByte) {
   }
 }
 
+// A run's timeline, CPU figures and cost read back as written; a fixture without them writes none
+// of the keys (so older reports and the baselines stay as they are).
+TEST(ReportJsonTest, TimelineAndCostSurviveTheRoundTrip) {
+  core::Matrix m = fixtures::NormalMatrix();
+  EXPECT_EQ(RenderJson(m).find("\"timeline\""), std::string::npos);
+  EXPECT_EQ(RenderJson(m).find("\"cost\""), std::string::npos);
+  ASSERT_FALSE(m.cells.empty());
+  core::Observation& o = m.cells[0].observation;
+  o.timeline = {{"queued", 0, 0.25}, {"invoke", 0.25, 1.5}, {"spawn+run", 0.3, 1.4}};
+  o.probe_cpu = core::CpuFigure{0.75, "wait4 rusage"};
+  m.cost = core::RunCost{
+      .wall_s = 2, .cpus = 2, .machine_cpu_s = 3.5, .harness_cpu_s = 0.1, .children_cpu_s = 1};
+  const std::string json = RenderJson(m);
+  auto back = config::ParseReportJson(json, "run.json");
+  ASSERT_TRUE(back) << back.error();
+  const core::Observation& b = back->cells[0].observation;
+  ASSERT_EQ(b.timeline.size(), 3u);
+  EXPECT_EQ(b.timeline[2].name, "spawn+run");
+  EXPECT_DOUBLE_EQ(b.timeline[1].start_s, 0.25);
+  EXPECT_DOUBLE_EQ(b.timeline[1].end_s, 1.5);
+  ASSERT_TRUE(b.probe_cpu.has_value());
+  EXPECT_DOUBLE_EQ(b.probe_cpu->seconds, 0.75);
+  EXPECT_EQ(b.probe_cpu->source, "wait4 rusage");
+  ASSERT_TRUE(back->cost.has_value());
+  EXPECT_EQ(back->cost->cpus, 2);
+  EXPECT_DOUBLE_EQ(back->cost->machine_cpu_s, 3.5);
+  EXPECT_DOUBLE_EQ(back->cost->children_cpu_s, 1);
+  EXPECT_EQ(RenderJson(*back), json);
+  // A malformed phase names its path.
+  nlohmann::json bad = nlohmann::json::parse(json);
+  bad["observations"][0]["evidence"]["timeline"][1]["start_s"] = "soon";
+  auto refused = config::ParseReportJson(bad.dump(), "run.json");
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().find("timeline/1"), std::string::npos) << refused.error();
+}
+
 TEST(ReportJsonTest, GateMarksSurviveTheRoundTrip) {
   auto back = config::ParseReportJson(RenderJson(fixtures::GateMatrix()), "run.json");
   ASSERT_TRUE(back) << back.error();

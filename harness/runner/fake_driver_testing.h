@@ -192,6 +192,9 @@ struct FakeArm {
   std::vector<std::string> warnings = {};                       // Warnings()
   std::vector<std::string> cleanup_warnings = {};               // CleanupWarnings()
   std::vector<std::pair<std::string, std::string>> given = {};  // GivenSecrets()
+  // Each call's CPU figure (Observation::probe_cpu) and its one phase "fake-call"; unset: none,
+  // like a driver whose platform does not say.
+  std::optional<double> cpu_s = std::nullopt;
 };
 
 class FakeDriver : public drivers::Driver {
@@ -229,9 +232,12 @@ class FakeDriver : public drivers::Driver {
     book_->Start({arm_, inv.probe, inv.invocation, inv.deadline_s, inv.deploy, params,
                   inv.extra_env, inv.session_keys, inv.planted_fds.size()});
     const auto start = std::chrono::steady_clock::now();
+    const double phase_start = drivers::SteadySeconds();
     core::Observation obs = Play(inv, params, cancel, start);
     obs.duration_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    obs.timeline.push_back(drivers::PhaseSince("fake-call", phase_start));
+    if (script_.cpu_s) obs.probe_cpu = core::CpuFigure{*script_.cpu_s, "fake"};
     book_->End();
     return obs;
   }

@@ -100,6 +100,7 @@ class CallSequence {
     for (int call = 1; call <= calls && !broken; ++call) {
       if (call > 1) Keep(call - 1, obs);
       obs = Call(multi ? call : 0, previous_, inv_);
+      Account(obs);
       broken = EndsSequence(obs.ending);
     }
     if (concurrent && !broken) {
@@ -107,6 +108,10 @@ class CallSequence {
       obs = Pair(calls + 1);
     }
     if (!earlier_.empty()) obs.driver_facts[core::fact::kCalls] = std::move(earlier_);
+    // The judged observation carries the whole sequence's phases and CPU: what it cost.
+    obs.timeline = std::move(phases_);
+    obs.probe_cpu.reset();
+    if (accounted_ > 0 && cpu_known_) obs.probe_cpu = cpu_;
     return obs;
   }
 
@@ -171,6 +176,8 @@ class CallSequence {
       failed.harness_error = std::string("could not run the concurrent pair: ") + e.what();
       return failed;
     }
+    Account(obs_a);
+    Account(b);
     Keep(first, obs_a);
     Keep(first + 1, b);
     // A half that never answered (deadline, harness error, interrupt) leaves the pair without
@@ -178,7 +185,22 @@ class CallSequence {
     for (const core::Observation* o : {&obs_a, &b}) {
       if (EndsSequence(o->ending)) return *o;
     }
-    return Call(first + 2, previous_, inv_);
+    core::Observation closing = Call(first + 2, previous_, inv_);
+    Account(closing);
+    return closing;
+  }
+
+  // One call's phases and CPU into the sequence's account; one call without a CPU figure makes
+  // the sequence's unknown.
+  void Account(const core::Observation& obs) {
+    ++accounted_;
+    phases_.insert(phases_.end(), obs.timeline.begin(), obs.timeline.end());
+    if (!obs.probe_cpu) {
+      cpu_known_ = false;
+      return;
+    }
+    cpu_.seconds += obs.probe_cpu->seconds;
+    cpu_.source = obs.probe_cpu->source;
   }
 
   void Keep(int call, const core::Observation& obs) {
@@ -200,9 +222,23 @@ class CallSequence {
   drivers::Invocation inv_;
   nlohmann::json earlier_ = nlohmann::json::array();
   nlohmann::json previous_ = nlohmann::json::array();
+  std::vector<core::Phase> phases_;
+  core::CpuFigure cpu_;
+  bool cpu_known_ = true;
+  int accounted_ = 0;
 };
 
 }  // namespace
+
+void PlaceOnRunClock(core::Observation& obs, double origin, double picked, double ended) {
+  for (core::Phase& p : obs.timeline) {
+    p.start_s -= origin;
+    p.end_s -= origin;
+  }
+  obs.timeline.insert(obs.timeline.begin(),
+                      {core::Phase{"queued", 0, picked - origin},
+                       core::Phase{"invoke", picked - origin, ended - origin}});
+}
 
 core::Observation Invoke(const Task& task, const core::ProbeDescriptor& probe,
                          drivers::Driver& driver, const std::string& invocation,

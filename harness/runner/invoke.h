@@ -40,6 +40,8 @@ inline constexpr int kMaxCalls = 32;  // a probe's calls per invocation, at most
 //    planted one: absence proves nothing.
 //  - planted secret values are redacted from everything the sandbox returned; their count is
 //    driver_facts["canary_secrets_redacted"] (absent when 0).
+//  - timeline and probe_cpu: every call's driver phases, and the sum of their CPU figures (unset
+//    when a call gave none), on the judged observation.
 // A script that cannot be built (over 64 KiB) is an observation ending kHarnessError.
 // `invocation` is stamped on the result; the rest of its identity (probe, arm, params, deadline)
 // is stamped by RowBook when its row is finalized.
@@ -47,5 +49,10 @@ core::Observation Invoke(const Task& task, const core::ProbeDescriptor& probe,
                          drivers::Driver& driver, const std::string& invocation,
                          const std::string& preamble, const Session& session,
                          const std::atomic<bool>& cancel);
+
+// Moves `obs`'s driver phases (drivers::SteadySeconds) to the run's clock, seconds since `origin`,
+// and puts the runner's own first: "queued" from 0 to `picked` (a job slot took the task) and
+// "invoke" from `picked` to `ended` (steady seconds).
+void PlaceOnRunClock(core::Observation& obs, double origin, double picked, double ended);
 
 }  // namespace sandprobe::runner

@@ -11,6 +11,7 @@
 
 #include "core/banners.h"
 #include "runner/arms.h"
+#include "runner/cost.h"
 #include "runner/invoke.h"
 #include "runner/row_book.h"
 #include "runner/secrets.h"
@@ -132,6 +133,7 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
     for (size_t i : StartOrder(*plan, options.probes)) order.push_back(i + t * plan->tasks.size());
   }
   std::atomic<size_t> next{0};
+  const CostSample before = SampleCost();  // the run's clock starts here (core::Phase)
   auto worker = [&] {
     for (size_t n = next.fetch_add(1); n < order.size(); n = next.fetch_add(1)) {
       const size_t i = order[n] % plan->tasks.size();
@@ -147,14 +149,19 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
         book.Complete(i, std::move(not_run));
         continue;
       }
-      book.Complete(i, Invoke(task, ProbeOf(options.probes, task.probe), arms.driver(task.arm),
-                              invocation, options.preamble, **session, cancel));
+      const double picked = drivers::SteadySeconds();
+      core::Observation obs =
+          Invoke(task, ProbeOf(options.probes, task.probe), arms.driver(task.arm), invocation,
+                 options.preamble, **session, cancel);
+      PlaceOnRunClock(obs, before.steady_s, picked, drivers::SteadySeconds());
+      book.Complete(i, std::move(obs));
     }
   };
   std::vector<std::thread> workers;
   const int jobs = std::clamp(options.jobs, 1, 64);
   for (int j = 0; j < jobs; ++j) workers.emplace_back(worker);
   for (auto& w : workers) w.join();
+  matrix.cost = CostBetween(before, SampleCost());
   book.FinalizeRemaining();
 
   arms.CollectRunNotes(matrix.notes);

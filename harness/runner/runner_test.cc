@@ -263,6 +263,49 @@ TEST_F(RunnerTest, MultiCallPassesPreviousAndKeepsEarlierCalls) {
   }
 }
 
+// Every observation carries its place on the run's clock: queued from 0, then invoke, with the
+// driver's own phases inside; a sequence's calls add up their CPU, and one call without a figure
+// leaves it unknown. The run's cost is measured around the invocations.
+TEST_F(RunnerTest, TimelineAndCpuAccountOfEveryInvocation) {
+  core::ProbeDescriptor twice = Probe("state.twice");
+  twice.calls = 2;
+  FakeArm counted;
+  counted.cpu_s = 0.25;
+  auto m = RunIt(Options({twice, Probe("fs.once")}, {{"cand", counted}}));
+  ASSERT_TRUE(m) << m.error().message;
+  for (const core::Cell& cell : m->cells) {
+    SCOPED_TRACE(cell.observation.arm + " " + cell.observation.probe);
+    const std::vector<core::Phase>& t = cell.observation.timeline;
+    const size_t calls = cell.observation.probe == "state.twice" ? 2 : 1;
+    ASSERT_EQ(t.size(), 2 + calls);
+    EXPECT_EQ(t[0].name, "queued");
+    EXPECT_EQ(t[0].start_s, 0);
+    EXPECT_EQ(t[1].name, "invoke");
+    EXPECT_EQ(t[1].start_s, t[0].end_s);
+    EXPECT_GE(t[1].end_s, t[1].start_s);
+    for (size_t i = 2; i < t.size(); ++i) {
+      EXPECT_EQ(t[i].name, "fake-call");
+      EXPECT_GE(t[i].start_s, t[1].start_s);
+      EXPECT_LE(t[i].end_s, t[1].end_s);
+      EXPECT_LE(t[i].start_s, t[i].end_s);
+    }
+    if (cell.observation.arm == "cand") {
+      ASSERT_TRUE(cell.observation.probe_cpu.has_value());
+      EXPECT_DOUBLE_EQ(cell.observation.probe_cpu->seconds, 0.25 * calls);
+    } else {
+      EXPECT_FALSE(cell.observation.probe_cpu.has_value());
+    }
+  }
+  ASSERT_TRUE(m->cost.has_value());
+  EXPECT_GE(m->cost->cpus, 1);
+  EXPECT_GT(m->cost->wall_s, 0);
+  EXPECT_GE(m->cost->harness_cpu_s, 0);
+  double last_end = 0;
+  for (const core::Cell& cell : m->cells)
+    last_end = std::max(last_end, cell.observation.timeline[1].end_s);
+  EXPECT_LE(last_end, m->cost->wall_s);
+}
+
 TEST_F(RunnerTest, CallsParameterSizesTheSequenceAndPreviousListsEveryEarlierCall) {
   core::ProbeDescriptor many = Probe("state.many");
   many.calls = 2;

@@ -234,8 +234,15 @@ core::Observation CommandDriver::Execute(const Invocation& inv, const std::atomi
   spec.reaper_path = context_.reaper_path;
 
   core::OutputCollector collector(context_.nonce);
+  const double started = SteadySeconds();
   const process::ProcessResult r = process::RunProcess(spec, cancel, collector);
   core::Observation obs;
+  obs.timeline.push_back(PhaseSince("spawn+run", started));
+  if (r.cpu_s) {
+    obs.probe_cpu = core::CpuFigure{*r.cpu_s,
+                                    "wait4 rusage of sandprobe-reaper: the command's process tree "
+                                    "(not what it hands to a daemon)"};
+  }
   collector.Finish(obs);
   obs.ending = r.ending;
   obs.exit_code = r.exit_code;
@@ -260,15 +267,19 @@ core::Observation CommandDriver::Execute(const Invocation& inv, const std::atomi
     // What outlives the command's process tree (a container `docker run` left behind) can only
     // be heard: wait for the heartbeats of probes that ask (probe after_call_s).
     if (inv.after_call_s > 0) {
+      const double waited = SteadySeconds();
       const auto until = std::chrono::steady_clock::now() +
                          std::chrono::milliseconds(static_cast<int>(inv.after_call_s * 1000));
       while (std::chrono::steady_clock::now() < until && !cancel.load())
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
       obs.driver_facts[core::fact::kAfterCallWaitS] = inv.after_call_s;
+      obs.timeline.push_back(PhaseSince("after-call", waited));
     }
   }
   if (!config_.after.empty()) {
+    const double hooked = SteadySeconds();
     const HookResult h = RunHook(config_.after, inv.invocation);
+    obs.timeline.push_back(PhaseSince("after-hook", hooked));
     const auto facts = nlohmann::json::parse(h.stdout_text, nullptr, false);
     if (facts.is_object()) {
       for (const auto& [k, v] : facts.items()) obs.driver_facts[k] = v;

@@ -132,8 +132,14 @@ core::Observation DockerDriver::Execute(const Invocation& inv, const std::atomic
     return obs;
   };
   const std::string name = fmt::format("{}-{}", context_.run_id, inv.invocation);
+  double phase = SteadySeconds();
+  auto next_phase = [&](const char* ended) {  // the timeline: `ended` is over, the next begins
+    obs.timeline.push_back(PhaseSince(ended, phase));
+    phase = obs.timeline.back().end_s;
+  };
   auto created = client_.Call("POST", Path("/containers/create?name={}", name),
                               CreateBody(inv).dump(), kCallTimeout);
+  next_phase("create");
   if (!created) return fail(created.error());
   if (created->status != 201) {
     return fail(fmt::format("ContainerCreate: HTTP {}: {}", created->status,
@@ -147,6 +153,7 @@ core::Observation DockerDriver::Execute(const Invocation& inv, const std::atomic
   }
   obs.driver_facts[core::fact::kContainer] = id.substr(0, 12);
   auto started = client_.Call("POST", Path("/containers/{}/start", id), "", kCallTimeout);
+  next_phase("start");
   if (!started || (started->status != 204 && started->status != 304)) {
     Remove(id);
     return fail(started ? fmt::format("ContainerStart: HTTP {}: {}", started->status,
@@ -182,6 +189,7 @@ core::Observation DockerDriver::Execute(const Invocation& inv, const std::atomic
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   obs.duration_s = std::chrono::duration<double>(Clock::now() - start).count();
+  next_phase("wait");
   // When the harness saw the container stopped (ContainerInspect, polled every 100 ms): at or
   // after its real end, so a canary hit logged before it was sent while the container still ran.
   obs.driver_facts[core::fact::kCallEndedUnixMs] = UnixMsNow();
@@ -227,7 +235,9 @@ core::Observation DockerDriver::Execute(const Invocation& inv, const std::atomic
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
+  next_phase("inspect+logs");
   const auto removed = Remove(id);
+  next_phase("remove");
   if (!logs) return fail("ContainerLogs: " + logs.error());
   if (logs->status != 200) return fail(fmt::format("ContainerLogs: HTTP {}", logs->status));
   // A daemon that cannot confirm the removal went away or is failing during this invocation:
