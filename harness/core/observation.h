@@ -34,8 +34,10 @@ struct CanaryHit {
 // invoke probes; steady, not wall time). The runner's phases: "queued" (planned, waiting for a job
 // slot) and "invoke" (the driver's Execute, all calls of a sequence). A driver's own phases sit
 // inside "invoke": command and local "spawn+run", "after-call" (listening for heartbeats),
-// "after-hook"; docker "create", "start", "wait", "inspect+logs", "remove". Drivers that time
-// nothing of their own (kubernetes, http) show the runner's two.
+// "after-hook"; docker "create", "start", "wait", "inspect+logs", "remove"; kubernetes
+// "policy-age", "create", "pod-start" (until a container runs), "running", "logs+status",
+// "delete", "canary-log", or "dry-run" (admission); http "health-before", "request" (until the
+// answer's first body byte), "response", "after-call", "health-after".
 struct Phase {
   std::string name;
   double start_s = 0;

@@ -6,8 +6,11 @@
 #include <fmt/format.h>
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <cctype>
+#include <map>
 #include <tuple>
+#include <vector>
 
 #include "report/escape.h"
 #include "report/reporters.h"
@@ -137,8 +140,7 @@ void WriteChecklist(std::string& out, const core::Matrix& m) {
   out += HtmlBody(kChecklistRule, kFactBytes) + "</p>\n";
   for (const CandidateChecklist& list : checklist) {
     out += fmt::format("<p><b>{}</b>: {} of {} criteria hold</p><ul>\n",
-                       HtmlBody(list.candidate->name, kCellBytes), list.holding,
-                       list.items.size());
+                       HtmlBody(list.candidate->name, kCellBytes), list.holding, list.items.size());
     for (const ChecklistItem& item : list.items) {
       out += fmt::format("<li data-criterion=\"{}\" data-holds=\"{}\">{} {}",
                          HtmlAttr(item.criterion->name, kNameBytes), item.holds ? "true" : "false",
@@ -245,6 +247,94 @@ void WriteRunFacts(std::string& out, const core::Matrix& m) {
   if (!m.notes.empty()) out += "</ul>\n";
 }
 
+// Phase colours of the cost chart, in the order phases first appear (then again from the top).
+constexpr std::string_view kPhaseColours[] = {"#0969da", "#1a7f37", "#bf8700", "#8250df",
+                                              "#cf222e", "#1b7c83", "#bc4c00", "#57606a"};
+
+// "Where the time went" (a run's report only: Matrix::cost): the run's cost in one line, then an
+// inline SVG chart, one bar per arm stacking the mean seconds of each driver phase (the runner's
+// queued/invoke left out: they hold the rest). Presentation attributes only, so the page's style
+// hash and its CSP stay as they are; every name passes through HtmlBody/HtmlAttr.
+void WriteCost(std::string& out, const core::Matrix& m) {
+  if (!m.cost) return;
+  const core::RunCost& c = *m.cost;
+  double probe_cpu = 0;
+  size_t measured = 0;
+  std::vector<std::string> arms, phases;
+  std::map<std::string, std::map<std::string, std::pair<double, int>>> sums;  // arm, phase
+  for (const core::Cell& cell : m.cells) {
+    const core::Observation& o = cell.observation;
+    if (o.probe_cpu) {
+      probe_cpu += o.probe_cpu->seconds;
+      ++measured;
+    }
+    if (std::ranges::find(arms, o.arm) == arms.end()) arms.push_back(o.arm);
+    for (const core::Phase& p : o.timeline) {
+      if (p.name == "queued" || p.name == "invoke") continue;
+      if (std::ranges::find(phases, p.name) == phases.end()) phases.push_back(p.name);
+      auto& [sum, count] = sums[o.arm][p.name];
+      sum += std::max(0.0, p.end_s - p.start_s);
+      ++count;
+    }
+  }
+  const double floor = c.cpus > 0 ? c.machine_cpu_s / c.cpus : 0;
+  out += "<h2>Where the time went</h2>\n";
+  out += fmt::format(
+      "<p class=\"meta\">wall {:.1f} s · machine CPU {:.1f} s on {} CPUs (floor {:.1f} s) · the "
+      "probes' own CPU {:.1f} s ({} of {} invocations measured) · sandprobe {:.2f} s</p>\n",
+      c.wall_s, c.machine_cpu_s, c.cpus, floor, probe_cpu, measured, m.cells.size(),
+      c.harness_cpu_s);
+  double widest = 0;
+  for (const std::string& arm : arms) {
+    double total = 0;
+    for (const auto& [phase, sc] : sums[arm]) total += sc.first / sc.second;
+    widest = std::max(widest, total);
+  }
+  if (phases.empty() || widest <= 0) return;
+  constexpr int kLabel = 170, kBar = 480, kRow = 22;
+  const int height = kRow * static_cast<int>(arms.size() + 1 + (phases.size() + 3) / 4) + 8;
+  out += fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 "
+      "{0} {1}\" role=\"img\" aria-label=\"mean seconds per driver phase, by arm\">\n",
+      kLabel + kBar + 60, height);
+  auto colour = [&](const std::string& phase) {
+    const size_t i = std::ranges::find(phases, phase) - phases.begin();
+    return kPhaseColours[i % std::size(kPhaseColours)];
+  };
+  int y = 4;
+  for (const std::string& arm : arms) {
+    out += fmt::format("<g data-arm=\"{}\"><text x=\"0\" y=\"{}\" font-size=\"12\">{}</text>",
+                       HtmlAttr(arm, kNameBytes), y + 14, HtmlBody(arm, 28));
+    double x = kLabel, total = 0;
+    for (const std::string& phase : phases) {
+      const auto it = sums[arm].find(phase);
+      if (it == sums[arm].end()) continue;
+      const double mean = it->second.first / it->second.second;
+      const double w = mean / widest * kBar;
+      out += fmt::format(
+          "<rect x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"16\" fill=\"{}\" "
+          "data-phase=\"{}\"><title>{}: {:.3f} s mean over {}</title></rect>",
+          x, y, w, colour(phase), HtmlAttr(phase, kNameBytes), HtmlBody(phase, kNameBytes), mean,
+          it->second.second);
+      x += w;
+      total += mean;
+    }
+    out += fmt::format("<text x=\"{:.1f}\" y=\"{}\" font-size=\"11\">{:.2f} s</text></g>\n", x + 4,
+                       y + 13, total);
+    y += kRow;
+  }
+  y += 6;
+  for (size_t i = 0; i < phases.size(); ++i) {
+    const int lx = kLabel + static_cast<int>(i % 4) * 130;
+    const int ly = y + static_cast<int>(i / 4) * kRow;
+    out += fmt::format(
+        "<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\" /><text x=\"{}\" "
+        "y=\"{}\" font-size=\"11\">{}</text>\n",
+        lx, ly, colour(phases[i]), lx + 14, ly + 9, HtmlBody(phases[i], 24));
+  }
+  out += "</svg>\n";
+}
+
 }  // namespace
 
 std::string RenderHtml(const core::Matrix& m) {
@@ -272,6 +362,7 @@ std::string RenderHtml(const core::Matrix& m) {
                      HtmlBody(m.finished_at, kCellBytes));
   WriteTable(out, m);
   WriteRunFacts(out, m);
+  WriteCost(out, m);
   out += "</body>\n</html>\n";
   return out;
 }

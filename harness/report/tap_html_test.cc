@@ -281,6 +281,41 @@ TEST(Html, EveryFixtureParsesAndItsCellsAreTheMatrix) {
   }
 }
 
+// A run's report adds "Where the time went": the cost line and an SVG bar per arm stacking its
+// mean driver phases (runner phases left out), the widest bar the full width; names stay text.
+// A fixture without cost has none of it (the baselines).
+TEST(Html, CostChartOfARun) {
+  core::Matrix m = fixtures::NormalMatrix();
+  EXPECT_EQ(RenderHtml(m).find("<svg"), std::string::npos);
+  ASSERT_GE(m.cells.size(), 2u);
+  m.cost = core::RunCost{
+      .wall_s = 20, .cpus = 2, .machine_cpu_s = 30, .harness_cpu_s = 0.2, .children_cpu_s = 10};
+  core::Observation& a = m.cells[0].observation;
+  a.timeline = {{"queued", 0, 1}, {"invoke", 1, 4}, {"create", 1, 2}, {"<b>wait</b>", 2, 4}};
+  a.probe_cpu = core::CpuFigure{1.5, "test"};
+  core::Observation& b = m.cells[1].observation;
+  ASSERT_NE(a.arm, b.arm);
+  b.timeline = {{"queued", 0, 2}, {"invoke", 2, 3.5}, {"create", 2, 3.5}};
+  const std::string html = RenderHtml(m);
+  EXPECT_NE(html.find("machine CPU 30.0 s on 2 CPUs (floor 15.0 s)"), std::string::npos);
+  EXPECT_NE(html.find("probes' own CPU 1.5 s (1 of"), std::string::npos);
+  EXPECT_EQ(html.find("<b>wait"), std::string::npos);
+  pugi::xml_document doc;
+  ASSERT_TRUE(doc.load_string(html.c_str(), pugi::parse_default | pugi::parse_doctype));
+  const pugi::xpath_node_set bars = doc.select_nodes("//svg/g");
+  ASSERT_EQ(bars.size(), 2u);
+  const pugi::xml_node first = bars[0].node();
+  EXPECT_EQ(std::string(first.attribute("data-arm").value()), a.arm);
+  const pugi::xpath_node_set rects = first.select_nodes("rect");
+  ASSERT_EQ(rects.size(), 2u);  // create and wait; queued and invoke are not drawn
+  EXPECT_EQ(std::string(rects[1].node().attribute("data-phase").value()), "<b>wait</b>");
+  EXPECT_DOUBLE_EQ(rects[0].node().attribute("width").as_double() +
+                       rects[1].node().attribute("width").as_double(),
+                   480.0);  // 3 s, the widest
+  const pugi::xml_node second = bars[1].node();
+  EXPECT_DOUBLE_EQ(second.select_node("rect").node().attribute("width").as_double(), 240.0);
+}
+
 TEST(Html, HostileMarkupStaysText) {
   const core::Matrix m = HostileMatrix();
   const std::string html = RenderHtml(m);

@@ -25,12 +25,13 @@ double Rusage(int who) {
 std::optional<double> ProcStatBusySeconds(std::string_view proc_stat, double ticks_per_s) {
   if (!proc_stat.starts_with("cpu ") || ticks_per_s <= 0) return std::nullopt;
   std::istringstream line(std::string(proc_stat.substr(4, proc_stat.find('\n') - 4)));
-  // user nice system idle iowait irq softirq steal (guest and guest_nice are inside user/nice)
+  // user nice system idle iowait irq softirq steal (guest and guest_nice are inside user/nice).
+  // Steal is not work done here: the hypervisor ran someone else while our vCPU waited.
   unsigned long long f[8] = {};
   for (unsigned long long& v : f) {
     if (!(line >> v)) return std::nullopt;
   }
-  const unsigned long long busy = f[0] + f[1] + f[2] + f[5] + f[6] + f[7];
+  const unsigned long long busy = f[0] + f[1] + f[2] + f[5] + f[6];
   return static_cast<double>(busy) / ticks_per_s;
 }
 

@@ -11,7 +11,7 @@ namespace sandprobe::runner {
 
 struct CostSample {
   double steady_s = 0;        // drivers::SteadySeconds()
-  double machine_cpu_s = 0;   // /proc/stat "cpu" line: user+nice+system+irq+softirq+steal
+  double machine_cpu_s = 0;   // /proc/stat "cpu" line: user+nice+system+irq+softirq (no steal)
   double harness_cpu_s = 0;   // getrusage(RUSAGE_SELF): user + system
   double children_cpu_s = 0;  // getrusage(RUSAGE_CHILDREN): user + system of waited-for children
   int cpus = 0;               // sysconf(_SC_NPROCESSORS_ONLN)

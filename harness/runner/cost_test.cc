@@ -12,9 +12,9 @@ TEST(CostTest, ProcStatBusySecondsTable) {
     double ticks_per_s;
     std::optional<double> busy_s;
   } cases[] = {
-      // user nice system idle iowait irq softirq steal guest guest_nice: idle and iowait are not
-      // busy; guest time is already inside user.
-      {"cpu  100 20 30 5000 70 1 2 3 40 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n", 100, 1.56},
+      // user nice system idle iowait irq softirq steal guest guest_nice: idle, iowait and steal
+      // are not busy; guest time is already inside user.
+      {"cpu  100 20 30 5000 70 1 2 3 40 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n", 100, 1.53},
       {"cpu  100 0 100 0 0 0 0 0\n", 200, 1.0},  // an older kernel: eight fields
       {"cpu  1 2 3\n", 100, std::nullopt},       // too few
       {"cpu0 1 2 3 4 5 6 7 8\n", 100, std::nullopt},

@@ -1,6 +1,6 @@
 // `command` driver: deploys a probe through any CLI sandbox (bubblewrap, `docker run`, nsjail,
 // firejail, `runsc do`) from an argv template with "{script}" as one argument, or the script on
-// stdin. The `local` driver is this driver with `python3 -u -c {script}` and no sandbox.
+// stdin. The `local` driver is this driver with `python3 -I -S -u -c {script}` and no sandbox.
 // Evidence it adds: the exit status or signal of the sandbox command, and `survivors` (processes
 // of the command's tree still alive when it exited, counted by sandprobe-reaper).
 //

@@ -73,7 +73,7 @@ std::vector<std::string> Strings(const YAML::Node& list) {
 
 CommandConfig LocalConfig() {
   CommandConfig config;
-  config.argv = {"python3", "-u", "-c", "{script}"};
+  config.argv = {"python3", "-I", "-S", "-u", "-c", "{script}"};
   config.pass_planted_fds = true;
   return config;
 }

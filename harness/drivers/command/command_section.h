@@ -7,7 +7,7 @@
 //                    # controlling terminal (proc.tty-inject; command_driver.h)
 //     preflight / after / cleanup: [cmd, args...]        # hooks (command_driver.h)
 //   local:
-//     argv: [python3, -u, -c, "{script}"]                # optional, this is the default
+//     argv: [python3, -I, -S, -u, -c, "{script}"]         # optional, this is the default
 //     tty: false                                         # as in command:
 #pragma once
 
@@ -29,7 +29,7 @@ std::expected<CommandConfig, config::ConfigError> ReadCommandSection(const std::
 // section's argv and tty.
 std::expected<CommandConfig, config::ConfigError> ReadLocalSection(const std::string& file,
                                                                    const YAML::Node& root);
-// The local baseline without a section: `python3 -u -c {script}`, no hooks, and the planted
+// The local baseline without a section: `python3 -I -S -u -c {script}`, no hooks, and the planted
 // descriptor canaries handed on (the agent's own plain subprocess keeps what its parent left
 // open: fs.inherited-fds).
 CommandConfig LocalConfig();

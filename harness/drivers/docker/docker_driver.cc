@@ -58,7 +58,7 @@ std::expected<void, SetupError> DockerDriver::Prepare() {
 }
 
 Json DockerDriver::CreateBody(const Invocation& inv) const {
-  Json cmd = config_.value("cmd", Json::array({"python3", "-u", "-c", "{script}"}));
+  Json cmd = config_.value("cmd", Json::array({"python3", "-I", "-S", "-u", "-c", "{script}"}));
   for (auto& arg : cmd) {
     if (arg.is_string() && arg.get<std::string>() == "{script}") arg = inv.script;
   }
@@ -160,39 +160,51 @@ core::Observation DockerDriver::Execute(const Invocation& inv, const std::atomic
                                       core::SanitizeUtf8(started->body.substr(0, 500)))
                         : started.error());
   }
-  // Wait: inspect every 100 ms until the container stops, the deadline passes or Ctrl-C. The
-  // deadline counts from ContainerStart's answer, when the probe's process exists: create and
-  // start (gVisor boots its kernel there, seconds on a loaded machine) are bounded by their own
-  // call timeouts and must not eat the probe's time (docs/traps.md: a deadline that includes the
-  // sandbox's boot turns a timeout the sandbox enforced into a harness deadline).
+  // Wait: ContainerWait (condition not-running) answers when the container stops; the deadline
+  // or Ctrl-C ends the call instead, and the container is killed and waited for. One call
+  // instead of an inspection every 100 ms: the daemon does no work until the container ends.
+  // The deadline counts from ContainerStart's answer, when the probe's process exists: create
+  // and start (gVisor boots its kernel there, seconds on a loaded machine) are bounded by their
+  // own call timeouts and must not eat the probe's time (docs/traps.md: a deadline that includes
+  // the sandbox's boot turns a timeout the sandbox enforced into a harness deadline).
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(inv.deadline_s));
-  Json state;
+  const std::string wait_path = Path("/containers/{}/wait?condition=not-running", id);
+  auto waited = client_.Call("POST", wait_path, "", inv.deadline_s, {}, &cancel);
   bool stopped_by_harness = false;
-  while (true) {
-    auto r = client_.Call("GET", Path("/containers/{}/json", id), "", kCallTimeout);
-    if (!r || r->status != 200) {
-      Remove(id);
-      return fail(r ? fmt::format("ContainerInspect: HTTP {}", r->status) : r.error());
-    }
-    state = Json::parse(r->body, nullptr, false);
-    if (!state.is_object() || !state.contains("State")) {
-      Remove(id);
-      return fail("ContainerInspect: unreadable answer");
-    }
-    if (!state["State"].value("Running", false)) break;
-    if (!stopped_by_harness && (Clock::now() >= deadline || cancel.load())) {
-      obs.ending = cancel.load() ? core::Ending::kInterrupted : core::Ending::kDeadline;
-      client_.Call("POST", Path("/containers/{}/kill", id), "", kCallTimeout);
-      stopped_by_harness = true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  if (!waited && (Clock::now() >= deadline || cancel.load())) {
+    obs.ending = cancel.load() ? core::Ending::kInterrupted : core::Ending::kDeadline;
+    client_.Call("POST", Path("/containers/{}/kill", id), "", kCallTimeout);
+    stopped_by_harness = true;
+    waited = client_.Call("POST", wait_path, "", kCallTimeout);
+  }
+  if (!waited || waited->status != 200) {
+    Remove(id);
+    return fail(waited ? fmt::format("ContainerWait: HTTP {}: {}", waited->status,
+                                     core::SanitizeUtf8(waited->body.substr(0, 500)))
+                       : waited.error());
   }
   obs.duration_s = std::chrono::duration<double>(Clock::now() - start).count();
-  next_phase("wait");
-  // When the harness saw the container stopped (ContainerInspect, polled every 100 ms): at or
-  // after its real end, so a canary hit logged before it was sent while the container still ran.
+  // When the harness heard the container stopped (ContainerWait's answer): at or after its real
+  // end, so a canary hit logged before it was sent while the container still ran.
   obs.driver_facts[core::fact::kCallEndedUnixMs] = UnixMsNow();
+  next_phase("wait");
+  // How it ended: the state ContainerWait does not give (OOMKilled, the runtime, the PID mode).
+  auto inspected = client_.Call("GET", Path("/containers/{}/json", id), "", kCallTimeout);
+  if (!inspected || inspected->status != 200) {
+    Remove(id);
+    return fail(inspected ? fmt::format("ContainerInspect: HTTP {}", inspected->status)
+                          : inspected.error());
+  }
+  const Json state = Json::parse(inspected->body, nullptr, false);
+  if (!state.is_object() || !state.contains("State") || !state["State"].is_object()) {
+    Remove(id);
+    return fail("ContainerInspect: unreadable answer");
+  }
+  if (state["State"].value("Running", false)) {
+    Remove(id);
+    return fail("ContainerInspect: the container still runs after ContainerWait answered");
+  }
   const Json& st = state["State"];
   obs.driver_facts[core::fact::kOomKilled] = OomKilled(id, st, stopped_by_harness, since_unix);
   obs.driver_facts[core::fact::kExitCode] = st.value("ExitCode", -1);

@@ -11,7 +11,7 @@
 //     image: sandprobe-probe:local      # required; must exist locally
 //     hostConfig: {...}                 # Engine API HostConfig, verbatim
 //     user: "65534:65534"               # optional
-//     cmd: [python3, -u, -c, "{script}"]  # optional; {script} is the probe program
+//     cmd: [python3, -I, -S, -u, -c, "{script}"]  # optional; {script} is the probe program
 //     endpoint: unix:///var/run/docker.sock  # optional; default DOCKER_HOST or this
 //     config: {Env: [...], WorkingDir: ..}  # optional Engine API ContainerConfig fields
 //                                           # (docker_section.h kConfigTaken), merged into the

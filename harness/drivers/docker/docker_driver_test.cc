@@ -1,6 +1,7 @@
 // DockerDriver::Execute against a fake Docker Engine API on 127.0.0.1 (an httplib server answering
-// ContainerCreate, ContainerStart, ContainerInspect, ContainerLogs, ContainerKill and
-// ContainerDelete as the Engine API v1.41 shapes them). The real daemon is exercised by the docker
+// ContainerCreate, ContainerStart, ContainerWait, ContainerInspect, ContainerLogs, ContainerKill
+// and ContainerDelete as the Engine API v1.41 shapes them; ContainerWait holds its answer until
+// the container stops, as the daemon does). The real daemon is exercised by the docker
 // e2e tests; this fake exists to make the daemon slow on purpose, which a real one is only under
 // load (gVisor's boot inside ContainerStart).
 #include "drivers/docker/docker_driver.h"
@@ -39,10 +40,19 @@ class SlowDaemon {
              started_ = Clock::now();
              res.status = 204;
            });
-    s.Get("/v1.41/containers/c0ffee/json", [this](const httplib::Request&, httplib::Response& res) {
+    s.Post("/v1.41/containers/c0ffee/wait", [this](const httplib::Request& req,
+                                                   httplib::Response& res) {
+      ++waits_;
+      EXPECT_EQ(req.get_param_value("condition"), "not-running");
+      while (IsRunning()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
       std::lock_guard lock(mu_);
-      const double ran = std::chrono::duration<double>(Clock::now() - started_).count();
-      const bool running = !killed_ && (run_s_ < 0 || ran < run_s_);
+      res.set_content(nlohmann::json{{"StatusCode", killed_ ? 137 : 0}, {"Error", nullptr}}.dump(),
+                      "application/json");
+    });
+    s.Get("/v1.41/containers/c0ffee/json", [this](const httplib::Request&, httplib::Response& res) {
+      ++inspections_;
+      const bool running = IsRunning();
+      std::lock_guard lock(mu_);
       res.set_content(
           nlohmann::json{
               {"State",
@@ -69,16 +79,26 @@ class SlowDaemon {
     std::lock_guard lock(mu_);
     return killed_;
   }
+  int waits() const { return waits_; }
+  int inspections() const { return inspections_; }
 
  private:
+  bool IsRunning() {
+    std::lock_guard lock(mu_);
+    const double ran = std::chrono::duration<double>(Clock::now() - started_).count();
+    return !killed_ && (run_s_ < 0 || ran < run_s_);
+  }
+
   double start_s_, run_s_;
   std::mutex mu_;
   Clock::time_point started_ = Clock::now();
   bool killed_ = false;
+  std::atomic<int> waits_{0}, inspections_{0};
   Running<httplib::Server> server_;
 };
 
-core::Observation Execute(const SlowDaemon& daemon, double deadline_s) {
+core::Observation Execute(const SlowDaemon& daemon, double deadline_s,
+                          std::atomic<bool>* interrupt = nullptr) {
   DriverContext context;
   context.nonce = "n0nce";
   context.run_id = "sp-test";
@@ -90,7 +110,7 @@ core::Observation Execute(const SlowDaemon& daemon, double deadline_s) {
   inv.script = "pass";
   inv.deadline_s = deadline_s;
   std::atomic<bool> cancel{false};
-  return driver.Execute(inv, cancel);
+  return driver.Execute(inv, interrupt != nullptr ? *interrupt : cancel);
 }
 
 // A ContainerStart slower than the whole deadline (gVisor booting on a loaded machine) does not
@@ -102,6 +122,9 @@ TEST(DockerDriverDeadlineTest, CountsFromContainerStartNotFromCreate) {
   EXPECT_EQ(obs.driver_facts.at(core::fact::kEndedBy), "sandbox");
   EXPECT_FALSE(daemon.killed());
   EXPECT_GE(obs.duration_s, 1.9);  // the duration still covers create and start
+  // No polling: one ContainerWait, then one ContainerInspect for how it ended.
+  EXPECT_EQ(daemon.waits(), 1);
+  EXPECT_EQ(daemon.inspections(), 1);
 }
 
 // The deadline still ends a container that runs on: killed by the harness about deadline_s after
@@ -115,6 +138,25 @@ TEST(DockerDriverDeadlineTest, StillEndsAContainerThatRunsOn) {
   EXPECT_EQ(obs.driver_facts.at(core::fact::kEndedBy), "harness deadline");
   EXPECT_TRUE(daemon.killed());
   EXPECT_GE(took, 1.3);
+  EXPECT_LT(took, 5.0);
+  EXPECT_EQ(daemon.waits(), 2);  // the one the deadline ended, the one after the kill
+  EXPECT_EQ(daemon.inspections(), 1);
+}
+
+// Ctrl-C during the wait ends the call within moments, kills the container and says interrupted.
+TEST(DockerDriverDeadlineTest, CtrlCEndsTheWait) {
+  SlowDaemon daemon(/*start_s=*/0.1, /*run_s=*/-1);
+  std::atomic<bool> interrupt{false};
+  std::thread ctrl_c([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    interrupt = true;
+  });
+  const auto t0 = Clock::now();
+  const core::Observation obs = Execute(daemon, /*deadline_s=*/30, &interrupt);
+  const double took = std::chrono::duration<double>(Clock::now() - t0).count();
+  ctrl_c.join();
+  EXPECT_EQ(obs.ending, core::Ending::kInterrupted) << obs.harness_error;
+  EXPECT_TRUE(daemon.killed());
   EXPECT_LT(took, 5.0);
 }
 

@@ -4,7 +4,7 @@
 //   docker:
 //     image: sandprobe-probe:local             # required string
 //     user: "65534:65534"                      # optional string (ContainerConfig.User)
-//     cmd: [python3, -u, -c, "{script}"]       # optional list of strings, "{script}" once
+//     cmd: [python3, -I, -S, -u, -c, "{script}"]  # optional list of strings, "{script}" once
 //     endpoint: unix:///var/run/docker.sock    # optional unix:// or tcp:// (DOCKER_HOST's form)
 //     hostConfig: {...}                        # Engine API HostConfig, checked field by field
 //     config: {Env: [NAME=value], ...}         # Engine API ContainerConfig, kConfigTaken only

@@ -20,7 +20,7 @@ EngineClient::EngineClient(std::string endpoint) : endpoint_(std::move(endpoint)
 
 std::expected<EngineResponse, std::string> EngineClient::Call(
     std::string_view method, const std::string& path, const std::string& body, double timeout_s,
-    const std::function<void(std::string_view)>& on_data) const {
+    const std::function<void(std::string_view)>& on_data, const std::atomic<bool>* cancel) const {
   transport::HttpRequest req;
   if (endpoint_.starts_with("unix://")) {
     req.unix_socket = endpoint_.substr(7);
@@ -36,6 +36,7 @@ std::expected<EngineResponse, std::string> EngineClient::Call(
   req.deadline = transport::After(timeout_s);
   req.max_body = kMaxBody;
   req.over_cap_is_error = false;
+  req.cancel = cancel;
   if (on_data) {
     req.on_body = [&](std::string_view chunk) {
       on_data(chunk);

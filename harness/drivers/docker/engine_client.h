@@ -3,6 +3,7 @@
 // a client-side timeout; errors are values.
 #pragma once
 
+#include <atomic>
 #include <expected>
 #include <functional>
 #include <string>
@@ -24,11 +25,13 @@ class EngineClient {
   const std::string& endpoint() const { return endpoint_; }
 
   // method: GET/POST/DELETE; path like "/v1.41/containers/create"; body: JSON or "".
-  // timeout_s bounds the whole call. on_data, when given, receives a 2xx body instead.
+  // timeout_s bounds the whole call. on_data, when given, receives a 2xx body instead. cancel,
+  // when given and set, ends the call within 50 ms (an error).
   // Errors: "Docker Engine API <method> <path> at <endpoint>: <transport message>".
   std::expected<EngineResponse, std::string> Call(
       std::string_view method, const std::string& path, const std::string& body, double timeout_s,
-      const std::function<void(std::string_view)>& on_data = {}) const;
+      const std::function<void(std::string_view)>& on_data = {},
+      const std::atomic<bool>* cancel = nullptr) const;
 
  private:
   std::string endpoint_;

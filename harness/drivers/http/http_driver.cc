@@ -390,7 +390,9 @@ core::Observation HttpDriver::Execute(const Invocation& inv, const std::atomic<b
   };
   const bool checks = !config_.health.empty();
   if (checks) {
+    const double health_start = SteadySeconds();
     const std::string before = Health(cancel);
+    obs.timeline.push_back(PhaseSince("health-before", health_start));
     obs.driver_facts[core::fact::kHealthBefore] = before;
     if (!Healthy(before)) {
       std::string culprit;
@@ -410,8 +412,20 @@ core::Observation HttpDriver::Execute(const Invocation& inv, const std::atomic<b
   core::OutputCollector collector(context_.nonce);
   BodyReader reader(config_.max_body, config_.stream_ceiling, config_.stdout_ptr,
                     config_.stderr_ptr, collector);
+  // The timeline: "request" until the first byte of the answer's body, "response" until its end.
+  const double call_start = SteadySeconds();
+  double first_byte = 0;
   auto reply = Call(config_.method, config_.url, RequestBody(inv.script).dump(), inv.deadline_s,
-                    cancel, [&reader](std::string_view chunk) { return reader.Take(chunk); });
+                    cancel, [&reader, &first_byte](std::string_view chunk) {
+                      if (first_byte == 0) first_byte = SteadySeconds();
+                      return reader.Take(chunk);
+                    });
+  if (first_byte > 0) {
+    obs.timeline.push_back({"request", call_start, first_byte});
+    obs.timeline.push_back(PhaseSince("response", first_byte));
+  } else {
+    obs.timeline.push_back(PhaseSince("request", call_start));
+  }
   const bool answered = ReadAnswer(reply, reader, collector, obs);
   obs.duration_s = elapsed();
   collector.Finish(obs);
@@ -420,11 +434,13 @@ core::Observation HttpDriver::Execute(const Invocation& inv, const std::atomic<b
   // Linger for probes whose evidence arrives after the call (a detached process's heartbeats).
   const double linger = inv.after_call_s > 0 ? config_.after_call_s.value_or(inv.after_call_s) : 0;
   if (answered && linger > 0) {
+    const double linger_start = SteadySeconds();
     const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                           std::chrono::duration<double>(linger));
     while (Clock::now() < until && !cancel.load())
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     obs.driver_facts[core::fact::kAfterCallWaitS] = linger;
+    obs.timeline.push_back(PhaseSince("after-call", linger_start));
   }
 
   if (checks && !cancel.load()) {
@@ -436,7 +452,9 @@ core::Observation HttpDriver::Execute(const Invocation& inv, const std::atomic<b
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
       obs.driver_facts[core::fact::kHealthSettleS] = 0.5;
     }
+    const double health_start = SteadySeconds();
     const std::string after = Health(cancel);
+    obs.timeline.push_back(PhaseSince("health-after", health_start));
     obs.driver_facts[core::fact::kHealthAfter] = after;
     if (!Healthy(after) && !cancel.load()) {
       obs.driver_facts[core::fact::kServiceDied] = true;

@@ -255,6 +255,20 @@ void KubernetesDriver::JobRun::AbsorbNewest(const Json& list) {
   }
 }
 
+double KubernetesDriver::JobRun::MarkPhase(const char* name, double start) {
+  obs_.timeline.push_back(PhaseSince(name, start));
+  return obs_.timeline.back().end_s;
+}
+
+double KubernetesDriver::JobRun::MarkPodPhases(double start) {
+  if (running_since_) {
+    const double ran = std::chrono::duration<double>(running_since_->time_since_epoch()).count();
+    obs_.timeline.push_back({"pod-start", start, ran});
+    return MarkPhase("running", ran);
+  }
+  return MarkPhase("pod-start", start);
+}
+
 void KubernetesDriver::JobRun::WatchPods() {
   // List (resourceVersion), watch from there; re-list on 410 or a broken stream. The harness
   // deadline starts when the container runs.

@@ -95,6 +95,13 @@ class KubernetesDriver::JobRun {
   //     cancel -> kInterrupted. Returns the observation.
   core::Observation Decide();
 
+  // The timeline (core::Phase, drivers::SteadySeconds): the phase `name` from `start` to now;
+  // returns now, the next phase's start.
+  double MarkPhase(const char* name, double start);
+  // After WatchPods: "pod-start" from `start` (the Job's creation answered) until a container was
+  // first seen running, then "running" until now; only "pod-start" when none ran. Returns now.
+  double MarkPodPhases(double start);
+
  private:
   // Sets the harness-error ending (see Fail) without handing the observation over.
   void MarkFailed(std::string why);

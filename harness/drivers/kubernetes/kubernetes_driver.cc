@@ -357,17 +357,28 @@ core::Observation KubernetesDriver::Execute(const Invocation& inv,
   JobRun run(*this, inv, cancel);
   if (!client_) return run.Fail("kubernetes driver used before Prepare()");
   if (inv.deploy == core::Deploy::kHarnessAdmission) return Admission(inv, cancel, run.Take());
-  if (!run.WaitForPolicyAge()) return run.Take();
+  double phase = SteadySeconds();  // the timeline: each step's phase ends where the next begins
+  const bool aged = run.WaitForPolicyAge();
+  phase = run.MarkPhase("policy-age", phase);
+  if (!aged) return run.Take();
   run.BuildJob();
-  if (!run.CreateJob()) return run.Take();
+  const bool created = run.CreateJob();
+  phase = run.MarkPhase("create", phase);
+  if (!created) return run.Take();
   run.WatchPods();
+  phase = run.MarkPodPhases(phase);
   run.RecordPodFacts();
   run.NoteHarnessStop();
   run.ReadLogs();
   run.RecordStatusFacts();
+  phase = run.MarkPhase("logs+status", phase);
   run.RemoveJob();
+  phase = run.MarkPhase("delete", phase);
   core::Observation obs = run.Decide();
-  if (canary_) AddCanaryHits(inv, started, obs);
+  if (canary_) {
+    AddCanaryHits(inv, started, obs);
+    obs.timeline.push_back(PhaseSince("canary-log", phase));
+  }
   return obs;
 }
 
@@ -397,9 +408,11 @@ core::Observation KubernetesDriver::Admission(const Invocation& inv,
                        inv.node};
   const Json pod = kube::BuildAdmissionPod(settings_, req);
   obs.driver_facts[core::fact::kAdmissionPod] = pod["metadata"]["name"];
+  const double dry_run = SteadySeconds();
   auto r = client_->Call("POST", Path("/api/v1", "pods") + "?dryRun=All", pod,
                          After(std::max(inv.deadline_s, 60.0)), &cancel);
   obs.duration_s = SecondsSince(start);
+  obs.timeline.push_back(PhaseSince("dry-run", dry_run));
   if (!r && r.error().cancelled) {
     obs.ending = core::Ending::kInterrupted;
     return obs;
