@@ -306,6 +306,8 @@ ProcessResult RunProcess(const ProcessSpec& spec, const std::atomic<bool>& cance
   int orphans_killed = 0;
   int wstatus = 0;
   bool reaped = false;
+  struct rusage usage {};  // wait4's account of the reaper's tree (ProcessResult::cpu_s)
+  bool counted = false;
   std::string status_line;
   int out_fd = o.read, err_fd = e.read, status_fd = st.read;
   bool stop_sent = false, kill_sent = false, read_pty = true;
@@ -373,7 +375,12 @@ ProcessResult RunProcess(const ProcessSpec& spec, const std::atomic<bool>& cance
         if (fd == status_fd && status_line.empty() && !reaped) {
           // The reaper died without a word (the sandbox killed it). Once it is reaped, its
           // children have been re-parented to us (a subreaper): kill that tree now.
-          while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+          while (true) {
+            if (wait4(pid, &wstatus, 0, &usage) == pid) {
+              counted = true;  // the reaper's own and what it reaped; its orphans are not in it
+              break;
+            }
+            if (errno != EINTR) break;
           }
           reaped = true;
           {
@@ -390,8 +397,6 @@ ProcessResult RunProcess(const ProcessSpec& spec, const std::atomic<bool>& cance
   for (int fd : {out_fd, err_fd, status_fd, stdin_fd}) {
     if (fd >= 0) close(fd);
   }
-  struct rusage usage {};
-  bool counted = false;
   while (!reaped) {
     if (wait4(pid, &wstatus, 0, &usage) == pid) {
       counted = true;

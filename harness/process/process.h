@@ -58,8 +58,8 @@ struct ProcessResult {
   std::string error;           // for kHarnessError
   TtyCapture tty;              // terminal mode only
   // User + system CPU seconds of sandprobe-reaper and every process it reaped (wait4 rusage: a
-  // child's figures include its waited-for descendants): the command's whole tree. Unset when
-  // the reaper died without reporting (its orphans were reaped here, uncounted).
+  // child's figures include its waited-for descendants): the command's whole tree. When the
+  // reaper was killed, what it had reaped so far (its orphans, reaped here, are not in it).
   std::optional<double> cpu_s;
 };
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <map>
 #include <tuple>
 #include <vector>
@@ -258,22 +259,33 @@ constexpr std::string_view kPhaseColours[] = {"#0969da", "#1a7f37", "#bf8700", "
 void WriteCost(std::string& out, const core::Matrix& m) {
   if (!m.cost) return;
   const core::RunCost& c = *m.cost;
+  // Names are indexed once (a re-read report may hold many); past kMaxPhases distinct phases
+  // the rest are drawn as one "other"; a duration that is not finite is left out.
+  constexpr size_t kMaxPhases = 12;
   double probe_cpu = 0;
   size_t measured = 0;
   std::vector<std::string> arms, phases;
-  std::map<std::string, std::map<std::string, std::pair<double, int>>> sums;  // arm, phase
+  std::map<std::string, size_t> arm_index, phase_index;
+  std::map<std::pair<size_t, size_t>, std::pair<double, int>> sums;  // (arm, phase) -> sum, n
   for (const core::Cell& cell : m.cells) {
     const core::Observation& o = cell.observation;
-    if (o.probe_cpu) {
+    if (o.probe_cpu && std::isfinite(o.probe_cpu->seconds)) {
       probe_cpu += o.probe_cpu->seconds;
       ++measured;
     }
-    if (std::ranges::find(arms, o.arm) == arms.end()) arms.push_back(o.arm);
+    const auto [arm_at, new_arm] = arm_index.try_emplace(o.arm, arms.size());
+    if (new_arm) arms.push_back(o.arm);
     for (const core::Phase& p : o.timeline) {
       if (p.name == "queued" || p.name == "invoke") continue;
-      if (std::ranges::find(phases, p.name) == phases.end()) phases.push_back(p.name);
-      auto& [sum, count] = sums[o.arm][p.name];
-      sum += std::max(0.0, p.end_s - p.start_s);
+      const double seconds = p.end_s - p.start_s;
+      if (!std::isfinite(seconds)) continue;
+      const std::string& name = phases.size() < kMaxPhases || phase_index.contains(p.name)
+                                    ? p.name
+                                    : std::string("other");
+      const auto [phase_at, new_phase] = phase_index.try_emplace(name, phases.size());
+      if (new_phase) phases.push_back(name);
+      auto& [sum, count] = sums[{arm_at->second, phase_at->second}];
+      sum += std::max(0.0, seconds);
       ++count;
     }
   }
@@ -284,38 +296,32 @@ void WriteCost(std::string& out, const core::Matrix& m) {
       "probes' own CPU {:.1f} s ({} of {} invocations measured) · sandprobe {:.2f} s</p>\n",
       c.wall_s, c.machine_cpu_s, c.cpus, floor, probe_cpu, measured, m.cells.size(),
       c.harness_cpu_s);
-  double widest = 0;
-  for (const std::string& arm : arms) {
-    double total = 0;
-    for (const auto& [phase, sc] : sums[arm]) total += sc.first / sc.second;
-    widest = std::max(widest, total);
-  }
-  if (phases.empty() || widest <= 0) return;
+  std::vector<double> totals(arms.size(), 0.0);
+  for (const auto& [key, sc] : sums) totals[key.first] += sc.first / sc.second;
+  const double widest = totals.empty() ? 0 : std::ranges::max(totals);
+  if (phases.empty() || !(widest > 0) || !std::isfinite(widest)) return;
   constexpr int kLabel = 170, kBar = 480, kRow = 22;
   const int height = kRow * static_cast<int>(arms.size() + 1 + (phases.size() + 3) / 4) + 8;
   out += fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 "
       "{0} {1}\" role=\"img\" aria-label=\"mean seconds per driver phase, by arm\">\n",
       kLabel + kBar + 60, height);
-  auto colour = [&](const std::string& phase) {
-    const size_t i = std::ranges::find(phases, phase) - phases.begin();
-    return kPhaseColours[i % std::size(kPhaseColours)];
-  };
+  auto colour = [](size_t phase) { return kPhaseColours[phase % std::size(kPhaseColours)]; };
   int y = 4;
-  for (const std::string& arm : arms) {
+  for (size_t a = 0; a < arms.size(); ++a) {
     out += fmt::format("<g data-arm=\"{}\"><text x=\"0\" y=\"{}\" font-size=\"12\">{}</text>",
-                       HtmlAttr(arm, kNameBytes), y + 14, HtmlBody(arm, 28));
+                       HtmlAttr(arms[a], kNameBytes), y + 14, HtmlBody(arms[a], 28));
     double x = kLabel, total = 0;
-    for (const std::string& phase : phases) {
-      const auto it = sums[arm].find(phase);
-      if (it == sums[arm].end()) continue;
+    for (size_t ph = 0; ph < phases.size(); ++ph) {
+      const auto it = sums.find({a, ph});
+      if (it == sums.end()) continue;
       const double mean = it->second.first / it->second.second;
       const double w = mean / widest * kBar;
       out += fmt::format(
           "<rect x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"16\" fill=\"{}\" "
           "data-phase=\"{}\"><title>{}: {:.3f} s mean over {}</title></rect>",
-          x, y, w, colour(phase), HtmlAttr(phase, kNameBytes), HtmlBody(phase, kNameBytes), mean,
-          it->second.second);
+          x, y, w, colour(ph), HtmlAttr(phases[ph], kNameBytes), HtmlBody(phases[ph], kNameBytes),
+          mean, it->second.second);
       x += w;
       total += mean;
     }
@@ -330,7 +336,7 @@ void WriteCost(std::string& out, const core::Matrix& m) {
     out += fmt::format(
         "<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\" /><text x=\"{}\" "
         "y=\"{}\" font-size=\"11\">{}</text>\n",
-        lx, ly, colour(phases[i]), lx + 14, ly + 9, HtmlBody(phases[i], 24));
+        lx, ly, colour(i), lx + 14, ly + 9, HtmlBody(phases[i], 24));
   }
   out += "</svg>\n";
 }

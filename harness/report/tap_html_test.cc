@@ -3,9 +3,11 @@
 // grammar; the real consumer, node-tap's tap-parser, checks the baselines in the report.tap ctest),
 // YAML blocks parse (yaml-cpp) back to the bounded text, ok/not ok follow the verdicts; the HTML
 // parses as XML with only our own elements, one cell per row x arm with the matrix's verdicts.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <pugixml.hpp>
 #include <regex>
 #include <sstream>
@@ -314,6 +316,25 @@ TEST(Html, CostChartOfARun) {
                    480.0);  // 3 s, the widest
   const pugi::xml_node second = bars[1].node();
   EXPECT_DOUBLE_EQ(second.select_node("rect").node().attribute("width").as_double(), 240.0);
+}
+
+// A re-read report with many distinct phase names and durations that are not finite still draws
+// a bounded chart: twelve phases and "other", nothing infinite or NaN.
+TEST(Html, CostChartIsBoundedOnAHostileReport) {
+  core::Matrix m = fixtures::NormalMatrix();
+  m.cost = core::RunCost{.wall_s = 1, .cpus = 2, .machine_cpu_s = 1};
+  core::Observation& o = m.cells[0].observation;
+  for (int i = 0; i < 40; ++i) o.timeline.push_back({fmt::format("p{}", i), 0, 0.5});
+  o.timeline.push_back({"boom", -1e308, 1e308});
+  o.timeline.push_back({"p1", 0, std::nan("")});
+  const std::string html = RenderHtml(m);
+  for (const char* bad : {"=\"nan", "=\"inf", "=\"-nan", "nan s", "inf s"}) {
+    EXPECT_EQ(html.find(bad), std::string::npos) << bad;
+  }
+  pugi::xml_document doc;
+  ASSERT_TRUE(doc.load_string(html.c_str(), pugi::parse_default | pugi::parse_doctype));
+  EXPECT_EQ(doc.select_nodes("//svg/g/rect").size(), 13u);
+  EXPECT_NE(doc.select_node("//svg/g/rect[@data-phase='other']").node(), pugi::xml_node());
 }
 
 TEST(Html, HostileMarkupStaysText) {

@@ -174,6 +174,7 @@ class CallSequence {
       core::Observation failed;
       failed.ending = core::Ending::kHarnessError;
       failed.harness_error = std::string("could not run the concurrent pair: ") + e.what();
+      cpu_known_ = false;  // the pair's calls ran (b may have) without being counted
       return failed;
     }
     Account(obs_a);

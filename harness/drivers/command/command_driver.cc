@@ -92,12 +92,13 @@ std::vector<Launch> LaunchChain(const std::vector<std::string>& argv) {
 }
 
 // How to get `program` when it is missing.
-std::string InstallHint(const std::string& program) {
+std::string InstallHint(const std::string& path) {
+  const std::string program = std::filesystem::path(path).filename().string();
   if (program == "bwrap") return "install bubblewrap: apt-get install -y bubblewrap";
   if (program == "python3") return "install Python 3: apt-get install -y python3";
   if (program == "docker")
     return "install Docker: apt-get install -y docker.io (ci/services/dockerd)";
-  return fmt::format("install {} or put it on PATH", program);
+  return fmt::format("install {} or put it on PATH", path);
 }
 
 int Count(std::string_view text, std::string_view word) {

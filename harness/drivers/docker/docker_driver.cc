@@ -174,9 +174,15 @@ core::Observation DockerDriver::Execute(const Invocation& inv, const std::atomic
   bool stopped_by_harness = false;
   if (!waited && (Clock::now() >= deadline || cancel.load())) {
     obs.ending = cancel.load() ? core::Ending::kInterrupted : core::Ending::kDeadline;
-    client_.Call("POST", Path("/containers/{}/kill", id), "", kCallTimeout);
     stopped_by_harness = true;
-    waited = client_.Call("POST", wait_path, "", kCallTimeout);
+    // Kill, then wait; a container slow to stop (gVisor's teardown on a loaded machine, a process
+    // stuck in the kernel) or a kill the daemon did not carry out gets the kill again, up to a
+    // minute in all, before the invocation becomes a harness error.
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      client_.Call("POST", Path("/containers/{}/kill", id), "", kCallTimeout);
+      waited = client_.Call("POST", wait_path, "", kCallTimeout);
+      if (waited) break;
+    }
   }
   if (!waited || waited->status != 200) {
     Remove(id);
