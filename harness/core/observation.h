@@ -48,7 +48,7 @@ struct Phase {
 // from; unset where the platform does not say.
 struct CpuFigure {
   double seconds = 0;
-  std::string source;  // e.g. "wait4 rusage of sandprobe-reaper (the command's whole tree)"
+  std::string source;  // e.g. "at least: wait4 rusage of sandprobe-reaper, ..." (a lower bound)
 };
 
 struct Observation {

@@ -293,7 +293,8 @@ void WriteCost(std::string& out, const core::Matrix& m) {
   out += "<h2>Where the time went</h2>\n";
   out += fmt::format(
       "<p class=\"meta\">wall {:.1f} s · machine CPU {:.1f} s on {} CPUs (floor {:.1f} s) · the "
-      "probes' own CPU {:.1f} s ({} of {} invocations measured) · sandprobe {:.2f} s</p>\n",
+      "probes' own CPU at least {:.1f} s ({} of {} invocations measured) · sandprobe {:.2f} "
+      "s</p>\n",
       c.wall_s, c.machine_cpu_s, c.cpus, floor, probe_cpu, measured, m.cells.size(),
       c.harness_cpu_s);
   std::vector<double> totals(arms.size(), 0.0);

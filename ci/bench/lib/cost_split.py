@@ -8,8 +8,9 @@ Figures (seconds):
   wall            the run's own wall time from its first invocation to its last (cost.wall_s)
   longest probe   the longest invocation's duration_s
   machine CPU     every process on the machine during that time (/proc/stat, cost.machine_cpu_s)
-  probe CPU       what the sandboxed programs used: the sum of probe_cpu (a command's whole
-                  tree by wait4 rusage) plus the containers' cgroup CPU the caller passes
+  probe CPU       what the sandboxed programs used, at least: the sum of probe_cpu (what the
+                  reaper's wait4 reaped of a command's tree; bubblewrap's PID namespace is
+                  missed) plus the containers' cgroup CPU the caller passes
   harness CPU     sandprobe's own threads (cost.harness_cpu_s)
   overhead        machine - probe - harness: daemons, runtimes, the kernel, anything else
   floor           machine CPU / CPUs: the shortest wall the same work could take
