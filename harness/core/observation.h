@@ -48,7 +48,10 @@ struct Phase {
 // from; unset where the platform does not say.
 struct CpuFigure {
   double seconds = 0;
-  std::string source;  // e.g. "at least: wait4 rusage of sandprobe-reaper, ..." (a lower bound)
+  // e.g. "the command's own cgroup (...)"; a source starting "at least" marks a lower bound
+  // ("at least: wait4 rusage of sandprobe-reaper, ...").
+  std::string source;
+  bool LowerBound() const { return source.starts_with("at least"); }
 };
 
 struct Observation {

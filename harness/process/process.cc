@@ -24,6 +24,7 @@
 #include <set>
 #include <thread>
 
+#include "process/cgroup.h"
 #include "process/tree.h"
 
 extern char** environ;
@@ -242,8 +243,15 @@ ProcessResult RunProcess(const ProcessSpec& spec, const std::atomic<bool>& cance
   }
   const int tty_slave = pty.slave;
   // Everything the child needs is built before fork: only async-signal-safe calls after it.
-  std::vector<std::string> args = {
-      "sandprobe-reaper", "3", std::to_string(static_cast<int>(spec.kill_grace_s * 1000)), "--"};
+  std::vector<std::string> args = {"sandprobe-reaper", "3",
+                                   std::to_string(static_cast<int>(spec.kill_grace_s * 1000))};
+  // The tree's CPU from a cgroup of its own where this machine allows it (process/cgroup.h).
+  std::optional<InvocationCgroup> cgroup = InvocationCgroup::Create();
+  if (cgroup) {
+    args.push_back("--cgroup");
+    args.push_back(cgroup->procs_file());
+  }
+  args.push_back("--");
   args.insert(args.end(), spec.argv.begin(), spec.argv.end());
   std::vector<std::string> env = spec.env;
   std::vector<char*> c_args = CStrings(args), c_env = CStrings(env);
@@ -416,6 +424,16 @@ ProcessResult RunProcess(const ProcessSpec& spec, const std::atomic<bool>& cance
   if (counted) {
     auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
     result.cpu_s = seconds(usage.ru_utime) + seconds(usage.ru_stime);
+  }
+  // The reaper says " cgroup" once the command is in its cgroup; a reaper killed before it could
+  // say so leaves the wait4 figure. Orphans of a killed reaper are swept below, still in the
+  // cgroup: the figure is read after the sweep.
+  if (cgroup && status_line.find(" cgroup") != std::string::npos) {
+    if (const std::optional<double> cpu = cgroup->CpuSeconds()) {
+      result.cpu_s = *cpu;
+      result.cpu_whole_tree = true;
+    }
+    cgroup->Remove();
   }
 
   char kind[16] = {0};

@@ -57,10 +57,13 @@ struct ProcessResult {
   int descendants_killed = 0;  // processes the reaper had to kill after the main one ended
   std::string error;           // for kHarnessError
   TtyCapture tty;              // terminal mode only
-  // User + system CPU seconds of sandprobe-reaper and every process it reaped (wait4 rusage: a
-  // child's figures include its waited-for descendants): the command's whole tree. When the
-  // reaper was killed, what it had reaped so far (its orphans, reaped here, are not in it).
+  // User + system CPU seconds of the command's tree. With `cpu_whole_tree`, from the cgroup the
+  // command ran in (process/cgroup.h): every process it started, however it ended. Otherwise a
+  // lower bound, the wait4 rusage of sandprobe-reaper and what it reaped (a child's figures hold
+  // only its waited-for descendants: a PID namespace's processes killed with their init are not
+  // in it, nor the orphans of a reaper that was killed).
   std::optional<double> cpu_s;
+  bool cpu_whole_tree = false;
 };
 
 // Runs spec.argv and returns how it ended. `cancel` (Ctrl-C) stops the tree like a deadline but

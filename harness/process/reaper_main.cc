@@ -1,6 +1,6 @@
 // sandprobe-reaper: runs one sandbox command and guarantees that nothing it started survives.
 //
-//   sandprobe-reaper STATUS_FD GRACE_MS -- ARGV...
+//   sandprobe-reaper STATUS_FD GRACE_MS [--cgroup PROCS_FILE] -- ARGV...
 //
 // The harness starts it as the leader of a new session (process.cc); in terminal mode with the
 // harness's pseudo-terminal as stdin and controlling terminal, and the command as its foreground
@@ -14,6 +14,10 @@
 // Finally it writes one line to STATUS_FD:  "exited <code> <killed>" or "signaled <sig> <killed>"
 // where <killed> counts descendants it had to kill (not those already dying: a SIGKILL pending,
 // e.g. from a PID namespace's teardown); exit status 0 on success, 125 on its own error.
+// With --cgroup, ARGV's process is moved into that cgroup (its pid written to PROCS_FILE) before it
+// runs anything, so everything it starts is counted there (process/cgroup.h), and the line ends
+// with " cgroup" when the move succeeded.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -53,10 +57,18 @@ void ReapAvailable(pid_t main_pid, int& main_status, bool& main_done) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 5 || std::strcmp(argv[3], "--") != 0) {
-    std::fprintf(stderr, "usage: sandprobe-reaper STATUS_FD GRACE_MS -- ARGV...\n");
+  const char* procs_file = nullptr;
+  int dashes = 3;
+  if (argc > 5 && std::strcmp(argv[3], "--cgroup") == 0) {
+    procs_file = argv[4];
+    dashes = 5;
+  }
+  if (argc < dashes + 2 || std::strcmp(argv[dashes], "--") != 0) {
+    std::fprintf(stderr,
+                 "usage: sandprobe-reaper STATUS_FD GRACE_MS [--cgroup PROCS_FILE] -- ARGV...\n");
     return 125;
   }
+  char** command = argv + dashes + 1;
   const int status_fd = std::atoi(argv[1]);
   const int grace_ms = std::atoi(argv[2]);
   const pid_t self = getpid();
@@ -75,6 +87,12 @@ int main(int argc, char** argv) {
   sigprocmask(SIG_SETMASK, &none, nullptr);
   if (getppid() == 1) return 125;  // the harness is already gone
 
+  // The child waits on `go` until it is in its cgroup: nothing it starts may run outside it.
+  int go[2];
+  if (pipe2(go, O_CLOEXEC) != 0) {
+    std::perror("sandprobe-reaper: pipe");
+    return 125;
+  }
   const pid_t child = fork();
   if (child < 0) {
     std::perror("sandprobe-reaper: fork");
@@ -83,16 +101,33 @@ int main(int argc, char** argv) {
   if (child == 0) {
     setpgid(0, 0);
     close(status_fd);
+    close(go[1]);
+    char byte;
+    while (read(go[0], &byte, 1) < 0 && errno == EINTR) {
+    }
+    close(go[0]);
     for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);
-    execvp(argv[4], argv + 4);
-    std::fprintf(stderr, "sandprobe-reaper: cannot execute %s: %s\n", argv[4],
+    execvp(command[0], command);
+    std::fprintf(stderr, "sandprobe-reaper: cannot execute %s: %s\n", command[0],
                  std::strerror(errno));
     _exit(127);
   }
+  close(go[0]);
   setpgid(child, child);
   // Terminal mode (the harness made a pseudo-terminal our session's controlling terminal and our
   // stdin): the command becomes the terminal's foreground job, as an interactive shell makes it.
   if (isatty(0) && tcgetsid(0) == getsid(0)) tcsetpgrp(0, child);
+  bool in_cgroup = false;
+  if (procs_file != nullptr) {
+    const int fd = open(procs_file, O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      const std::string pid = std::to_string(child);
+      in_cgroup = write(fd, pid.data(), pid.size()) == static_cast<ssize_t>(pid.size());
+      close(fd);
+    }
+  }
+  (void)!write(go[1], "g", 1);
+  close(go[1]);
 
   int main_status = 0;
   bool main_done = false;
@@ -159,10 +194,11 @@ int main(int argc, char** argv) {
   ReapAvailable(child, main_status, main_done);
 
   char line[96];
-  const int n =
-      WIFSIGNALED(main_status)
-          ? std::snprintf(line, sizeof line, "signaled %d %d\n", WTERMSIG(main_status), killed)
-          : std::snprintf(line, sizeof line, "exited %d %d\n", WEXITSTATUS(main_status), killed);
+  const char* account = in_cgroup ? " cgroup" : "";
+  const int n = WIFSIGNALED(main_status) ? std::snprintf(line, sizeof line, "signaled %d %d%s\n",
+                                                         WTERMSIG(main_status), killed, account)
+                                         : std::snprintf(line, sizeof line, "exited %d %d%s\n",
+                                                         WEXITSTATUS(main_status), killed, account);
   if (write(status_fd, line, n) != n) return 125;
   return 0;
 }

@@ -294,14 +294,16 @@ TEST(Html, CostChartOfARun) {
       .wall_s = 20, .cpus = 2, .machine_cpu_s = 30, .harness_cpu_s = 0.2, .children_cpu_s = 10};
   core::Observation& a = m.cells[0].observation;
   a.timeline = {{"queued", 0, 1}, {"invoke", 1, 4}, {"create", 1, 2}, {"<b>wait</b>", 2, 4}};
-  a.probe_cpu = core::CpuFigure{1.5, "test"};
+  a.probe_cpu = core::CpuFigure{1.5, "the command's own cgroup"};
   core::Observation& b = m.cells[1].observation;
   ASSERT_NE(a.arm, b.arm);
   b.timeline = {{"queued", 0, 2}, {"invoke", 2, 3.5}, {"create", 2, 3.5}};
   const std::string html = RenderHtml(m);
   EXPECT_NE(html.find("machine CPU 30.0 s on 2 CPUs (floor 15.0 s)"), std::string::npos);
-  EXPECT_NE(html.find("probes' own CPU at least 1.5 s (1 of"), std::string::npos);
+  EXPECT_NE(html.find("probes' own CPU 1.5 s (1 of"), std::string::npos);
   EXPECT_EQ(html.find("<b>wait"), std::string::npos);
+  b.probe_cpu = core::CpuFigure{0.5, "at least: wait4 rusage"};  // one lower bound: the sum is one
+  EXPECT_NE(RenderHtml(m).find("probes' own CPU at least 2.0 s (2 of"), std::string::npos);
   pugi::xml_document doc;
   ASSERT_TRUE(doc.load_string(html.c_str(), pugi::parse_default | pugi::parse_doctype));
   const pugi::xpath_node_set bars = doc.select_nodes("//svg/g");

@@ -201,7 +201,7 @@ class CallSequence {
       return;
     }
     cpu_.seconds += obs.probe_cpu->seconds;
-    cpu_.source = obs.probe_cpu->source;
+    if (cpu_.source.empty() || !cpu_.LowerBound()) cpu_.source = obs.probe_cpu->source;
   }
 
   void Keep(int call, const core::Observation& obs) {

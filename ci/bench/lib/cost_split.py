@@ -8,9 +8,10 @@ Figures (seconds):
   wall            the run's own wall time from its first invocation to its last (cost.wall_s)
   longest probe   the longest invocation's duration_s
   machine CPU     every process on the machine during that time (/proc/stat, cost.machine_cpu_s)
-  probe CPU       what the sandboxed programs used, at least: the sum of probe_cpu (what the
-                  reaper's wait4 reaped of a command's tree; bubblewrap's PID namespace is
-                  missed) plus the containers' cgroup CPU the caller passes
+  probe CPU       what the sandboxed programs used: the sum of probe_cpu (a command's own
+                  cgroup where the machine allows one, else only what the reaper's wait4 reaped
+                  of its tree, a lower bound: its source starts "at least") plus the containers'
+                  cgroup CPU the caller passes
   harness CPU     sandprobe's own threads (cost.harness_cpu_s)
   overhead        machine - probe - harness: daemons, runtimes, the kernel, anything else
   floor           machine CPU / CPUs: the shortest wall the same work could take
@@ -39,7 +40,7 @@ def split(report, container_cpu_s=None, client_arms=()):
         "longest_probe_s": max((o["evidence"]["duration_s"] for o in obs), default=0.0),
         "machine_cpu_s": machine,
         "probe_cpu_s": probe,
-        "probe_cpu_counted": f"{len(known)} of {len(obs)} invocations by rusage"
+        "probe_cpu_counted": counted(known, len(obs))
                              + ("" if container_cpu_s is None else ", containers by cgroup"),
         "harness_cpu_s": cost["harness_cpu_s"],
         "overhead_cpu_s": machine - probe - cost["harness_cpu_s"],
@@ -51,6 +52,13 @@ def split(report, container_cpu_s=None, client_arms=()):
     out["harness_cpu_per_invocation_s"] = cost["harness_cpu_s"] / n
     out["overhead_cpu_per_invocation_s"] = out["overhead_cpu_s"] / n
     return out
+
+
+def counted(known, total):
+    """How many invocations carry a probe CPU figure, and how many of those are lower bounds."""
+    bounds = sum(1 for o in known if o["evidence"]["probe_cpu"]["source"].startswith("at least"))
+    return (f"{len(known)} of {total} invocations ({len(known) - bounds} by their own cgroup, "
+            f"{bounds} at least, by rusage)")
 
 
 def phases_by_arm(report):

@@ -9,7 +9,7 @@ def report():
         ev = {"duration_s": duration,
               "timeline": [{"phase": p, "start_s": a, "end_s": b} for p, a, b in phases]}
         if cpu is not None:
-            ev["probe_cpu"] = {"seconds": cpu, "source": "wait4 rusage"}
+            ev["probe_cpu"] = {"seconds": cpu, "source": "at least: wait4 rusage"}
         return {"arm": arm, "probe": probe, "evidence": ev}
     return {"cost": {"wall_s": 10.0, "cpus": 2, "machine_cpu_s": 16.0, "harness_cpu_s": 0.5,
                      "children_cpu_s": 9.0},
@@ -22,14 +22,17 @@ def report():
 
 class SplitTest(unittest.TestCase):
     def test_figures(self):
-        f = cs.split(report())
+        r = report()
+        r["observations"][0]["evidence"]["probe_cpu"]["source"] = "the command's own cgroup"
+        f = cs.split(r)
         self.assertEqual(f["invocations"], 3)
         self.assertEqual(f["longest_probe_s"], 6.0)
         self.assertAlmostEqual(f["probe_cpu_s"], 6.0)
         self.assertAlmostEqual(f["overhead_cpu_s"], 16.0 - 6.0 - 0.5)
         self.assertAlmostEqual(f["floor_s"], 8.0)
         self.assertAlmostEqual(f["wall_over_floor"], 1.25)
-        self.assertEqual(f["probe_cpu_counted"], "2 of 3 invocations by rusage")
+        self.assertEqual(f["probe_cpu_counted"],
+                         "2 of 3 invocations (1 by their own cgroup, 1 at least, by rusage)")
 
     def test_containers_and_client_arms(self):
         # A `docker run` client's rusage is overhead once the containers' cgroup is counted.

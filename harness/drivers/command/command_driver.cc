@@ -239,14 +239,17 @@ core::Observation CommandDriver::Execute(const Invocation& inv, const std::atomi
   const process::ProcessResult r = process::RunProcess(spec, cancel, collector);
   core::Observation obs;
   obs.timeline.push_back(PhaseSince("spawn+run", started));
-  // A lower bound: what the reaper's wait4 reaped. Not what the command hands to a daemon, and
-  // measured to miss a bubblewrap sandbox's own tree (a 15 s busy loop in bwrap's PID namespace
-  // counted 0.01 s): the figure says so rather than pass for the probe's whole use.
+  // From the invocation's own cgroup where the machine allows one (every process of the tree);
+  // otherwise a lower bound, and the figure says so rather than pass for the probe's whole use.
   if (r.cpu_s) {
     obs.probe_cpu = core::CpuFigure{
         *r.cpu_s,
-        "at least: wait4 rusage of sandprobe-reaper, what it reaped of the command's tree (misses "
-        "what a daemon runs and a bubblewrap PID namespace's processes)"};
+        r.cpu_whole_tree
+            ? "the command's own cgroup (cgroup CPU account: every process of its tree; not what "
+              "it hands to a daemon)"
+            : "at least: wait4 rusage of sandprobe-reaper, what it reaped of the command's tree "
+              "(misses what a daemon runs and a PID namespace's processes killed with its init; no "
+              "cgroup of its own here)"};
   }
   collector.Finish(obs);
   obs.ending = r.ending;
