@@ -34,8 +34,9 @@ struct RunArgs {
   std::string out = "reports/out";
   std::string formats = report::FormatNames(",");  // every format
   int jobs = 4;
-  int repeat = 1;      // trials of every invocation (core/trials.h)
-  std::string expect;  // expectations file (core/expect.h); "" = none
+  bool jobs_given = false;  // --jobs on the command line: exactly that many, no deadline workers
+  int repeat = 1;           // trials of every invocation (core/trials.h)
+  std::string expect;       // expectations file (core/expect.h); "" = none
   double grace_s = 5;
   double default_timeout_s = 10;
   std::string canary_bind = "127.0.0.1";

@@ -88,7 +88,10 @@ void AddRun(CLI::App& app, RunArgs& a) {
       ->capture_default_str();
   run->add_option("--expect", a.expect,
                   "expectations YAML: known FAILs accepted with a reason until an expiry date");
-  run->add_option("--jobs", a.jobs, "probe invocations in flight at once")
+  run->add_option("--jobs", a.jobs,
+                  "probe invocations in flight at once (unless given: also one more for each "
+                  "invocation that runs until its deadline in a process or container arm)")
+      ->each([&a](const std::string&) { a.jobs_given = true; })
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   run->add_option("--grace", a.grace_s,
@@ -158,6 +161,7 @@ home::RunRequest RequestOf(const RunArgs& a) {
   r.expect = a.expect;
   r.arm_options = drivers::ArmOptions{a.nodes, a.context};
   r.jobs = a.jobs;
+  r.deadline_workers = !a.jobs_given;
   r.repeat = a.repeat;
   r.timing = runner::Timing{a.default_timeout_s, a.grace_s};
   r.canary_bind = a.canary_bind;

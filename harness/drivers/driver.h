@@ -123,6 +123,11 @@ class Driver {
   virtual std::string PreflightHint() const {
     return "check the manifest's argv by hand, e.g. with a one-line python3 -c script";
   }
+  // True when every invocation is a sandbox of its own that shares no bounded capacity with the
+  // others (a process tree, a container): one that only waits for its deadline holds nothing the
+  // rest of the run needs (RunOptions::deadline_workers). False (the default) where capacity is
+  // shared and counted: a cluster's pod quota, a run-code service's worker pool.
+  virtual bool IndependentSandboxes() const { return false; }
   // "{name}" placeholders this arm fills for the suite once Prepare() succeeded (kubernetes: the
   // in-cluster canary's addresses, canary.cluster.*), name -> value. Empty by default.
   virtual std::map<std::string, std::string> Placeholders() const { return {}; }

@@ -91,6 +91,7 @@ std::expected<runner::RunOptions, HomeError> RunSpecFrom(
     opt.expectations = std::move(*loaded);
   }
   opt.jobs = request.jobs;
+  opt.deadline_workers = request.deadline_workers;
   opt.repeat = request.repeat;
   opt.timing = request.timing;
   opt.canary_bind = request.canary_bind;

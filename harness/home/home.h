@@ -58,6 +58,7 @@ struct RunRequest {
   std::string expect;                  // expectations file; "" = none
   drivers::ArmOptions arm_options;     // --nodes, --context
   int jobs = 4;
+  bool deadline_workers = false;  // runner::RunOptions::deadline_workers
   int repeat = 1;
   runner::Timing timing;
   std::string canary_bind = "127.0.0.1";

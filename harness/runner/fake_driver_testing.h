@@ -195,6 +195,7 @@ struct FakeArm {
   // Each call's CPU figure (Observation::probe_cpu) and its one phase "fake-call"; unset: none,
   // like a driver whose platform does not say.
   std::optional<double> cpu_s = std::nullopt;
+  bool independent = false;  // IndependentSandboxes()
 };
 
 class FakeDriver : public drivers::Driver {
@@ -212,6 +213,7 @@ class FakeDriver : public drivers::Driver {
     return {};
   }
   bool PlantsEnvironment() const override { return script_.plants_env; }
+  bool IndependentSandboxes() const override { return script_.independent; }
   std::string PreflightHint() const override { return script_.preflight_hint; }
   void Cleanup() override { book_->Cleaned(arm_); }
   std::map<std::string, std::string> Placeholders() const override { return script_.placeholders; }

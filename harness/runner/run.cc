@@ -118,26 +118,42 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
         "exposed in one trial validates its row; cells whose trials disagreed are marked flaky",
         trials, trials));
   }
-  observer.OnMessage(
-      fmt::format("run {}: {} probes x {} arms, {} invocations{}, --jobs {}", matrix.run_id,
-                  plan->rows.size(), plan->arms.size(), plan->tasks.size() * trials,
-                  trials > 1 ? fmt::format(" ({} trials each)", trials) : "", options.jobs));
+  // Trial t of every task before trial t + 1 of any: a row's trials spread over the run. Tasks
+  // that wait for their deadline in independent sandboxes get workers of their own
+  // (RunOptions::deadline_workers); everything else shares the --jobs workers.
+  const int jobs = std::clamp(options.jobs, 1, 64);
+  auto waits_for_deadline = [&](size_t i) {
+    const Task& task = plan->tasks[i];
+    return options.deadline_workers &&
+           ProbeOf(options.probes, task.probe).classify.deadline == core::Exposure::kExposed &&
+           arms.driver(task.arm).IndependentSandboxes();
+  };
+  std::vector<size_t> order, deadline_order;
+  for (size_t t = 0; t < trials; ++t) {
+    for (size_t i : StartOrder(*plan, options.probes)) {
+      (waits_for_deadline(i) ? deadline_order : order).push_back(i + t * plan->tasks.size());
+    }
+  }
+  const int deadline_jobs = std::min(jobs, static_cast<int>(deadline_order.size() / trials));
+  observer.OnMessage(fmt::format(
+      "run {}: {} probes x {} arms, {} invocations{}, --jobs {}{}", matrix.run_id,
+      plan->rows.size(), plan->arms.size(), plan->tasks.size() * trials,
+      trials > 1 ? fmt::format(" ({} trials each)", trials) : "", jobs,
+      deadline_jobs > 0
+          ? fmt::format(" (and {} more for the invocations that run until their deadline)",
+                        deadline_jobs)
+          : ""));
   observer.OnBegin(matrix);
   const std::string today = options.today.empty()
                                 ? fmt::format("{:%Y-%m-%d}", fmt::gmtime(std::time(nullptr)))
                                 : options.today;
   RowBook book(*plan, options.probes, matrix, observer, trials, options.expectations, today);
-  // Trial t of every task before trial t + 1 of any: a row's trials spread over the run.
-  std::vector<size_t> order;
-  for (size_t t = 0; t < trials; ++t) {
-    for (size_t i : StartOrder(*plan, options.probes)) order.push_back(i + t * plan->tasks.size());
-  }
-  std::atomic<size_t> next{0};
+  std::atomic<size_t> next{0}, next_deadline{0};
   const CostSample before = SampleCost();  // the run's clock starts here (core::Phase)
-  auto worker = [&] {
-    for (size_t n = next.fetch_add(1); n < order.size(); n = next.fetch_add(1)) {
-      const size_t i = order[n] % plan->tasks.size();
-      const size_t trial = order[n] / plan->tasks.size();
+  auto worker = [&](const std::vector<size_t>& queue, std::atomic<size_t>& cursor) {
+    for (size_t n = cursor.fetch_add(1); n < queue.size(); n = cursor.fetch_add(1)) {
+      const size_t i = queue[n] % plan->tasks.size();
+      const size_t trial = queue[n] / plan->tasks.size();
       const Task& task = plan->tasks[i];
       const std::string invocation = trials > 1
                                          ? fmt::format("i{:03d}t{}{}", i, trial + 1, RandomHex(2))
@@ -158,8 +174,10 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
     }
   };
   std::vector<std::thread> workers;
-  const int jobs = std::clamp(options.jobs, 1, 64);
-  for (int j = 0; j < jobs; ++j) workers.emplace_back(worker);
+  for (int j = 0; j < deadline_jobs; ++j) {
+    workers.emplace_back(worker, std::cref(deadline_order), std::ref(next_deadline));
+  }
+  for (int j = 0; j < jobs; ++j) workers.emplace_back(worker, std::cref(order), std::ref(next));
   for (auto& w : workers) w.join();
   matrix.cost = CostBetween(before, SampleCost());
   book.FinalizeRemaining();

@@ -132,6 +132,43 @@ bool Listening(int port) {
   return ok;
 }
 
+// Invocations that run until their deadline in independent sandboxes get workers of their own
+// when the operator did not fix --jobs: the quick ones keep all --jobs workers meanwhile. Not for
+// arms whose capacity is shared, and never when --jobs was given.
+TEST_F(RunnerTest, DeadlineWorkersBesideJobs) {
+  std::vector<core::ProbeDescriptor> probes;
+  for (const char* id : {"q.a", "q.b", "q.c", "q.slow"}) probes.push_back(Probe(id));
+  probes.back().classify.deadline = core::Exposure::kExposed;
+  FakeArm arm;
+  for (const auto& p : probes) arm.acts[p.id] = FakeAct{.run_s = 0.1};
+  arm.acts["q.slow"].run_s = 0.6;
+  const struct {
+    bool deadline_workers;
+    bool independent;
+    int max_in_flight;
+  } cases[] = {{true, true, 4}, {true, false, 2}, {false, true, 2}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(testing::Message() << c.deadline_workers << " " << c.independent);
+    book_ = std::make_shared<FakeBook>();  // a fresh count
+    FakeArm a = arm;
+    a.independent = c.independent;
+    RunOptions o = Options(probes, {{"local", a}, {"cand", a}});
+    o.jobs = 2;
+    o.deadline_workers = c.deadline_workers;
+    std::vector<std::string> heard;
+    auto m = RunHearing(o, heard);
+    ASSERT_TRUE(m) << m.error().message;
+    EXPECT_EQ(book_->ProbeCalls().size(), 8u);
+    EXPECT_EQ(book_->max_in_flight(), c.max_in_flight);
+    const bool said = std::ranges::any_of(heard, [](const std::string& line) {
+      return line.find("--jobs 2 (and 2 more for the invocations that run until their deadline)") !=
+             std::string::npos;
+    });
+    EXPECT_EQ(said, c.max_in_flight == 4);
+    EXPECT_EQ(m->verdicts.size(), 4u);
+  }
+}
+
 TEST_F(RunnerTest, JobsBoundInFlightAndDeadlineProbesStartFirst) {
   std::vector<core::ProbeDescriptor> probes;
   for (const char* id : {"q.a", "q.b", "q.c", "q.d", "q.slow"}) probes.push_back(Probe(id));

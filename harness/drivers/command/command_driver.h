@@ -57,6 +57,9 @@ class CommandDriver : public Driver {
   std::expected<void, SetupError> Prepare() override;
   core::Observation Execute(const Invocation& inv, const std::atomic<bool>& cancel) override;
   void Cleanup() override;
+  // Each invocation is a process tree of its own (what the command contacts is its business: an
+  // operator whose command is a client of a bounded pool gives --jobs).
+  bool IndependentSandboxes() const override { return true; }
   // What the argv itself gives the sandboxed program under a secret-looking name: docker/podman
   // -e NAME=value, bubblewrap --setenv NAME value (given_secrets.h SecretsInArgv).
   std::vector<std::pair<std::string, std::string>> GivenSecrets() const override;
