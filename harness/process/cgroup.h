@@ -1,7 +1,7 @@
 // The CPU an invocation's whole process tree used, from a cgroup of its own. wait4's rusage misses
 // what a parent never waits for: a PID namespace's init that dies reaps its processes with SIGCHLD
 // ignored, so the kernel drops their times (a bubblewrap sandbox stopped at its deadline counted
-// 0.01 s for a 15 s loop; docs/design.md, "Report formats"). A cgroup counts every task in it
+// 0.01 s for a 15 s loop; docs/traps.md, trap 57). A cgroup counts every task in it
 // however it ends.
 //
 // The cgroup is a child of the harness's own (the harness's limits still apply) in a hierarchy
