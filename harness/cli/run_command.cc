@@ -89,8 +89,8 @@ void AddRun(CLI::App& app, RunArgs& a) {
   run->add_option("--expect", a.expect,
                   "expectations YAML: known FAILs accepted with a reason until an expiry date");
   run->add_option("--jobs", a.jobs,
-                  "probe invocations in flight at once (unless given: also one more for each "
-                  "invocation that runs until its deadline in a process or container arm)")
+                  "probe invocations in flight at once (unless given: also up to as many more for "
+                  "invocations that run until their deadline in command and local arms)")
       ->each([&a](const std::string&) { a.jobs_given = true; })
       ->check(CLI::Range(1, 64))
       ->capture_default_str();

@@ -123,10 +123,12 @@ class Driver {
   virtual std::string PreflightHint() const {
     return "check the manifest's argv by hand, e.g. with a one-line python3 -c script";
   }
-  // True when every invocation is a sandbox of its own that shares no bounded capacity with the
-  // others (a process tree, a container): one that only waits for its deadline holds nothing the
-  // rest of the run needs (RunOptions::deadline_workers). False (the default) where capacity is
-  // shared and counted: a cluster's pod quota, a run-code service's worker pool.
+  // True when every invocation is a process tree of its own that shares no bounded capacity with
+  // the others and runs under the host's scheduler, where a busy loop's nice 19 makes it yield:
+  // one that only waits for its deadline then holds nothing the rest of the run needs
+  // (RunOptions::deadline_workers). False (the default) for a cluster's pod quota, a run-code
+  // service's worker pool, and containers (their CPU cgroup weighs as much as any neighbour,
+  // whatever the nice inside).
   virtual bool IndependentSandboxes() const { return false; }
   // "{name}" placeholders this arm fills for the suite once Prepare() succeeded (kubernetes: the
   // in-cluster canary's addresses, canary.cluster.*), name -> value. Empty by default.

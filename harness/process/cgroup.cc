@@ -111,6 +111,22 @@ const std::optional<CpuAccountSite>& Site() {
 
 }  // namespace
 
+std::optional<unsigned long long> ProcessStartTicks(pid_t pid) {
+  const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  const size_t close = stat.rfind(')');  // the command name may hold spaces and parens
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream fields(stat.substr(close + 1));
+  std::string field;
+  for (int n = 3; n <= 22 && fields >> field; ++n) {  // field 3 is the state
+    if (n < 22) continue;
+    unsigned long long ticks = 0;
+    const auto [ptr, ec] = std::from_chars(field.data(), field.data() + field.size(), ticks);
+    if (ec != std::errc() || ptr != field.data() + field.size()) return std::nullopt;
+    return ticks;
+  }
+  return std::nullopt;
+}
+
 int SweepStaleCgroups() {
   const std::optional<CpuAccountSite>& site = Site();
   if (!site) return 0;
@@ -118,12 +134,15 @@ int SweepStaleCgroups() {
   int removed = 0;
   for (const auto& entry : std::filesystem::directory_iterator(site->dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (!name.starts_with("sandprobe-")) continue;
-    const char* digits = name.c_str() + std::strlen("sandprobe-");
-    char* end = nullptr;
-    const long pid = std::strtol(digits, &end, 10);
-    if (end == digits || *end != '-' || pid <= 0) continue;
-    if (kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // its owner lives
+    unsigned long pid = 0;
+    unsigned long long start = 0;
+    unsigned serial = 0;
+    char rest = 0;
+    if (std::sscanf(name.c_str(), "sandprobe-%lu-%llu-%u%c", &pid, &start, &serial, &rest) != 3 ||
+        pid == 0) {
+      continue;
+    }
+    if (ProcessStartTicks(static_cast<pid_t>(pid)) == start) continue;  // its owner lives
     if (rmdir(entry.path().c_str()) == 0) ++removed;  // fails, harmlessly, while tasks remain
   }
   return removed;
@@ -143,15 +162,15 @@ std::optional<CpuAccountSite> FindCpuAccountSite(std::string_view mountinfo,
     const std::string_view path = line.substr(second + 1);
     if (id == "0" && controllers.empty()) {
       v2_path = std::string(path);
-    } else if (HasOption(controllers, "cpuacct")) {
-      // co-mounted with cpu, its cgroups weigh CPU too: not a place for accounting only
-      if (!HasOption(controllers, "cpu")) v1_path = std::string(path);
+    } else if (controllers == "cpuacct") {
+      // cpuacct alone: co-mounted with cpu its cgroups weigh CPU too, with net_cls a new cgroup
+      // resets the class id, with memory (old kernels, use_hierarchy 0) it escapes the limit
+      v1_path = std::string(path);
     }
   }
   if (v1_path) {
     for (const Mount& m : mounts) {
-      if (m.type == "cgroup" && HasOption(m.super_options, "cpuacct") &&
-          !HasOption(m.super_options, "cpu")) {
+      if (m.type == "cgroup" && HasOption(m.super_options, "cpuacct")) {
         if (auto dir = Under(m, *v1_path)) return CpuAccountSite{*dir, false};
       }
     }
@@ -205,8 +224,10 @@ std::optional<InvocationCgroup> InvocationCgroup::Create(std::string* why) {
       return fail(site->dir + " gives its children the cpu controller (a weight of their own)");
     }
   }
+  // pid and start time name the owner (SweepStaleCgroups), the serial the invocation.
+  static const unsigned long long started = ProcessStartTicks(getpid()).value_or(0);
   const std::string path = site->dir + "/sandprobe-" + std::to_string(getpid()) + "-" +
-                           std::to_string(g_serial.fetch_add(1));
+                           std::to_string(started) + "-" + std::to_string(g_serial.fetch_add(1));
   if (mkdir(path.c_str(), 0755) != 0) return fail(path + ": " + std::strerror(errno));
   return InvocationCgroup(path, site->v2);
 }

@@ -12,6 +12,8 @@
 // to rusage.
 #pragma once
 
+#include <sys/types.h>
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,15 +38,20 @@ std::optional<CpuAccountSite> FindCpuAccountSite(std::string_view mountinfo,
 // CPU seconds from the text of cpuacct.usage (v1) or cpu.stat (v2); nullopt when malformed.
 std::optional<double> CpuSecondsFromCgroup(bool v2, std::string_view text);
 
-// Removes the empty invocation cgroups (`sandprobe-<pid>-<n>`) of sandprobe processes that are
-// gone (a harness killed with SIGKILL runs no destructor). Returns how many it removed. Called
-// once per process by the first Create().
+// Removes the empty invocation cgroups (`sandprobe-<pid>-<start>-<n>`) of sandprobe processes
+// that are gone (a harness killed with SIGKILL runs no destructor): no process `pid` started at
+// clock tick `start` (/proc/<pid>/stat field 22) is alive in this PID namespace. Returns how many
+// it removed. Called once per process by the first Create(). A directory that still holds tasks
+// is never removed (the kernel refuses).
 int SweepStaleCgroups();
 
-// One invocation's cgroup. Create() makes `<site>/sandprobe-<pid>-<n>`; nullopt when that is not
-// possible here (the reason is in `why`). The process to account is moved in by writing its pid
-// to procs_file() before it runs anything. Remove() deletes the directory once its tasks are gone
-// (retrying while the last of them are released); the destructor removes it too.
+// /proc/<pid>/stat's starttime (clock ticks after boot); nullopt when there is no such process.
+std::optional<unsigned long long> ProcessStartTicks(pid_t pid);
+
+// One invocation's cgroup. Create() makes `<site>/sandprobe-<pid>-<start>-<n>`; nullopt when that
+// is not possible here (the reason is in `why`). The process to account is moved in by writing its
+// pid to procs_file() before it runs anything. Remove() deletes the directory once its tasks are
+// gone (retrying while the last of them are released); the destructor removes it too.
 class InvocationCgroup {
  public:
   static std::optional<InvocationCgroup> Create(std::string* why = nullptr);

@@ -56,6 +56,9 @@ TEST(CgroupTest, FindCpuAccountSiteTable) {
       {kV2InContainer, "0::/docker/abcdef\n", std::nullopt},  // not under the mount's root
       {kV2InContainer, "0::/other\n", std::nullopt},
       {kEscaped, "3:cpuacct:/\n", CpuAccountSite{"/mnt/my cg", false}},
+      // cpuacct beside another controller: a new cgroup there is not for accounting only
+      {"33 31 0:30 / /sys/fs/cgroup/net_cls,cpuacct rw - cgroup cgroup rw,net_cls,cpuacct\n",
+       "3:net_cls,cpuacct:/\n", std::nullopt},
       {kV2, "", std::nullopt},
       {"", "0::/\n", std::nullopt},
       {"garbage\n\n - \n", "nonsense\n0:/\n::\n", std::nullopt},
@@ -105,11 +108,15 @@ TEST(CgroupTest, CountsWhatNoParentWaitedFor) {
   spec.argv = {"/usr/bin/python3", "-I", "-S", "-c",
                "import os, signal, time\n"
                "signal.signal(signal.SIGCHLD, signal.SIG_IGN)\n"
-               "if os.fork() == 0:\n"
+               "pid = os.fork()\n"
+               "if pid == 0:\n"
                "    t = time.process_time()\n"
                "    while time.process_time() - t < 0.6: pass\n"
                "    os._exit(0)\n"
-               "time.sleep(1.2)\n"};
+               "while True:  # until the child is gone (auto-reaped), however slow the machine\n"
+               "    try: os.kill(pid, 0)\n"
+               "    except ProcessLookupError: break\n"
+               "    time.sleep(0.02)\n"};
   spec.deadline_s = 30;
   spec.kill_grace_s = 1;
   spec.reaper_path = SANDPROBE_REAPER;
@@ -121,10 +128,37 @@ TEST(CgroupTest, CountsWhatNoParentWaitedFor) {
   EXPECT_TRUE(r.cpu_whole_tree);
   EXPECT_GE(*r.cpu_s, 0.55);  // the child's 0.6 s, which no wait4 saw
   // and nothing is left behind in the cgroup filesystem
-  const std::string ours = "sandprobe-" + std::to_string(getpid()) + "-";
+  const std::string ours = "sandprobe-" + std::to_string(getpid()) + "-";  // any start, any serial
   for (const auto& entry : std::filesystem::directory_iterator(site)) {
     EXPECT_FALSE(entry.path().filename().string().starts_with(ours)) << entry.path();
   }
+}
+
+// A sandbox that kills its sandprobe-reaper: the harness sweeps the orphans, and the cgroup still
+// has what they used (wait4 saw none of it: the reaper never reaped the command).
+TEST(CgroupTest, CountsTheTreeOfAKilledReaper) {
+  BecomeSubreaper();  // as the harness is: the killed reaper's orphans come to us
+  std::string why;
+  if (!InvocationCgroup::Create(&why)) GTEST_SKIP() << "no invocation cgroup here: " << why;
+  ProcessSpec spec;
+  spec.argv = {"/usr/bin/python3", "-I", "-S", "-c",
+               "import os, signal, time\n"
+               "t = time.process_time()\n"
+               "while time.process_time() - t < 0.5: pass\n"
+               "os.kill(os.getppid(), signal.SIGKILL)\n"
+               "time.sleep(30)\n"};
+  spec.deadline_s = 20;
+  spec.kill_grace_s = 1;
+  spec.reaper_path = SANDPROBE_REAPER;
+  std::atomic<bool> cancel{false};
+  core::OutputCollector out("nonce");
+  const ProcessResult r = RunProcess(spec, cancel, out);
+  EXPECT_EQ(r.ending, core::Ending::kHarnessError);
+  EXPECT_NE(r.error.find("sandprobe-reaper was killed by signal 9"), std::string::npos) << r.error;
+  EXPECT_GE(r.descendants_killed, 1);
+  ASSERT_TRUE(r.cpu_s.has_value());
+  EXPECT_TRUE(r.cpu_whole_tree);
+  EXPECT_GE(*r.cpu_s, 0.45);
 }
 
 TEST(CgroupTest, RemovedAfterTheInvocation) {
@@ -156,12 +190,22 @@ TEST(CgroupTest, StaleCgroupsOfDeadOwnersAreSwept) {
   if (gone == 0) _exit(0);
   ASSERT_GT(gone, 0);
   ASSERT_EQ(waitpid(gone, nullptr, 0), gone);
-  const std::filesystem::path stale = site / ("sandprobe-" + std::to_string(gone) + "-7");
-  const std::filesystem::path live = site / ("sandprobe-" + std::to_string(getpid()) + "-99999");
+  const std::string me = std::to_string(getpid());
+  const auto my_start = ProcessStartTicks(getpid());
+  ASSERT_TRUE(my_start.has_value());
+  const std::filesystem::path stale = site / ("sandprobe-" + std::to_string(gone) + "-5-7");
+  // our pid, but not our start: an earlier process that had our pid
+  const std::filesystem::path reused =
+      site / ("sandprobe-" + me + "-" + std::to_string(*my_start + 1) + "-7");
+  const std::filesystem::path live =
+      site / ("sandprobe-" + me + "-" + std::to_string(*my_start) + "-99999");
   const std::filesystem::path other = site / "sandprobe-notapid";
-  for (const auto& dir : {stale, live, other}) ASSERT_EQ(mkdir(dir.c_str(), 0755), 0) << dir;
-  EXPECT_GE(SweepStaleCgroups(), 1);
+  for (const auto& dir : {stale, reused, live, other}) {
+    ASSERT_EQ(mkdir(dir.c_str(), 0755), 0) << dir;
+  }
+  EXPECT_GE(SweepStaleCgroups(), 2);
   EXPECT_FALSE(std::filesystem::exists(stale));
+  EXPECT_FALSE(std::filesystem::exists(reused));
   EXPECT_TRUE(std::filesystem::exists(live));
   EXPECT_TRUE(std::filesystem::exists(other));
   rmdir(live.c_str());

@@ -32,6 +32,14 @@ extern char** environ;
 namespace sandprobe::process {
 namespace {
 
+// sandprobe-reaper's first status line when it moved the command into its cgroup.
+constexpr std::string_view kInCgroupLine = "cgroup\n";
+
+// The reaper's final status line ("exited 0 0"), after the "cgroup" line if there is one.
+std::string FinalReport(const std::string& status) {
+  return status.starts_with(kInCgroupLine) ? status.substr(kInCgroupLine.size()) : status;
+}
+
 using Clock = std::chrono::steady_clock;
 
 double Since(Clock::time_point t) {
@@ -380,7 +388,7 @@ ProcessResult RunProcess(const ProcessSpec& spec, const std::atomic<bool>& cance
         if (fd == err_fd) out.FeedStderr({buf, static_cast<size_t>(r)});
         if (fd == status_fd && status_line.size() < 256) status_line.append(buf, r);
       } else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
-        if (fd == status_fd && status_line.empty() && !reaped) {
+        if (fd == status_fd && FinalReport(status_line).empty() && !reaped) {
           // The reaper died without a word (the sandbox killed it). Once it is reaped, its
           // children have been re-parented to us (a subreaper): kill that tree now.
           while (true) {
@@ -425,22 +433,22 @@ ProcessResult RunProcess(const ProcessSpec& spec, const std::atomic<bool>& cance
     auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
     result.cpu_s = seconds(usage.ru_utime) + seconds(usage.ru_stime);
   }
-  // The reaper says " cgroup" once the command is in its cgroup; a reaper killed before it could
-  // say so leaves the wait4 figure. Orphans of a killed reaper are swept below, still in the
-  // cgroup: the figure is read after the sweep.
-  if (cgroup && status_line.find(" cgroup") != std::string::npos) {
+  char kind[16] = {0};
+  int code = 0, killed = 0;
+  const bool reported =
+      std::sscanf(FinalReport(status_line).c_str(), "%15s %d %d", kind, &code, &killed) == 3;
+  // The reaper died without reporting (something killed it): its tree came to us as orphans.
+  if (!reported) result.descendants_killed = orphans_killed + SweepOrphans();
+  // The whole tree is gone now (the reaper's sweep, or ours just above): the cgroup's account,
+  // when the reaper said the command went in; otherwise the wait4 figure stays.
+  if (cgroup && status_line.starts_with(kInCgroupLine)) {
     if (const std::optional<double> cpu = cgroup->CpuSeconds()) {
       result.cpu_s = *cpu;
       result.cpu_whole_tree = true;
     }
     cgroup->Remove();
   }
-
-  char kind[16] = {0};
-  int code = 0, killed = 0;
-  if (std::sscanf(status_line.c_str(), "%15s %d %d", kind, &code, &killed) != 3) {
-    // The reaper died without reporting (something killed it): its tree came to us as orphans.
-    result.descendants_killed = orphans_killed + SweepOrphans();
+  if (!reported) {
     if (stop_sent && result.error.empty()) return result;  // stopped before it reported: fine
     result.ending = core::Ending::kHarnessError;
     if (result.error.empty()) {

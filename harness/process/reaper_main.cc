@@ -15,8 +15,8 @@
 // where <killed> counts descendants it had to kill (not those already dying: a SIGKILL pending,
 // e.g. from a PID namespace's teardown); exit status 0 on success, 125 on its own error.
 // With --cgroup, ARGV's process is moved into that cgroup (its pid written to PROCS_FILE) before it
-// runs anything, so everything it starts is counted there (process/cgroup.h), and the line ends
-// with " cgroup" when the move succeeded.
+// runs anything, so everything it starts is counted there (process/cgroup.h); a line "cgroup"
+// comes first on STATUS_FD, as soon as the move succeeded.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -80,6 +80,7 @@ int main(int argc, char** argv) {
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGHUP, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);  // a write to a gone reader fails (EPIPE) instead of killing us
   // The harness starts us with every signal blocked (so an early stop is not lost): take them
   // now that the handlers are in place; a pending SIGTERM runs OnStop here.
   sigset_t none;
@@ -102,11 +103,16 @@ int main(int argc, char** argv) {
     setpgid(0, 0);
     close(status_fd);
     close(go[1]);
-    char byte;
-    while (read(go[0], &byte, 1) < 0 && errno == EINTR) {
-    }
-    close(go[0]);
+    // Default dispositions before the wait: a stop sent meanwhile ends the child as it would end
+    // the command.
     for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);
+    char byte = 0;
+    ssize_t got;
+    while ((got = read(go[0], &byte, 1)) < 0 && errno == EINTR) {
+    }
+    // No go (the reaper died before it said so): nothing runs unwatched or outside its cgroup.
+    if (got != 1 || byte != 'g') _exit(125);
+    close(go[0]);
     execvp(command[0], command);
     std::fprintf(stderr, "sandprobe-reaper: cannot execute %s: %s\n", command[0],
                  std::strerror(errno));
@@ -126,6 +132,9 @@ int main(int argc, char** argv) {
       close(fd);
     }
   }
+  // Said at once, not with the final line: a harness whose reaper is killed later still knows
+  // that the cgroup holds the tree.
+  if (in_cgroup) (void)!write(status_fd, "cgroup\n", 7);
   (void)!write(go[1], "g", 1);
   close(go[1]);
 
@@ -194,11 +203,10 @@ int main(int argc, char** argv) {
   ReapAvailable(child, main_status, main_done);
 
   char line[96];
-  const char* account = in_cgroup ? " cgroup" : "";
-  const int n = WIFSIGNALED(main_status) ? std::snprintf(line, sizeof line, "signaled %d %d%s\n",
-                                                         WTERMSIG(main_status), killed, account)
-                                         : std::snprintf(line, sizeof line, "exited %d %d%s\n",
-                                                         WEXITSTATUS(main_status), killed, account);
+  const int n =
+      WIFSIGNALED(main_status)
+          ? std::snprintf(line, sizeof line, "signaled %d %d\n", WTERMSIG(main_status), killed)
+          : std::snprintf(line, sizeof line, "exited %d %d\n", WEXITSTATUS(main_status), killed);
   if (write(status_fd, line, n) != n) return 125;
   return 0;
 }

@@ -118,9 +118,10 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
         "exposed in one trial validates its row; cells whose trials disagreed are marked flaky",
         trials, trials));
   }
-  // Trial t of every task before trial t + 1 of any: a row's trials spread over the run. Tasks
-  // that wait for their deadline in independent sandboxes get workers of their own
-  // (RunOptions::deadline_workers); everything else shares the --jobs workers.
+  // Tasks that wait for their deadline in independent sandboxes get workers of their own
+  // (RunOptions::deadline_workers); everything else shares the --jobs workers. In each of the two
+  // queues, trial t of every task comes before trial t + 1 of any: a row's trials spread over the
+  // run.
   const int jobs = std::clamp(options.jobs, 1, 64);
   auto waits_for_deadline = [&](size_t i) {
     const Task& task = plan->tasks[i];

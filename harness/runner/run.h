@@ -38,10 +38,11 @@ struct RunOptions {
   int jobs = 4;          // invocations in flight at once
   // Besides the `jobs` workers, one more for each invocation of a trial that may run until its
   // deadline (the probe's `deadline` rule is exposed: the busy loop) in an arm whose driver says
-  // its sandboxes share no bounded capacity (Driver::IndependentSandboxes: a process, a
-  // container), at most `jobs` more. Such an invocation waits for its deadline at nice 19 and holds
-  // nothing the others need; counted in `jobs` it left the rest of the run one worker for most of
-  // its wall time. Off when the operator gave --jobs (then exactly that many in flight).
+  // its sandboxes are process trees that share no bounded capacity (Driver::
+  // IndependentSandboxes: command and local arms), at most `jobs` more. Such an invocation waits
+  // for its deadline at nice 19 and holds nothing the others need; counted in `jobs` it left the
+  // rest of the run one worker for most of its wall time. Off when the operator gave --jobs
+  // (then exactly that many in flight).
   bool deadline_workers = false;
   // Trials of every invocation (`run --repeat N`, 1..100): one leak in N is a FAIL, a control
   // exposed in one trial validates (core/trials.h). Never retried until green.

@@ -58,7 +58,8 @@ class CommandDriver : public Driver {
   core::Observation Execute(const Invocation& inv, const std::atomic<bool>& cancel) override;
   void Cleanup() override;
   // Each invocation is a process tree of its own (what the command contacts is its business: an
-  // operator whose command is a client of a bounded pool gives --jobs).
+  // operator whose command is a client of a bounded pool, or starts a container whose CPU cgroup
+  // has a weight of its own, as docker-cli-hardened does under --cpus 0.5, gives --jobs).
   bool IndependentSandboxes() const override { return true; }
   // What the argv itself gives the sandboxed program under a secret-looking name: docker/podman
   // -e NAME=value, bubblewrap --setenv NAME value (given_secrets.h SecretsInArgv).

@@ -34,7 +34,8 @@ class DockerDriver : public Driver {
   std::expected<void, SetupError> Prepare() override;
   core::Observation Execute(const Invocation& inv, const std::atomic<bool>& cancel) override;
   void Cleanup() override;
-  bool IndependentSandboxes() const override { return true; }  // one container each
+  // IndependentSandboxes() stays false: a container's CPU cgroup has a weight of its own, so a
+  // busy loop in it competes at full weight whatever its nice (RunOptions::deadline_workers).
   // config.Env entries with secret-looking names (given_secrets.h): the container gets them.
   std::vector<std::pair<std::string, std::string>> GivenSecrets() const override;
   std::string PreflightHint() const override {
