@@ -96,6 +96,18 @@ TEST(CgroupTest, CpuSecondsFromCgroupTable) {
   }
 }
 
+// `script` run by python3 under sandprobe-reaper, as the command driver runs a probe.
+ProcessResult RunPython(const std::string& script, double deadline_s) {
+  ProcessSpec spec;
+  spec.argv = {"/usr/bin/python3", "-I", "-S", "-c", script};
+  spec.deadline_s = deadline_s;
+  spec.kill_grace_s = 1;
+  spec.reaper_path = SANDPROBE_REAPER;
+  std::atomic<bool> cancel{false};
+  core::OutputCollector out("nonce");
+  return RunProcess(spec, cancel, out);
+}
+
 // The case wait4 cannot count: a parent that ignores SIGCHLD has its children auto-reaped (as a
 // dying PID namespace init does), so their CPU never reaches anyone's rusage. The cgroup has it.
 TEST(CgroupTest, CountsWhatNoParentWaitedFor) {
@@ -104,25 +116,19 @@ TEST(CgroupTest, CountsWhatNoParentWaitedFor) {
   if (!probe) GTEST_SKIP() << "no invocation cgroup here: " << why;
   const std::filesystem::path site = std::filesystem::path(probe->path()).parent_path();
   probe.reset();
-  ProcessSpec spec;
-  spec.argv = {"/usr/bin/python3", "-I", "-S", "-c",
-               "import os, signal, time\n"
-               "signal.signal(signal.SIGCHLD, signal.SIG_IGN)\n"
-               "pid = os.fork()\n"
-               "if pid == 0:\n"
-               "    t = time.process_time()\n"
-               "    while time.process_time() - t < 0.6: pass\n"
-               "    os._exit(0)\n"
-               "while True:  # until the child is gone (auto-reaped), however slow the machine\n"
-               "    try: os.kill(pid, 0)\n"
-               "    except ProcessLookupError: break\n"
-               "    time.sleep(0.02)\n"};
-  spec.deadline_s = 30;
-  spec.kill_grace_s = 1;
-  spec.reaper_path = SANDPROBE_REAPER;
-  std::atomic<bool> cancel{false};
-  core::OutputCollector out("nonce");
-  const ProcessResult r = RunProcess(spec, cancel, out);
+  const ProcessResult r = RunPython(
+      "import os, signal, time\n"
+      "signal.signal(signal.SIGCHLD, signal.SIG_IGN)\n"
+      "pid = os.fork()\n"
+      "if pid == 0:\n"
+      "    t = time.process_time()\n"
+      "    while time.process_time() - t < 0.6: pass\n"
+      "    os._exit(0)\n"
+      "while True:  # until the child is gone (auto-reaped), however slow the machine\n"
+      "    try: os.kill(pid, 0)\n"
+      "    except ProcessLookupError: break\n"
+      "    time.sleep(0.02)\n",
+      30);
   ASSERT_EQ(r.ending, core::Ending::kExited) << r.error;
   ASSERT_TRUE(r.cpu_s.has_value());
   EXPECT_TRUE(r.cpu_whole_tree);
@@ -140,19 +146,13 @@ TEST(CgroupTest, CountsTheTreeOfAKilledReaper) {
   BecomeSubreaper();  // as the harness is: the killed reaper's orphans come to us
   std::string why;
   if (!InvocationCgroup::Create(&why)) GTEST_SKIP() << "no invocation cgroup here: " << why;
-  ProcessSpec spec;
-  spec.argv = {"/usr/bin/python3", "-I", "-S", "-c",
-               "import os, signal, time\n"
-               "t = time.process_time()\n"
-               "while time.process_time() - t < 0.5: pass\n"
-               "os.kill(os.getppid(), signal.SIGKILL)\n"
-               "time.sleep(30)\n"};
-  spec.deadline_s = 20;
-  spec.kill_grace_s = 1;
-  spec.reaper_path = SANDPROBE_REAPER;
-  std::atomic<bool> cancel{false};
-  core::OutputCollector out("nonce");
-  const ProcessResult r = RunProcess(spec, cancel, out);
+  const ProcessResult r = RunPython(
+      "import os, signal, time\n"
+      "t = time.process_time()\n"
+      "while time.process_time() - t < 0.5: pass\n"
+      "os.kill(os.getppid(), signal.SIGKILL)\n"
+      "time.sleep(30)\n",
+      20);
   EXPECT_EQ(r.ending, core::Ending::kHarnessError);
   EXPECT_NE(r.error.find("sandprobe-reaper was killed by signal 9"), std::string::npos) << r.error;
   EXPECT_GE(r.descendants_killed, 1);
