@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "process/tree.h"
+
 namespace sandprobe::process {
 namespace {
 
@@ -31,11 +33,10 @@ std::vector<std::string_view> Split(std::string_view text, char sep) {
   }
 }
 
-bool HasOption(std::string_view options, std::string_view name) {
-  for (std::string_view o : Split(options, ',')) {
-    if (o == name) return true;
-  }
-  return false;
+// True when `name` is one of the `sep`-separated items of `list`.
+bool Lists(std::string_view list, char sep, std::string_view name) {
+  const std::vector<std::string_view> items = Split(list, sep);
+  return std::ranges::find(items, name) != items.end();
 }
 
 // mountinfo escapes space, tab, newline and backslash as \ooo (octal).
@@ -112,19 +113,15 @@ const std::optional<CpuAccountSite>& Site() {
 }  // namespace
 
 std::optional<unsigned long long> ProcessStartTicks(pid_t pid) {
-  const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
-  const size_t close = stat.rfind(')');  // the command name may hold spaces and parens
-  if (close == std::string::npos) return std::nullopt;
-  std::istringstream fields(stat.substr(close + 1));
-  std::string field;
-  for (int n = 3; n <= 22 && fields >> field; ++n) {  // field 3 is the state
-    if (n < 22) continue;
-    unsigned long long ticks = 0;
-    const auto [ptr, ec] = std::from_chars(field.data(), field.data() + field.size(), ticks);
-    if (ec != std::errc() || ptr != field.data() + field.size()) return std::nullopt;
-    return ticks;
+  // fields 3 (state) to 21 skipped: 5 signed, 7 unsigned, 6 signed; 22 is starttime
+  unsigned long long ticks = 0;
+  if (std::sscanf(
+          StatFields(pid).c_str(),
+          " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+          &ticks) != 1) {
+    return std::nullopt;
   }
-  return std::nullopt;
+  return ticks;
 }
 
 int SweepStaleCgroups() {
@@ -170,7 +167,7 @@ std::optional<CpuAccountSite> FindCpuAccountSite(std::string_view mountinfo,
   }
   if (v1_path) {
     for (const Mount& m : mounts) {
-      if (m.type == "cgroup" && HasOption(m.super_options, "cpuacct")) {
+      if (m.type == "cgroup" && Lists(m.super_options, ',', "cpuacct")) {
         if (auto dir = Under(m, *v1_path)) return CpuAccountSite{*dir, false};
       }
     }
@@ -219,8 +216,7 @@ std::optional<InvocationCgroup> InvocationCgroup::Create(std::string* why) {
   if (site->v2) {
     std::string control = ReadFile(site->dir + "/cgroup.subtree_control");  // "cpu memory\n"
     while (!control.empty() && control.back() == '\n') control.pop_back();
-    const std::vector<std::string_view> enabled = Split(control, ' ');
-    if (std::find(enabled.begin(), enabled.end(), "cpu") != enabled.end()) {
+    if (Lists(control, ' ', "cpu")) {
       return fail(site->dir + " gives its children the cpu controller (a weight of their own)");
     }
   }

@@ -24,14 +24,10 @@ std::map<pid_t, pid_t> ParentMap() {
     char* end = nullptr;
     const long pid = std::strtol(e->d_name, &end, 10);
     if (*end != '\0' || pid <= 0) continue;
-    std::ifstream stat(std::string("/proc/") + e->d_name + "/stat");
-    std::string line;
-    if (!std::getline(stat, line)) continue;
-    const size_t close = line.rfind(')');  // the command name may hold spaces and parens
-    if (close == std::string::npos) continue;
     char state = 0;
     long ppid = 0;
-    if (std::sscanf(line.c_str() + close + 1, " %c %ld", &state, &ppid) == 2 && state != 'Z') {
+    if (std::sscanf(StatFields(static_cast<pid_t>(pid)).c_str(), " %c %ld", &state, &ppid) == 2 &&
+        state != 'Z') {
       out[pid] = ppid;
     }
   }
@@ -54,6 +50,14 @@ std::set<pid_t> Below(const std::map<pid_t, pid_t>& parents, std::set<pid_t> tre
 }
 
 }  // namespace
+
+std::string StatFields(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return "";
+  const size_t close = line.rfind(')');
+  return close == std::string::npos ? "" : line.substr(close + 1);
+}
 
 std::vector<pid_t> Descendants(pid_t root) {
   std::set<pid_t> tree = Below(ParentMap(), {root});

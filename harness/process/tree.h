@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <string>
 #include <vector>
 
 namespace sandprobe::process {
@@ -15,6 +16,10 @@ std::vector<pid_t> Descendants(pid_t root);
 // (/proc/<pid>/status SigPnd or ShdPnd bit 9), as when the kernel tears down a PID namespace
 // whose init exited. Such a process did not outlive its sandbox: it is being ended by it.
 bool Dying(pid_t pid);
+
+// The fields of /proc/<pid>/stat after the command name (which may hold spaces and parens),
+// starting with field 3, the state; "" when there is no such process.
+std::string StatFields(pid_t pid);
 
 // The live (non-zombie) processes whose parent is `parent`.
 std::vector<pid_t> Children(pid_t parent);

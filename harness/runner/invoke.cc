@@ -201,7 +201,7 @@ class CallSequence {
       return;
     }
     cpu_.seconds += obs.probe_cpu->seconds;
-    if (cpu_.source.empty() || !cpu_.LowerBound()) cpu_.source = obs.probe_cpu->source;
+    if (!cpu_.LowerBound()) cpu_.source = obs.probe_cpu->source;  // a lower bound stays one
   }
 
   void Keep(int call, const core::Observation& obs) {

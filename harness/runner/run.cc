@@ -123,19 +123,21 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
   // queues, trial t of every task comes before trial t + 1 of any: a row's trials spread over the
   // run.
   const int jobs = std::clamp(options.jobs, 1, 64);
-  auto waits_for_deadline = [&](size_t i) {
+  std::vector<size_t> trial_order, trial_deadline_order;  // one trial's task indices
+  for (size_t i : StartOrder(*plan, options.probes)) {
     const Task& task = plan->tasks[i];
-    return options.deadline_workers &&
-           ProbeOf(options.probes, task.probe).classify.deadline == core::Exposure::kExposed &&
-           arms.driver(task.arm).IndependentSandboxes();
-  };
+    const bool waits_for_deadline =
+        options.deadline_workers &&
+        ProbeOf(options.probes, task.probe).classify.deadline == core::Exposure::kExposed &&
+        arms.driver(task.arm).IndependentSandboxes();
+    (waits_for_deadline ? trial_deadline_order : trial_order).push_back(i);
+  }
   std::vector<size_t> order, deadline_order;
   for (size_t t = 0; t < trials; ++t) {
-    for (size_t i : StartOrder(*plan, options.probes)) {
-      (waits_for_deadline(i) ? deadline_order : order).push_back(i + t * plan->tasks.size());
-    }
+    for (size_t i : trial_order) order.push_back(i + t * plan->tasks.size());
+    for (size_t i : trial_deadline_order) deadline_order.push_back(i + t * plan->tasks.size());
   }
-  const int deadline_jobs = std::min(jobs, static_cast<int>(deadline_order.size() / trials));
+  const int deadline_jobs = std::min(jobs, static_cast<int>(trial_deadline_order.size()));
   observer.OnMessage(fmt::format(
       "run {}: {} probes x {} arms, {} invocations{}, --jobs {}{}", matrix.run_id,
       plan->rows.size(), plan->arms.size(), plan->tasks.size() * trials,
