@@ -136,7 +136,8 @@ void Enforce(Json& job, const KubeSettings& s, const JobRequest& r) {
   // as one stream: a record forged on stderr read as a record, stderr bytes split records;
   // docs/traps.md, trap 44). Its last 4 KiB go to the termination-message file, which the kubelet
   // reports as state.terminated.message and the driver reads as the probe's stderr. It sleeps
-  // podSettle first. -I -S: no environment, site or user path runs before it.
+  // podSettle first. -I -S, for it and for the probe (as in every driver): no environment, site or
+  // user path runs before them.
   probe["terminationMessagePath"] = kTerminationMessagePath;
   probe["terminationMessagePolicy"] = "File";
   probe["command"] = {"python3",
@@ -151,6 +152,8 @@ void Enforce(Json& job, const KubeSettings& s, const JobRequest& r) {
                       "2",
                       Seconds(r.timeout_s),
                       "python3",
+                      "-I",
+                      "-S",
                       "-u",
                       "-c",
                       r.script};

@@ -49,7 +49,8 @@ inline constexpr char kContainerName[] = "probe";
 // status.containerStatuses[].state.terminated.message (Kubernetes API: Container.
 // terminationMessagePath, policy File).
 inline constexpr char kTerminationMessagePath[] = "/dev/termination-log";
-// The probe container's command: argv[kProbeCommandAt..] is `timeout -k 2 T python3 -u -c SCRIPT`
+// The probe container's command: argv[kProbeCommandAt..] is
+// `timeout -k 2 T python3 -I -S -u -c SCRIPT`
 // after `python3 -I -S -c <stderr_tail.py> TERMINATION_LOG SETTLE_S`.
 inline constexpr size_t kProbeCommandAt = 7;
 inline constexpr char kDenyAllEgress[] = "deny-all-egress";

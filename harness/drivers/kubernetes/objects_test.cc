@@ -146,7 +146,7 @@ TEST(ObjectsTest, ProbeStderrGoesToTheTerminationMessageNotToPodsLog) {
   EXPECT_EQ(c["terminationMessagePath"], kTerminationMessagePath);
   EXPECT_EQ(c["terminationMessagePolicy"], "File");  // never FallbackToLogsOnError: stdout
   const Json& cmd = c["command"];
-  ASSERT_EQ(cmd.size(), kProbeCommandAt + 8);
+  ASSERT_EQ(cmd.size(), kProbeCommandAt + 10);
   EXPECT_EQ(cmd[0], "python3");
   EXPECT_EQ(cmd[1], "-I");
   EXPECT_EQ(cmd[2], "-S");
@@ -158,7 +158,11 @@ TEST(ObjectsTest, ProbeStderrGoesToTheTerminationMessageNotToPodsLog) {
   EXPECT_EQ(cmd[5], kTerminationMessagePath);
   EXPECT_EQ(cmd[6], "0");  // no podSettle
   EXPECT_EQ(cmd[kProbeCommandAt], "timeout");
-  EXPECT_EQ(cmd[kProbeCommandAt + 7], Request().script);
+  // The probe starts as in every driver: no environment, site or user path before it.
+  EXPECT_EQ(cmd[kProbeCommandAt + 4], "python3");
+  EXPECT_EQ(cmd[kProbeCommandAt + 5], "-I");
+  EXPECT_EQ(cmd[kProbeCommandAt + 6], "-S");
+  EXPECT_EQ(cmd[kProbeCommandAt + 9], Request().script);
 }
 
 TEST(ObjectsTest, RunFolderAnnotationOnTheObjectAndAJobsPods) {
@@ -236,7 +240,7 @@ TEST(GoldenObjects, TemplatedJob) {
   EXPECT_EQ(c["name"], "probe");
   EXPECT_EQ(c["image"], kImage);
   EXPECT_EQ(c["command"][kProbeCommandAt], "timeout");
-  EXPECT_EQ(c["command"][kProbeCommandAt + 7], "print('probe')\nemit(\"result\")\n");
+  EXPECT_EQ(c["command"][kProbeCommandAt + 9], "print('probe')\nemit(\"result\")\n");
   EXPECT_FALSE(c.contains("args"));
   EXPECT_EQ(c["resources"]["limits"]["cpu"], "500m");
   EXPECT_EQ(c["resources"]["limits"]["memory"], "128Mi");

@@ -721,9 +721,10 @@ class Render(unittest.TestCase):
             self.assertEqual(c["command"][5:7], ["/dev/termination-log", "0"])
             self.assertEqual(c["terminationMessagePolicy"], "File")
             probe_cmd = c["command"][7:]
-            self.assertEqual(probe_cmd[:7], ["timeout", "-k", "2", "10", "python3", "-u", "-c"])
-            self.assertEqual(len(probe_cmd), 8)  # the script is ONE argument
-            probes.append(re.match(r"# sandprobe probe (\S+)\n", probe_cmd[7]).group(1))
+            self.assertEqual(probe_cmd[:9], ["timeout", "-k", "2", "10", "python3", "-I", "-S",
+                                             "-u", "-c"])
+            self.assertEqual(len(probe_cmd), 10)  # the script is ONE argument
+            probes.append(re.match(r"# sandprobe probe (\S+)\n", probe_cmd[9]).group(1))
             self.assertEqual(job["metadata"]["annotations"]["sandprobe.io/probe"], probes[-1])
             self.assertEqual(c["volumeMounts"], [{"mountPath": "/tmp", "name": "tmp"}])
             self.assertEqual(pod["volumes"], [{"emptyDir": {"sizeLimit": "32Mi"}, "name": "tmp"}])
