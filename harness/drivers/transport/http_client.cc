@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <ctime>
+#include <map>
 #include <memory>
 #include <mutex>
 
@@ -32,6 +33,26 @@ struct MultiDeleter {
 struct ListDeleter {
   void operator()(curl_slist* l) const { curl_slist_free_all(l); }
 };
+
+// The multi handle whose connection cache keeps this thread's connections for calls with these
+// TLS settings and socket (HttpRequest::reuse_connection). libcurl matches a kept connection to a
+// call by scheme, host and port; keying the cache by the TLS identity as well means a call never
+// uses a connection that a different client certificate (or CA, or verification) set up,
+// whatever libcurl's own matching compares. nullptr while a call of this thread is already in
+// one (a call made from a streaming callback): libcurl's handles must not be re-entered.
+thread_local bool in_kept_call = false;
+CURLM* KeptConnections(const HttpRequest& req) {
+  if (in_kept_call) return nullptr;
+  thread_local std::map<std::string, std::unique_ptr<CURLM, MultiDeleter>> by_identity;
+  const TlsSettings& tls = req.tls;
+  std::string key = fmt::format("{}:{}:{}:{}:{}:", req.unix_socket.size(), tls.ca_pem.size(),
+                                tls.client_cert_pem.size(), tls.client_key_pem.size(),
+                                tls.insecure_skip_verify ? 1 : 0);
+  key += req.unix_socket + tls.ca_pem + tls.client_cert_pem + tls.client_key_pem;
+  auto& multi = by_identity[key];
+  if (!multi) multi.reset(curl_multi_init());
+  return multi.get();
+}
 
 // Why the loop or a callback ended the transfer early.
 enum class Stop { kNone, kReceiver, kTooBig, kCancelled, kDeadline, kIdle };
@@ -145,7 +166,7 @@ std::expected<void, TransportError> Configure(CURL* easy, const HttpRequest& req
   set(CURLOPT_FOLLOWLOCATION, 0L);
   set(CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
   set(CURLOPT_NOSIGNAL, 1L);
-  set(CURLOPT_FORBID_REUSE, 1L);
+  if (!req.reuse_connection) set(CURLOPT_FORBID_REUSE, 1L);
   set(CURLOPT_CUSTOMREQUEST, req.method.c_str());
   const bool has_body =
       !req.body.empty() || req.method == "POST" || req.method == "PUT" || req.method == "PATCH";
@@ -250,8 +271,20 @@ std::expected<HttpResponse, TransportError> Send(const HttpRequest& req) {
   const double left = SecondsLeft(req.deadline);
   if (left <= 0) return fail(TransportFailure::kDeadline, "no time left");
   std::unique_ptr<CURL, EasyDeleter> easy(curl_easy_init());
-  std::unique_ptr<CURLM, MultiDeleter> multi(curl_multi_init());
-  if (!easy || !multi) return fail(TransportFailure::kInvalid, "libcurl could not be set up");
+  CURLM* multi = req.reuse_connection ? KeptConnections(req) : nullptr;
+  std::unique_ptr<CURLM, MultiDeleter> own;  // a call's own multi handle: no connection kept
+  if (multi == nullptr) multi = (own = decltype(own)(curl_multi_init())).get();
+  if (!easy || multi == nullptr) {
+    return fail(TransportFailure::kInvalid, "libcurl could not be set up");
+  }
+  const bool kept = !own;
+  if (kept) in_kept_call = true;
+  struct Leave {
+    bool kept;
+    ~Leave() {
+      if (kept) in_kept_call = false;
+    }
+  } leave{kept};
   curl_slist* raw_headers = nullptr;
   auto configured = Configure(easy.get(), req, &raw_headers, left);
   std::unique_ptr<curl_slist, ListDeleter> headers(raw_headers);
@@ -270,17 +303,17 @@ std::expected<HttpResponse, TransportError> Send(const HttpRequest& req) {
   curl_easy_setopt(easy.get(), CURLOPT_HEADERFUNCTION, OnHeader);
   curl_easy_setopt(easy.get(), CURLOPT_HEADERDATA, &t);
 
-  curl_multi_add_handle(multi.get(), easy.get());
+  curl_multi_add_handle(multi, easy.get());
   CURLcode rc = CURLE_OK;
   for (;;) {
     int running = 0;
-    if (curl_multi_perform(multi.get(), &running) != CURLM_OK) {
+    if (curl_multi_perform(multi, &running) != CURLM_OK) {
       rc = CURLE_FAILED_INIT;
       break;
     }
     if (running == 0) {
       int queued = 0;
-      while (CURLMsg* msg = curl_multi_info_read(multi.get(), &queued)) {
+      while (CURLMsg* msg = curl_multi_info_read(multi, &queued)) {
         if (msg->msg == CURLMSG_DONE) rc = msg->data.result;
       }
       break;
@@ -293,13 +326,13 @@ std::expected<HttpResponse, TransportError> Send(const HttpRequest& req) {
       t.stop = Stop::kIdle;
     }
     if (t.stop != Stop::kNone) break;
-    curl_multi_poll(multi.get(), nullptr, 0, kPollMs, nullptr);
+    curl_multi_poll(multi, nullptr, 0, kPollMs, nullptr);
   }
   long status = 0;
   curl_easy_getinfo(easy.get(), CURLINFO_RESPONSE_CODE, &status);
   response.status = static_cast<int>(status);
   if (status > 0) CollectHeaders(easy.get(), response);
-  curl_multi_remove_handle(multi.get(), easy.get());
+  curl_multi_remove_handle(multi, easy.get());
 
   switch (t.stop) {
     case Stop::kReceiver:

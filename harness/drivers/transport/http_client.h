@@ -6,7 +6,8 @@
 // (CURLOPT_UNIX_SOCKET_PATH, which cpp-httplib 0.11 cannot), TLS material from memory
 // (CURLOPT_CAINFO_BLOB, CURLOPT_SSLCERT_BLOB, CURLOPT_SSLKEY_BLOB, 7.71+), streaming write
 // callbacks, and a multi-handle loop that checks the deadline, the cancel flag and an idle bound
-// every 50 ms. No proxy from the environment, no redirects, HTTP/1.1, one connection per call.
+// every 50 ms. No proxy from the environment, no redirects, HTTP/1.1, one connection per call
+// unless the caller asks to keep it (reuse_connection: the Kubernetes API client).
 //
 // Errors are values (TransportError); libcurl itself throws nothing. No message ever holds a
 // header value, so a bearer token or a key cannot reach an error, a log or a report.
@@ -51,6 +52,15 @@ struct HttpRequest {
   size_t max_body = 8u << 20;     // bytes kept in HttpResponse::body
   bool over_cap_is_error = true;  // false: the body is cut at max_body and the call goes on
   TlsSettings tls;
+  // Keep the connection for the next call of this thread with the same server, unix socket and
+  // TLS settings (CA, client certificate and key, verification), instead of a TCP and TLS
+  // handshake per call. Per thread because libcurl 7.88 does not support one connection cache
+  // used by concurrent threads; per TLS identity, so a call never rides on a connection that
+  // another client certificate authenticated. For clients of a server that is not under test
+  // (the Kubernetes API server); never for a sandbox under test, whose every call must be fresh.
+  // A kept connection that the server closed meanwhile is replaced by libcurl (it retries a
+  // request that found its reused connection dead), idle ones are dropped after 118 s.
+  bool reuse_connection = false;
 };
 
 struct HttpResponse {
@@ -86,7 +96,8 @@ struct TransportError {
   bool Transient() const;
 };
 
-// One request. Thread-safe (each call has its own handles and connection).
+// One request. Thread-safe (each call has its own handles; its own connection, or with
+// reuse_connection one kept by the calling thread).
 std::expected<HttpResponse, TransportError> Send(const HttpRequest& request);
 
 // Percent-encodes a query value: everything but [A-Za-z0-9-_.~] (RFC 3986 unreserved), so

@@ -283,6 +283,38 @@ TEST(HttpClientTest, TlsTrustAndClientCertificatesFromMemory) {
   EXPECT_FALSE(Send(anonymous));  // the server asks for a client certificate
 }
 
+// reuse_connection keeps a connection per thread and TLS identity; without it every call has its
+// own. The server answers with the client's port: one port = one connection.
+TEST(HttpClientTest, KeepsAConnectionOnlyWhenAskedAndPerTlsIdentity) {
+  Running<httplib::Server> s;
+  s.server().set_keep_alive_timeout(1);  // an idle kept connection is closed by the server
+  s.server().Get("/port", [](const httplib::Request& req, httplib::Response& res) {
+    res.set_content(std::to_string(req.remote_port), "text/plain");
+  });
+  s.Start();
+  auto port = [&](bool reuse, const std::string& cert = "") {
+    HttpRequest r = Get(s.Url("http", "/port"));
+    r.reuse_connection = reuse;
+    r.tls.client_cert_pem = cert;  // not used over http, but part of the identity
+    auto res = Send(r);
+    EXPECT_TRUE(res) << res.error().message;
+    return res ? res->body : std::string("error");
+  };
+  const std::string first = port(true);
+  EXPECT_EQ(port(true), first);           // kept
+  EXPECT_NE(port(true, "other"), first);  // another identity: another connection
+  EXPECT_EQ(port(true), first);           // and the first one still kept
+  EXPECT_NE(port(false), first);          // not asked: a connection of its own
+  std::string other_thread;
+  std::thread([&] { other_thread = port(true); }).join();
+  EXPECT_NE(other_thread, first);                                // kept per thread
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // the server closes it
+  const std::string after = port(true);  // libcurl replaces the dead connection
+  EXPECT_NE(after, "error");
+  EXPECT_NE(after, first);
+  EXPECT_EQ(port(true), after);
+}
+
 TEST(HttpClientTest, QueryEscape) {
   EXPECT_EQ(QueryEscape("sandprobe.io/run=sp-1"), "sandprobe.io%2Frun%3Dsp-1");
   EXPECT_EQ(QueryEscape(R"({"label":["a b"]})"), "%7B%22label%22%3A%5B%22a%20b%22%5D%7D");
