@@ -110,8 +110,10 @@ std::expected<ApiResponse, ApiError> ApiClient::SendStreaming(
              conn_.insecure_skip_tls_verify};
   // The API server is not under test: one TLS handshake per worker thread, not per call (a run
   // polls Jobs, Pods and logs several times a second; per-call handshakes were about half of the
-  // harness's CPU on a kubernetes run).
-  req.reuse_connection = true;
+  // harness's CPU on a kubernetes run). Only for GET and DELETE: libcurl sends a request again
+  // on a fresh connection when its kept one died before any answer, which must never happen
+  // to a POST that the server may have carried out (a Job created twice is a 409).
+  req.reuse_connection = Idempotent(method);
   auto r = transport::Send(req);
   if (!r) {
     using transport::TransportFailure;

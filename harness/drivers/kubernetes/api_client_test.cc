@@ -54,6 +54,7 @@ class ApiClientTest : public ::testing::Test {
   }
   void TearDown() override {
     release_ = true;
+    transport::CloseKeptConnections();  // else a kept connection holds a server worker for 5 s
     if (server_) server_->stop();
     if (thread_.joinable()) thread_.join();
   }

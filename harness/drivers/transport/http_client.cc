@@ -41,9 +41,13 @@ struct ListDeleter {
 // whatever libcurl's own matching compares. nullptr while a call of this thread is already in
 // one (a call made from a streaming callback): libcurl's handles must not be re-entered.
 thread_local bool in_kept_call = false;
+std::map<std::string, std::unique_ptr<CURLM, MultiDeleter>>& KeptByIdentity() {
+  thread_local std::map<std::string, std::unique_ptr<CURLM, MultiDeleter>> by_identity;
+  return by_identity;
+}
 CURLM* KeptConnections(const HttpRequest& req) {
   if (in_kept_call) return nullptr;
-  thread_local std::map<std::string, std::unique_ptr<CURLM, MultiDeleter>> by_identity;
+  auto& by_identity = KeptByIdentity();
   const TlsSettings& tls = req.tls;
   std::string key = fmt::format("{}:{}:{}:{}:{}:", req.unix_socket.size(), tls.ca_pem.size(),
                                 tls.client_cert_pem.size(), tls.client_key_pem.size(),
@@ -261,6 +265,10 @@ std::string QueryEscape(std::string_view s) {
   std::string out(escaped);
   curl_free(escaped);
   return out;
+}
+
+void CloseKeptConnections() {
+  if (!in_kept_call) KeptByIdentity().clear();
 }
 
 std::expected<HttpResponse, TransportError> Send(const HttpRequest& req) {

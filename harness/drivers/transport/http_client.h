@@ -100,6 +100,10 @@ struct TransportError {
 // reuse_connection one kept by the calling thread).
 std::expected<HttpResponse, TransportError> Send(const HttpRequest& request);
 
+// Closes the connections the calling thread keeps (reuse_connection), e.g. before a test stops
+// its server: a kept idle connection holds one of its workers until its keep-alive ends.
+void CloseKeptConnections();
+
 // Percent-encodes a query value: everything but [A-Za-z0-9-_.~] (RFC 3986 unreserved), so
 // "sandprobe.io/run=sp-1" -> "sandprobe.io%2Frun%3Dsp-1" and JSON filters survive.
 std::string QueryEscape(std::string_view s);

@@ -313,6 +313,18 @@ TEST(HttpClientTest, KeepsAConnectionOnlyWhenAskedAndPerTlsIdentity) {
   EXPECT_NE(after, "error");
   EXPECT_NE(after, first);
   EXPECT_EQ(port(true), after);
+  // A call stopped mid-answer closes its connection: the next kept call is whole, on another.
+  HttpRequest stopped = Get(s.Url("http", "/port"));
+  stopped.reuse_connection = true;
+  stopped.on_body = [](std::string_view) { return false; };
+  auto st = Send(stopped);
+  ASSERT_TRUE(st) << st.error().message;
+  EXPECT_TRUE(st->stopped);
+  const std::string next = port(true);
+  EXPECT_NE(next, "error");
+  EXPECT_NE(next, after);
+  CloseKeptConnections();
+  EXPECT_NE(port(true), next);  // closed: a new one
 }
 
 TEST(HttpClientTest, QueryEscape) {
