@@ -7,7 +7,8 @@
 // (CURLOPT_CAINFO_BLOB, CURLOPT_SSLCERT_BLOB, CURLOPT_SSLKEY_BLOB, 7.71+), streaming write
 // callbacks, and a multi-handle loop that checks the deadline, the cancel flag and an idle bound
 // every 50 ms. No proxy from the environment, no redirects, HTTP/1.1, one connection per call
-// unless the caller asks to keep it (reuse_connection: the Kubernetes API client).
+// unless the caller asks to keep it (reuse_connection: the Kubernetes API client's GETs and
+// DELETEs).
 //
 // Errors are values (TransportError); libcurl itself throws nothing. No message ever holds a
 // header value, so a bearer token or a key cannot reach an error, a log or a report.
