@@ -64,10 +64,12 @@ class Workloads(RealRun):
         # volume stats it gathers every minute: a probe that writes 32 MiB into a 16 MiB limit and
         # ends in seconds is never evicted. Measured here; the fake evicted at once.
         fill = self.cell("k8s-hardened", "fs.fill-tmp")
-        self.assertEqual(self.verdict("k8s-hardened", "fs.fill-tmp")["verdict"], "FAIL", fill)
-        self.assertNotEqual(fill["evidence"]["driver_facts"].get("evicted"), True, fill)
+        why = self.brief("k8s-hardened", "fs.fill-tmp")
+        self.assertEqual(self.verdict("k8s-hardened", "fs.fill-tmp")["verdict"], "FAIL", why)
+        self.assertNotEqual(fill["evidence"]["driver_facts"].get("evicted"), True, why)
         tmpfs = self.cell("k8s-weak", "fs.fill-tmp")
-        self.assertEqual(tmpfs["evidence"]["result"]["errno"], "ENOSPC", tmpfs)
+        self.assertEqual((tmpfs["evidence"].get("result") or {}).get("errno"), "ENOSPC",
+                         self.brief("k8s-weak", "fs.fill-tmp"))
 
     def test_active_deadline_is_deadline_exceeded(self):
         # The Job controller stops the pod (SIGTERM, exit 143) long before the container's own

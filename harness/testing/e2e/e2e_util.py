@@ -296,6 +296,21 @@ class ReportReading:
     def verdict(self, arm, probe):
         return verdicts(self.report, arm)[probe]
 
+    def brief(self, arm, probe):
+        """One line for an assertion message, what decides first: the arm's verdict and reason
+        (if it is a candidate), its cell's label, reason, result and driver facts, and every
+        other arm's label for that probe (a CI log keeps only the first few hundred characters
+        of a message: ci/test)."""
+        v = verdicts(self.report, arm).get(probe)
+        cell = self.cell(arm, probe)
+        ev = cell.get("evidence", {})
+        others = {o["arm"]: o.get("label") for o in self.report["observations"]
+                  if o["probe"] == probe and o["arm"] != arm}
+        return json.dumps({"verdict": v and [v["verdict"], v["reason"]],
+                           "cell": [cell.get("label"), cell.get("reason")],
+                           "result": ev.get("result"), "facts": ev.get("driver_facts"),
+                           "others": others}, sort_keys=False)
+
     def note(self, prefix):
         """The one report note starting with `prefix` (e.g. "k8s-deny-egress: ruled out")."""
         found = [n for n in self.report["notes"] if n.startswith(prefix)]
