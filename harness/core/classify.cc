@@ -293,6 +293,17 @@ Classification ClassifyEnding(const ProbeDescriptor& probe, const Observation& o
     }
   }
   if (from_result) return *from_result;
+  // The kubelet removes an evicted pod's containers, and with them the probe's log, often before
+  // the driver reads it (docs/traps.md, trap 59): no record is no sign the probe never ran. Not
+  // containment either: the kubelet acts on usage it already measured over a limit.
+  if (!started && BoolField(obs.driver_facts, fact::kEvicted)) {
+    std::string why = StringField(obs.driver_facts, fact::kPodMessage);
+    while (!why.empty() && std::isspace(static_cast<unsigned char>(why.back()))) why.pop_back();
+    return {Exposure::kUnknown, Evidence::kNone, "evicted",
+            fmt::format("the kubelet evicted the pod after {:.1f}s{}; it removes an evicted "
+                        "pod's containers with their logs, so no record of the probe survived",
+                        obs.duration_s, why.empty() ? "" : " (" + Bounded(why, 300) + ")")};
+  }
   // Endings only say something about a probe that was seen running: a "sandbox" that is killed
   // or hangs before the probe's start record may never have run the probe at all.
   if (!started && obs.ending != Ending::kExited) {

@@ -158,6 +158,37 @@ Observation BalloonKilled(int exit_code, int last_mib, int claimed_mib) {
   return o;
 }
 
+// docs/traps.md, trap 59: the kubelet removes an evicted pod's containers and their logs. With no
+// record left the cell says eviction (not "may never have run") and stays unknown; when the log
+// survived, the records judge as ever (here: written past the claim before the eviction).
+TEST(ClassifyTest, AnEvictedPodWithNoRecordSaysSoAndIsUnknown) {
+  Observation gone = BalloonKilled(143, 0, 16);
+  gone.records.clear();
+  gone.duration_s = 52.2;
+  gone.driver_facts = {
+      {"evicted", true},
+      {"pod_message", "Usage of EmptyDir volume \"tmp\" exceeds the limit \"16Mi\". "}};
+  const Classification c = Classify(Balloon(), gone);
+  EXPECT_EQ(c.exposure, Exposure::kUnknown);
+  EXPECT_EQ(c.label, "evicted");
+  EXPECT_EQ(
+      c.reason,
+      "the kubelet evicted the pod after 52.2s (Usage of EmptyDir volume \"tmp\" exceeds the "
+      "limit \"16Mi\".); it removes an evicted pod's containers with their logs, so no record "
+      "of the probe survived");
+  gone.driver_facts.erase("pod_message");
+  EXPECT_EQ(Classify(Balloon(), gone).reason,
+            "the kubelet evicted the pod after 52.2s; it removes an evicted pod's containers with "
+            "their logs, so no record of the probe survived");
+  Observation kept = BalloonKilled(143, 32, 16);
+  kept.driver_facts = {{"evicted", true}};
+  EXPECT_EQ(Classify(Balloon(), kept).exposure, Exposure::kExposed);
+  EXPECT_EQ(Classify(Balloon(), kept).label, "OVER CLAIM (32)");
+  Observation not_evicted = BalloonKilled(143, 0, 16);
+  not_evicted.records.clear();
+  EXPECT_EQ(Classify(Balloon(), not_evicted).label, "no start");
+}
+
 // docs/traps.md, trap 5: a timeout kill is not a memory limit.
 TEST(ClassifyTest, TimeoutIsNotMemoryContainment) {
   const struct {

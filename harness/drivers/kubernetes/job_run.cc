@@ -462,11 +462,16 @@ void KubernetesDriver::JobRun::ReadLogs() {
                              (*terminated)["message"].is_string();
     if (stderr_kept) collector.FeedStderr((*terminated)["message"].get<std::string>());
     collector.Finish(obs_);
-    obs_.driver_facts[core::fact::kLogs] = fmt::format(
-        "{}; stderr: {}", logs_ok_ ? "stdout (pods/log)" : "stdout unavailable (pods/log)",
-        terminated == nullptr ? "not read (the container had not ended)"
-        : stderr_kept         ? "its last 4 KiB (termination message)"
-                              : "none (no termination message)");
+    obs_.driver_facts[core::fact::kLogs] =
+        fmt::format("{}; stderr: {}",
+                    // An evicted pod's log is gone: the kubelet answers 200 with its own words
+                    // or nothing (docs/traps.md, trap 59).
+                    !logs_ok_              ? "stdout unavailable (pods/log)"
+                    : obs_.records.empty() ? "stdout with no probe record (pods/log)"
+                                           : "stdout (pods/log)",
+                    terminated == nullptr ? "not read (the container had not ended)"
+                    : stderr_kept         ? "its last 4 KiB (termination message)"
+                                          : "none (no termination message)");
   }
   obs_.duration_s = SecondsSince(running_since_.value_or(created_at_));
 }

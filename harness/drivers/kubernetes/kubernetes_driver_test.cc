@@ -375,6 +375,10 @@ TEST_F(KubeFake, PodFactsOomEvictFailedCreate) {
       cancel_);
   EXPECT_EQ(evict.driver_facts.value("evicted", false), true) << evict.driver_facts.dump();
   EXPECT_EQ(evict.driver_facts.value("pod_reason", ""), "Evicted");
+  // The kubelet removed the container and its log (the fake does as the real one, trap 59).
+  EXPECT_TRUE(evict.records.empty()) << evict.stdout_head;
+  EXPECT_EQ(evict.driver_facts.value("logs", ""),
+            "stdout with no probe record (pods/log); stderr: none (no termination message)");
   const core::Observation fc =
       d->Execute({"fs.write-root",
                   "i012aa",

@@ -6,6 +6,8 @@ and the admission's own facts, each class one `sandprobe run`.
               a memory-backed one refuses (ENOSPC); a mounted token FAILs with its hash prefix
               only.
   Privileged  Pod Security's own refusal of a privileged template, in its own words.
+  Eviction    a 100 s hold over a disk-backed emptyDir's sizeLimit: the kubelet evicts and
+              removes the log; the cell says so in its words, never a PASS.
   ApiServerKilled  kube-apiserver SIGKILLed while the loops run: the run ends, no PASS on what it
               could not watch, what it could not delete named; the API server is started again.
 
@@ -48,9 +50,15 @@ class Workloads(RealRun):
         deadline = rm.write_manifest(os.path.join(d, "deadline.yaml"), "k8s-deadline",
                                      control=ctl, policy=True, timeout=30,
                                      job={"activeDeadlineSeconds": 4})
+        # fs.fill-tmp's low-space guard (stop when under reserve_mib is free, on a filesystem
+        # over 4x the target) at 64 MiB, not its 1 GiB default: the node's disk is the host's,
+        # and with 0.5-1 GiB free the control's guard alone would make the emptyDir row
+        # INCONCLUSIVE (the run's own budget check refuses under 0.5 GiB). The writes are 32 and
+        # 256 MiB, deleted at once.
         suite = u.write_suite(d, "workloads", ["res.memory-balloon", "fs.fill-tmp",
                                                "cred.sa-token", "res.cpu-loop"],
-                              params={"fs.fill-tmp": {"hold_s": 2}, "cred.sa-token": {}})
+                              params={"fs.fill-tmp": {"hold_s": 2, "reserve_mib": 64},
+                                      "cred.sa-token": {}})
         return ["--suite", suite, "--sandbox", hardened, "--sandbox", weak, "--sandbox",
                 deadline] + rm.FAST
 
@@ -60,13 +68,20 @@ class Workloads(RealRun):
         self.assertEqual(self.verdict("k8s-hardened", "res.memory-balloon")["verdict"], "PASS")
 
     def test_emptydir_size_limit_does_not_stop_a_write_and_a_tmpfs_refuses(self):
-        # A disk-backed emptyDir's sizeLimit is enforced by the kubelet's eviction manager, on
-        # volume stats it gathers every minute: a probe that writes 32 MiB into a 16 MiB limit and
-        # ends in seconds is never evicted. Measured here; the fake evicted at once.
+        # A disk-backed emptyDir's sizeLimit is enforced by the kubelet's eviction manager (every
+        # 10 s) on volume stats it gathers once a minute per pod: a probe that writes 32 MiB into
+        # a 16 MiB limit, holds it 2 s and ends is almost always never evicted (11 runs of 11
+        # here; the fake evicted at once). When the scan falls inside the hold, the kubelet evicts
+        # the pod and removes its log (docs/traps.md, trap 59, and class Eviction): never a PASS.
         fill = self.cell("k8s-hardened", "fs.fill-tmp")
         why = self.brief("k8s-hardened", "fs.fill-tmp")
-        self.assertEqual(self.verdict("k8s-hardened", "fs.fill-tmp")["verdict"], "FAIL", why)
-        self.assertNotEqual(fill["evidence"]["driver_facts"].get("evicted"), True, why)
+        verdict = self.verdict("k8s-hardened", "fs.fill-tmp")["verdict"]
+        if fill["evidence"]["driver_facts"].get("evicted") is True:
+            self.assertIn(fill["label"], ("evicted", "OVER CLAIM (32)"), why)
+            self.assertNotEqual(verdict, "PASS", why)
+        else:
+            self.assertEqual(fill["label"], "TARGET WRITTEN", why)
+            self.assertEqual(verdict, "FAIL", why)
         tmpfs = self.cell("k8s-weak", "fs.fill-tmp")
         self.assertEqual((tmpfs["evidence"].get("result") or {}).get("errno"), "ENOSPC",
                          self.brief("k8s-weak", "fs.fill-tmp"))
@@ -89,6 +104,47 @@ class Workloads(RealRun):
         with open(os.path.join(self.out, "report.json")) as f:
             self.assertNotIn("eyJ", f.read())
         self.assertEqual(self.cell("k8s-hardened", "cred.sa-token")["exposure"], "contained")
+
+    def test_nothing_left(self):
+        self.assert_nothing_left()
+
+
+class Eviction(RealRun):
+    """fs.fill-tmp writes 32 MiB into a 16 MiB disk-backed emptyDir and holds it 100 s: long
+    enough for the kubelet's once-a-minute volume scan and its eviction manager (measured: evicted
+    52 s in). The kubelet removes the evicted pod's container and its log with it (pods/log
+    answers 200 with no record), so the cell says the eviction, in the kubelet's words, and stays
+    INCONCLUSIVE: neither "the probe may never have run" nor a PASS (docs/traps.md, trap 59)."""
+
+    @classmethod
+    def run_args(cls):
+        d = cls.tmp.name
+        ctl = rm.write_manifest(os.path.join(d, "open.yaml"), "k8s-open")
+        hardened = rm.write_manifest(os.path.join(d, "hardened.yaml"), "k8s-hardened",
+                                     control=ctl, policy=True, timeout=150,
+                                     limits={"memory": "128Mi", "tmp": "16Mi"})
+        suite = u.write_suite(d, "eviction", ["fs.fill-tmp"],
+                              params={"fs.fill-tmp": {"hold_s": 100, "reserve_mib": 64}})
+        return ["--suite", suite, "--sandbox", hardened, "--default-timeout", "150", "--grace",
+                "4"]
+
+    def test_evicted_in_the_kubelets_words_and_never_a_pass(self):
+        fill = self.cell("k8s-hardened", "fs.fill-tmp")
+        why = self.brief("k8s-hardened", "fs.fill-tmp")
+        facts = fill["evidence"]["driver_facts"]
+        self.assertIs(facts.get("evicted"), True, why)
+        self.assertEqual(facts.get("pod_message", "").strip(),
+                         'Usage of EmptyDir volume "tmp" exceeds the limit "16Mi".', why)
+        self.assertLess(fill["evidence"]["duration_s"], 100, why)  # before the hold ended
+        self.assertNotEqual(self.verdict("k8s-hardened", "fs.fill-tmp")["verdict"], "PASS", why)
+        if not fill["evidence"].get("records_count"):  # the log went with the container
+            self.assertEqual(fill["label"], "evicted", why)
+            self.assertIn("stdout with no probe record (pods/log)", facts.get("logs", ""),
+                          why + " stdout: " + fill["evidence"].get("stdout_excerpt", "")[:300])
+            self.assertIn("exceeds the limit", fill["reason"], why)
+        else:  # the driver read it first: judged on what it wrote
+            self.assertEqual(fill["label"], "OVER CLAIM (32)", why)
+        self.assertEqual(self.cell("k8s-open", "fs.fill-tmp")["label"], "TARGET WRITTEN")
 
     def test_nothing_left(self):
         self.assert_nothing_left()

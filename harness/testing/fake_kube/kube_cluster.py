@@ -987,6 +987,12 @@ class Cluster:
                 fn = lambda st, p: self._terminated(st, p, 137, 9, "OOMKilled", None, started,
                                                     finished)
             elif evicted:
+                # The real kubelet removes an evicted pod's containers with their logs (pods/log
+                # answered 200 with no probe record on ci/cluster): so does this one.
+                entry = self.workdirs.get(uid)
+                if entry is not None:
+                    open(entry[1], "wb").close()
+
                 def fn(st, p):
                     self._terminated(st, p, 137, 9, "Error", None, started, finished)
                     st.update(reason="Evicted", message="The node was low on resource: memory. "

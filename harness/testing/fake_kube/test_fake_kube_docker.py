@@ -328,14 +328,15 @@ class DockerKubeletTest(unittest.TestCase):
         self.assertEqual((term["reason"], term["exitCode"]), ("Error", 137))
 
     def test_21_emptydir_size_limit_evicts(self):
-        pod, _ = self.pod("fill", "import time\nopen('/cache/f','wb').write(b'x' * (4 << 20))\n"
-                          "time.sleep(20)",
+        pod, log = self.pod("fill", "import time\nprint('WROTE', flush=True)\n"
+                            "open('/cache/f','wb').write(b'x' * (4 << 20))\ntime.sleep(20)",
                           spec={"volumes": [{"name": "cache", "emptyDir": {"sizeLimit": "1Mi"}}]},
                           container={"volumeMounts": [{"name": "cache", "mountPath": "/cache"}],
                                      "securityContext": {"runAsUser": 65534}})
         st = pod["status"]
         self.assertEqual((st["phase"], st.get("reason")), ("Failed", "Evicted"), st)
         self.assertEqual(st["message"], 'Usage of EmptyDir volume "cache" exceeds the limit "1Mi".')
+        self.assertEqual(log, "")  # the kubelet removed the container and its log
         _, _, ev = self.kube.request("GET", f"/api/v1/namespaces/{NS}/events?fieldSelector="
                                      "involvedObject.name%3Dfill")
         self.assertIn("Evicted", [e["reason"] for e in ev["items"]])
