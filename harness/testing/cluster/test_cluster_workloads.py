@@ -31,14 +31,20 @@ import test_cluster_enforce as enforce
 from test_cluster_enforce import RealRun, setUpModule, tearDownModule  # noqa: F401 (the module's cluster)
 
 
+def open_and_hardened(d, timeout):
+    """The open control's manifest and the hardened arm's (deny-all egress, memory 128Mi, /tmp a
+    16Mi disk-backed emptyDir, the container's own `timeout` in seconds) in directory d."""
+    ctl = rm.write_manifest(os.path.join(d, "open.yaml"), "k8s-open")
+    return ctl, rm.write_manifest(os.path.join(d, "hardened.yaml"), "k8s-hardened", control=ctl,
+                                  policy=True, timeout=timeout,
+                                  limits={"memory": "128Mi", "tmp": "16Mi"})
+
+
 class Workloads(RealRun):
     @classmethod
     def run_args(cls):
         d = cls.tmp.name
-        ctl = rm.write_manifest(os.path.join(d, "open.yaml"), "k8s-open")
-        hardened = rm.write_manifest(os.path.join(d, "hardened.yaml"), "k8s-hardened",
-                                     control=ctl, policy=True, timeout=20,
-                                     limits={"memory": "128Mi", "tmp": "16Mi"})
+        ctl, hardened = open_and_hardened(d, timeout=20)
         weak = rm.write_manifest(
             os.path.join(d, "weak.yaml"), "k8s-weak", control=ctl, policy=True,
             limits={"memory": "128Mi", "tmp": "16Mi"},
@@ -119,10 +125,7 @@ class Eviction(RealRun):
     @classmethod
     def run_args(cls):
         d = cls.tmp.name
-        ctl = rm.write_manifest(os.path.join(d, "open.yaml"), "k8s-open")
-        hardened = rm.write_manifest(os.path.join(d, "hardened.yaml"), "k8s-hardened",
-                                     control=ctl, policy=True, timeout=150,
-                                     limits={"memory": "128Mi", "tmp": "16Mi"})
+        _, hardened = open_and_hardened(d, timeout=150)
         suite = u.write_suite(d, "eviction", ["fs.fill-tmp"],
                               params={"fs.fill-tmp": {"hold_s": 100, "reserve_mib": 64}})
         return ["--suite", suite, "--sandbox", hardened, "--default-timeout", "150", "--grace",
