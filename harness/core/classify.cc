@@ -297,12 +297,11 @@ Classification ClassifyEnding(const ProbeDescriptor& probe, const Observation& o
   // the driver reads it (docs/traps.md, trap 59): no record is no sign the probe never ran. Not
   // containment either: the kubelet acts on usage it already measured over a limit.
   if (!started && BoolField(obs.driver_facts, fact::kEvicted)) {
-    std::string why = StringField(obs.driver_facts, fact::kPodMessage);
-    while (!why.empty() && std::isspace(static_cast<unsigned char>(why.back()))) why.pop_back();
+    const std::string why = OneLine(StringField(obs.driver_facts, fact::kPodMessage), 300, true);
     return {Exposure::kUnknown, Evidence::kNone, "evicted",
             fmt::format("the kubelet evicted the pod after {:.1f}s{}; it removes an evicted "
                         "pod's containers with their logs, so no record of the probe survived",
-                        obs.duration_s, why.empty() ? "" : " (" + Bounded(why, 300) + ")")};
+                        obs.duration_s, why.empty() ? "" : " (" + why + ")")};
   }
   // Endings only say something about a probe that was seen running: a "sandbox" that is killed
   // or hangs before the probe's start record may never have run the probe at all.

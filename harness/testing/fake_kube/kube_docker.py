@@ -888,7 +888,8 @@ class DockerKubelet:
         message = termination_message(pod["spec"]["containers"][0], dp.pdir, dp.log_path, code)
         if evicted:
             # The real kubelet removes an evicted pod's containers, and their logs with them,
-            # before a reader gets there (measured on ci/cluster: pods/log answered 200 with no probe record).
+            # before a reader gets there (measured on ci/cluster: pods/log answered 200 with no
+            # probe record).
             open(dp.log_path, "wb").close()
         with cl.store.cond:
             if cl.procs.get(uid) is not dp:

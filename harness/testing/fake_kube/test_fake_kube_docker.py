@@ -330,9 +330,10 @@ class DockerKubeletTest(unittest.TestCase):
     def test_21_emptydir_size_limit_evicts(self):
         pod, log = self.pod("fill", "import time\nprint('WROTE', flush=True)\n"
                             "open('/cache/f','wb').write(b'x' * (4 << 20))\ntime.sleep(20)",
-                          spec={"volumes": [{"name": "cache", "emptyDir": {"sizeLimit": "1Mi"}}]},
-                          container={"volumeMounts": [{"name": "cache", "mountPath": "/cache"}],
-                                     "securityContext": {"runAsUser": 65534}})
+                            spec={"volumes": [{"name": "cache",
+                                               "emptyDir": {"sizeLimit": "1Mi"}}]},
+                            container={"volumeMounts": [{"name": "cache", "mountPath": "/cache"}],
+                                       "securityContext": {"runAsUser": 65534}})
         st = pod["status"]
         self.assertEqual((st["phase"], st.get("reason")), ("Failed", "Evicted"), st)
         self.assertEqual(st["message"], 'Usage of EmptyDir volume "cache" exceeds the limit "1Mi".')
