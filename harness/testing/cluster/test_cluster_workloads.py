@@ -76,7 +76,7 @@ class Workloads(RealRun):
     def test_emptydir_size_limit_does_not_stop_a_write_and_a_tmpfs_refuses(self):
         # A disk-backed emptyDir's sizeLimit is enforced by the kubelet's eviction manager (every
         # 10 s) on volume stats it gathers once a minute per pod: a probe that writes 32 MiB into
-        # a 16 MiB limit, holds it 2 s and ends is almost always never evicted (11 runs of 11
+        # a 16 MiB limit, holds it 2 s and ends is almost always never evicted (14 runs of 14
         # here; the fake evicted at once). When the scan falls inside the hold, the kubelet evicts
         # the pod and removes its log (docs/traps.md, trap 59, and class Eviction): never a PASS.
         fill = self.cell("k8s-hardened", "fs.fill-tmp")
