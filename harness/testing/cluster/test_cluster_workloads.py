@@ -118,8 +118,8 @@ class Workloads(RealRun):
 class Eviction(RealRun):
     """fs.fill-tmp writes 32 MiB into a 16 MiB disk-backed emptyDir and holds it 100 s: long
     enough for the kubelet's once-a-minute volume scan and its eviction manager (measured: evicted
-    52 s in). The kubelet removes the evicted pod's container and its log with it (pods/log
-    answers 200 with no record), so the cell says the eviction, in the kubelet's words, and stays
+    52-58 s in). The kubelet removes the evicted pod's container and its log with it (pods/log
+    answers 200 with no record, or fails), so the cell says the eviction, in the kubelet's words, and stays
     INCONCLUSIVE: neither "the probe may never have run" nor a PASS (docs/traps.md, trap 59)."""
 
     @classmethod
@@ -142,8 +142,11 @@ class Eviction(RealRun):
         self.assertNotEqual(self.verdict("k8s-hardened", "fs.fill-tmp")["verdict"], "PASS", why)
         if not fill["evidence"].get("records_count"):  # the log went with the container
             self.assertEqual(fill["label"], "evicted", why)
-            self.assertIn("stdout with no probe record (pods/log)", facts.get("logs", ""),
-                          why + " stdout: " + fill["evidence"].get("stdout_excerpt", "")[:300])
+            # Either the kubelet answered pods/log with no record, or pods/log failed (the pod
+            # was Evicted before its container status said terminated): both seen here.
+            self.assertRegex(facts.get("logs", ""),
+                             r"^stdout (with no probe record|unavailable) \(pods/log\)",
+                             why + " stdout: " + fill["evidence"].get("stdout_excerpt", "")[:300])
             self.assertIn("exceeds the limit", fill["reason"], why)
         else:  # the driver read it first: judged on what it wrote
             self.assertEqual(fill["label"], "OVER CLAIM (32)", why)
