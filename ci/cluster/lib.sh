@@ -37,6 +37,8 @@ HOST_IP=10.251.0.1
 NODE_IP=10.251.0.2
 LINK_CIDR=10.251.0.0/30
 POD_CIDR=10.252.0.0/24
+# Every node's pods (node 1 10.252.0.0/24, node 2 10.252.1.0/24): kube-proxy's clusterCIDR.
+CLUSTER_POD_CIDR=10.252.0.0/16
 SERVICE_CIDR=10.253.0.0/24
 API_SERVICE_IP=10.253.0.1
 DNS_SERVICE_IP=10.253.0.10
@@ -55,6 +57,30 @@ die() { log "$*"; exit 1; }
 in_cluster() {
   nsenter --net="/run/netns/$CLUSTER_NETNS" --mount="$CLUSTER_MNTNS" -- "$@"
 }
+
+# A second node (`up --nodes 2`): its own network namespace, joined to the first node's (not to
+# the host) by a veth pair on 10.251.1.0/30, its own mount namespace, containerd, kubelet,
+# kube-proxy and (when it enforces) kube-router, its own cgroup root and state. Node 1 routes
+# node 2's pod range to it and back; the API server stays on node 1. Node 1's names above are
+# unchanged, so a one-node cluster is exactly what it was.
+NODE2_NAME=sandprobe-node2
+NODE2_NETNS=sandprobe-node2
+NODE2_IP=10.251.1.2
+NODE2_PEER_IP=10.251.1.1   # node 1's end of the link to node 2
+NODE2_LINK_CIDR=10.251.1.0/30
+NODE2_IF=spk-n1            # in node 2's namespace, towards node 1
+NODE2_PEER_IF=spk-n2       # in node 1's namespace, towards node 2
+NODE2_POD_CIDR=10.252.1.0/24
+NODE2_CGROUP_ROOT=/sandprobe-cluster-node2
+NODE2_STATE=$CLUSTER_STATE/node2
+NODE2_RUN=$CLUSTER_RUN/node2
+CONTAINERD2_SOCK=$NODE2_RUN/containerd/containerd.sock
+CLUSTER_MNTNS2=$CLUSTER_RUN/mnt/ns2
+in_node2() {
+  nsenter --net="/run/netns/$NODE2_NETNS" --mount="$CLUSTER_MNTNS2" -- "$@"
+}
+# The nodes of the running cluster, one name a line (up writes it).
+cluster_nodes() { cat "$CLUSTER_RUN/nodes" 2>/dev/null || echo "$NODE_NAME"; }
 
 # The binaries' directory, keyed by what decides their content: the go.sum files, the Go
 # version and the build script (ci/cluster/build).

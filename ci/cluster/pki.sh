@@ -35,6 +35,10 @@ make_pki() {
     cert controller-manager /CN=system:kube-controller-manager
     cert scheduler /CN=system:kube-scheduler
     cert kubelet "/CN=system:node:$NODE_NAME/O=system:nodes"
+    # The second node's (up --nodes 2; made always, they cost milliseconds).
+    cert kubelet-serving-node2 "/CN=system:node:$NODE2_NAME/O=system:nodes" \
+      "DNS:$NODE2_NAME,IP:$NODE2_IP" serverAuth
+    cert kubelet-node2 "/CN=system:node:$NODE2_NAME/O=system:nodes"
     cert kube-proxy /CN=system:kube-proxy
     cert kube-router /CN=sandprobe:kube-router
     chmod 600 ./*.key

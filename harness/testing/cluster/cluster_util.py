@@ -7,11 +7,14 @@ Every probe target is inside it (the run's in-cluster canary, the API server's S
 169.254.169.254 or any address outside the namespace. `EgressWatch` captures on the host's
 default-route interface for the cluster's addresses and must see no packet.
 """
+import contextlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -23,9 +26,11 @@ STATE = os.environ.get("SANDPROBE_CLUSTER_STATE", "/var/lib/sandprobe-cluster")
 ADMIN_KUBECONFIG = os.path.join(STATE, "admin.kubeconfig")
 SA_KUBECONFIG = os.path.join(STATE, "sandprobe.kubeconfig")
 NETNS = "sandprobe-cluster"
-# The cluster's own address ranges (ci/cluster/lib.sh): link, pods, Services.
-CLUSTER_NETS = ["10.251.0.0/30", "10.252.0.0/24", "10.253.0.0/24"]
+# The cluster's own address ranges (ci/cluster/lib.sh): the host's link and node 2's, every
+# node's pods, Services.
+CLUSTER_NETS = ["10.251.0.0/30", "10.251.1.0/30", "10.252.0.0/16", "10.253.0.0/24"]
 NODE = "sandprobe-node"
+NODE2 = "sandprobe-node2"
 NS = "sandprobe"
 RUN_LABEL = "sandprobe.io/run"
 
@@ -131,8 +136,27 @@ class Cluster:
         finally:
             self.kubectl("-n", NS, "delete", "service", name, "--ignore-not-found", check=False)
 
-    def env(self, kubeconfig=None):
-        return {"KUBECONFIG": kubeconfig or self.kubeconfig}
+    def env(self, kubeconfig=None, **extra):
+        return dict(extra, KUBECONFIG=kubeconfig or self.kubeconfig)
+
+    @contextlib.contextmanager
+    def apiserver_stopped(self):
+        """kube-apiserver stopped (SIGSTOP: it accepts connections and answers nothing, a hung
+        server) for the body of the with statement, then running again (SIGCONT) and answering
+        /readyz. Its open connections survive, so no client needs to reconnect."""
+        with open(self.APISERVER_PID) as f:
+            pid = int(f.read().strip())
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            yield pid
+        finally:
+            os.kill(pid, signal.SIGCONT)
+            end = time.monotonic() + 60
+            while self.kubectl("get", "--raw", "/readyz", check=False,
+                               timeout=10).returncode != 0:
+                if time.monotonic() > end:
+                    raise AssertionError("kube-apiserver did not answer within 60 s of SIGCONT")
+                time.sleep(0.5)
 
     def kubectl(self, *args, check=True, kubeconfig=None, timeout=60, input=None):
         res = subprocess.run([self.kube, "kubectl", "--kubeconfig",
@@ -197,3 +221,80 @@ class EgressWatch:
         res = subprocess.run(["tcpdump", "-n", "-r", self.path], capture_output=True, text=True)
         self.lines = res.stdout.splitlines()
         return int(m.group(1))
+
+
+def run_objects_anywhere():
+    """["<namespace>/<kind>/<name>", …]: every Job, Pod, Service and NetworkPolicy labelled with
+    any run (sandprobe.io/run), in every namespace."""
+    items = Fixture.shared.cluster.get("--all-namespaces", "jobs,pods,services,networkpolicies",
+                                       "-l", RUN_LABEL)["items"]
+    return sorted("%s/%s/%s" % (i["metadata"].get("namespace", ""), i["kind"].lower(),
+                                i["metadata"]["name"]) for i in items)
+
+
+class Fixture:
+    """A started cluster with its egress capture and a temporary folder, for test modules.
+
+    One cluster start per configuration: run_modules.py starts one (`Fixture.start_shared`) and
+    every module that asks for the same ci/cluster/up arguments (`Fixture.for_module`) uses it; a
+    module run alone (python3 -m unittest test_cluster_x) starts its own. A shared cluster is
+    stopped once, by the runner, after the last module; each module's `done()` then checks only
+    that it left the cluster as it found it (no object of any run, in any namespace)."""
+
+    shared = None  # the runner's Fixture, if any
+    current = None  # the Fixture of the module whose tests run now
+
+    def __init__(self, up_args, owned):
+        self.up_args = tuple(up_args)
+        self.owned = owned
+        self.tmp = tempfile.TemporaryDirectory(prefix="sandprobe-cluster-")
+        try:
+            self.cluster = Cluster(*up_args).start()
+        except BaseException:
+            self.tmp.cleanup()
+            raise
+        self.watch = EgressWatch(os.path.join(self.tmp.name, "egress.pcap"))
+
+    @classmethod
+    def start_shared(cls, *up_args):
+        cls.shared = cls(up_args, owned=False)
+        return cls.shared
+
+    @classmethod
+    def for_module(cls, *up_args):
+        """A module's setUpModule: -> the Fixture its tests use (also Fixture.current)."""
+        if cls.shared is None:
+            cls.current = cls(up_args, owned=True)
+        elif cls.shared.up_args != tuple(up_args):
+            raise AssertionError("this module wants ci/cluster/up %s, the runner started %s" % (
+                " ".join(up_args), " ".join(cls.shared.up_args)))
+        else:
+            cls.current = cls.shared
+        return cls.current
+
+    def done(self):
+        """A module's end: its own cluster is stopped (stop()); on the shared one, nothing of any
+        run may be left (waits up to 60 s for pods being deleted)."""
+        if self.owned:
+            self.stop()
+            return
+        end = time.monotonic() + 60
+        left = run_objects_anywhere()
+        while left and time.monotonic() < end:
+            time.sleep(1)
+            left = run_objects_anywhere()
+        if left:
+            raise AssertionError("the module left objects of its runs on the shared cluster: %s"
+                                 % left)
+
+    def stop(self):
+        """Counts the egress capture, runs ci/cluster/down; raises if a packet left or down left
+        something behind."""
+        packets = self.watch.count() if self.watch else None
+        rc, err = self.cluster.stop()
+        self.tmp.cleanup()
+        if packets:
+            raise AssertionError("%d packet(s) of the cluster on the default route: %s" % (
+                packets, self.watch.lines[:10]))
+        if rc != 0:
+            raise AssertionError("ci/cluster/down left something behind:\n" + err[-3000:])

@@ -1,6 +1,7 @@
 """Real cluster, NetworkPolicy enforced by kube-router (ci/cluster/up --network-policy enforce).
-One cluster for the module (started in setUpModule, stopped in tearDownModule, which checks that
-ci/cluster/down left nothing behind); each class is one `sandprobe run` against it.
+One cluster for the module, or the one run_modules.py started for this module and
+test_cluster_workloads.py (cluster_util.Fixture): ci/cluster/down must leave nothing behind, and
+each module leaves the cluster as it found it; each class is one `sandprobe run` against it.
 
   Enforced        the egress suite against the shipped deny-egress manifest with a settled
                   re-run: held once kube-router has programmed the pod (kube-router's REJECT
@@ -34,47 +35,44 @@ import real_manifests as rm
 CLUSTER = None
 WATCH = None
 TMP = None
+FIXTURE = None
 
 
 def setUpModule(*extra_up_args):
     """The module's cluster, NetworkPolicy enforced, with `extra_up_args` for ci/cluster/up (the
-    gVisor module adds `--runtime-class gvisor`)."""
-    global CLUSTER, WATCH, TMP
+    gVisor module adds `--runtime-class gvisor`): run_modules.py's shared one, or its own."""
+    global CLUSTER, WATCH, TMP, FIXTURE
     u.require_sandprobe()
-    TMP = tempfile.TemporaryDirectory(prefix="sandprobe-cluster-enforce-")
-    CLUSTER = c.Cluster("--network-policy", "enforce", *extra_up_args).start()
-    WATCH = c.EgressWatch(os.path.join(TMP.name, "egress.pcap"))
+    FIXTURE = c.Fixture.for_module("--network-policy", "enforce", *extra_up_args)
+    CLUSTER, WATCH, TMP = FIXTURE.cluster, FIXTURE.watch, FIXTURE.tmp
 
 
 def tearDownModule():
-    packets = WATCH.count() if WATCH else None
-    rc, err = CLUSTER.stop() if CLUSTER else (0, "")
-    TMP.cleanup()
-    if packets:
-        raise AssertionError("%d packet(s) of the cluster on the default route: %s" % (
-            packets, WATCH.lines[:10]))
-    if rc != 0:
-        raise AssertionError("ci/cluster/down left something behind:\n" + err[-3000:])
+    if FIXTURE:
+        FIXTURE.done()
 
 
 class RealRun(u.ReportReading, unittest.TestCase):
-    """One sandprobe run (cls.run_args()) against the module's cluster, made in setUpClass."""
+    """One sandprobe run (cls.run_args()) against the running module's cluster
+    (cluster_util.Fixture.current), made in setUpClass."""
     KUBECONFIG = None
 
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory(prefix="sandprobe-cluster-run-", dir=TMP.name)
+        cluster = c.Fixture.current.cluster
+        cls.tmp = tempfile.TemporaryDirectory(prefix="sandprobe-cluster-run-",
+                                              dir=c.Fixture.current.tmp.name)
         d = cls.tmp.name
         cls.out = os.path.join(d, "out")
         t0 = time.monotonic()
         cls.res = u.run_sandprobe(["run", "--out", cls.out, "--canary-dir",
                                    os.path.join(d, "canary"), "--no-color"] + cls.run_args(),
-                                  timeout=900, env=CLUSTER.env(cls.KUBECONFIG))
+                                  timeout=900, env=cluster.env(cls.KUBECONFIG))
         cls.wall = time.monotonic() - t0
         cls.report = u.report_or_none(cls.out)
         cls.left = ([] if not cls.report else
-                    CLUSTER.wait_objects_gone(cls.report["run_id"]) +
-                    CLUSTER.wait_objects_gone(cls.report["run_id"], namespace=HOSTNET_NS))
+                    cluster.wait_objects_gone(cls.report["run_id"]) +
+                    cluster.wait_objects_gone(cls.report["run_id"], namespace=HOSTNET_NS))
         print("\n[%s] run %.0f s, exit %d\n%s" % (cls.__name__, cls.wall, cls.res.returncode,
                                                  cls.res.stdout), file=sys.stderr)
 
@@ -107,7 +105,7 @@ HOSTNET_NS = "sandprobe-hostnet"
 # "not enforced".
 SETTLED = ["minPolicyAge: 10s", "settledRerun: 6s"]
 DENY_ARM, SETTLED_ARM = "k8s-deny-egress", "k8s-deny-egress-settled"
-EGRESS_ROWS = rm.TRAFFIC_ROWS + [rm.tk.METADATA] + rm.CLOUD_ROWS + [rm.tk.CLOUD_CRED]
+EGRESS_ROWS = rm.TRAFFIC_ROWS + [rm.METADATA] + rm.CLOUD_ROWS + [rm.CLOUD_CRED]
 
 
 class LateOrHeld:
@@ -225,6 +223,9 @@ class HostNetwork(RealRun):
 
     @classmethod
     def run_args(cls):
+        # Removed after the class, so that the next module finds the cluster as this one did.
+        cls.addClassCleanup(CLUSTER.kubectl, "delete", "namespace", HOSTNET_NS,
+                            "--ignore-not-found", "--wait=false", check=False)
         CLUSTER.kubectl("apply", "-f", "-", input=json.dumps({
             "apiVersion": "v1", "kind": "Namespace",
             "metadata": {"name": HOSTNET_NS, "labels": {

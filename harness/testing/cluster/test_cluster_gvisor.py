@@ -59,7 +59,7 @@ PROOF_POD = {
         "securityContext": {"runAsNonRoot": True, "runAsUser": 65534,
                             "seccompProfile": {"type": "RuntimeDefault"}},
         "containers": [{
-            "name": "proof", "image": rm.tk.IMAGE, "imagePullPolicy": "Never",
+            "name": "proof", "image": rm.IMAGE, "imagePullPolicy": "Never",
             "command": ["python3", "-c", "import time; print(open('/proc/version').read()"
                         ".strip(), flush=True); time.sleep(120)"],
             "securityContext": {"allowPrivilegeEscalation": False,

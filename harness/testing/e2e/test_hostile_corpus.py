@@ -5,8 +5,9 @@ sandprobe and bubblewrap (the command driver) beside the local control; run_corp
 case: the verdict equals the honest probe's PASS, report.json validates against its schema,
 junit.xml reads in pugixml with XML 1.0 characters only, report.tap in tap-parser (strict),
 report.html in headless chromium, matrix.md keeps its table rows, and sandprobe's own output
-carries no escape byte. The docker drivers, the run-code fixture and the fake cluster run the same
-corpus in test_docker_hostile.py. Nothing touches the network.
+carries no escape byte. The docker drivers and the run-code fixture run the same corpus in
+test_docker_hostile.py, the kubernetes driver on the real cluster (test_cluster_nodes.py).
+Nothing touches the network.
 """
 import os
 import sys

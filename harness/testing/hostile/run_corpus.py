@@ -15,8 +15,9 @@ driver's hardened arm as the candidate, the local control. A case passes when, i
     and memory (max RSS below MAX_RSS_MIB).
 A document-level failure (a format that does not parse) fails every case of that run.
 Drivers: bubblewrap (command), docker-cli (command, docker run), docker-runc and docker-gvisor
-(Docker Engine API driver), http (the run-code fixture in isolated mode), kubernetes (the fake
-cluster, pods as docker containers). See docs/design.md "Hostile output corpus".
+(Docker Engine API driver), http (the run-code fixture in isolated mode), kubernetes (the real
+cluster of ci/cluster, pods through its kubelet; SANDPROBE_CLUSTER_KUBECONFIG names it). See
+docs/design.md "Hostile output corpus".
 
 Library (e2e tests) and CLI (ci/bench/reliability.d/hostile): run_corpus.py --drivers a,b
 [--cases a,b] [--quick] [--json FILE]; exit 0 when every case passed, 1 when not, 2 on setup error.
@@ -47,7 +48,7 @@ MAX_RSS_MIB = 512  # sandprobe reads 64 MiB lines and 10^6 lines streaming: far 
 # The heavy cases (10^6 lines, one 64 MiB line) run where the bytes really travel differently:
 # a pipe from a local namespace, a container's attach stream under runc and under gVisor. The
 # docker CLI pipe, the fixture (it keeps 64 KiB per stream and answers in one JSON body) and the
-# fake kubelet (docker logs through pods/log) add minutes, not another reader.
+# kubelet (its log file through pods/log) add minutes, not another reader.
 HEAVY_DRIVERS = ("bubblewrap", "docker-runc", "docker-gvisor")
 QUICK_CASES = ("honest", "forged-guessed-nonce", "forged-marker-variants", "forged-inside-detail",
                "split-bytewise", "nul-bytes", "invalid-utf8", "osc-title", "markdown-fences",
@@ -138,7 +139,7 @@ class Driver:
     """One candidate arm: setup() -> (manifest, extra sandprobe args, env); teardown()."""
 
     def __init__(self, name):
-        self.name, self.fixture, self.fake = name, None, None
+        self.name, self.fixture = name, None
 
     def setup(self, base):
         m = os.path.join(base, self.name + ".yaml")
@@ -161,19 +162,23 @@ class Driver:
             self.fixture = u.Fixture("isolated", cwd=base)
             return u.write_http_manifest(m, arm, self.fixture.url, timeout_s=10), [], {}
         if self.name == "kubernetes":
-            from test_kubernetes import Fake, write_kube_manifest
-            self.fake = Fake()
-            return (write_kube_manifest(m, arm, control=u.LOCAL_MANIFEST, policy=True,
-                                        timeout=15), [], self.fake.env())
+            # The real cluster of ci/cluster, started by the cluster test that runs this driver
+            # (harness/testing/cluster/test_cluster_nodes.py) and named by its kubeconfig.
+            kubeconfig = os.environ.get("SANDPROBE_CLUSTER_KUBECONFIG")
+            if not kubeconfig:
+                raise SetupError("the kubernetes driver runs against the real cluster: start it "
+                                 "with ci/cluster/up and set SANDPROBE_CLUSTER_KUBECONFIG (ctest "
+                                 "-L cluster does)")
+            sys.path.insert(0, os.path.join(u.HOME, "harness", "testing", "cluster"))
+            import real_manifests as rm
+            return (rm.write_manifest(m, arm, control=u.LOCAL_MANIFEST, policy=True,
+                                      timeout=15), [], {"KUBECONFIG": kubeconfig})
         raise SetupError("unknown driver %s" % self.name)
 
     def teardown(self):
         if self.fixture is not None:
             self.fixture.stop()
             self.fixture = None
-        if self.fake is not None:
-            self.fake.stop()
-            self.fake = None
 
 
 def require_docker():
@@ -469,7 +474,7 @@ def main():
         print("setup error: %s" % e, file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted: every sandprobe run, fixture and fake cluster was stopped",
+        print("interrupted: every sandprobe run and fixture was stopped",
               file=sys.stderr)
         return 130
     passed = sum(r["passed"] for r in results.values())
