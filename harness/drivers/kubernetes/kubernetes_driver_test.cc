@@ -1,17 +1,21 @@
 // Integration: the kubernetes driver's Prepare -> Execute -> Cleanup against the FAKE API server
 // (harness/testing/fake_kube/fake_kube.py, a real HTTPS server on 127.0.0.1 that runs pods as
-// local processes). Real probe scripts (probes/lib/preamble.py + a body) run as the Job's `-c`
-// argument. A missing fake or python3 is a failure, never a skip.
+// local processes and isolates nothing). Real probe scripts (probes/lib/preamble.py + a body) run
+// as the Job's `-c` argument. A missing fake or python3 is a failure, never a skip.
+//
+// What stays here is what a real API server does not do on cue: scripted faults (429, 410 Gone,
+// watches cut after N events, a server that hangs, quota, FailedCreate, forbid, gc-delay), scripted
+// pod ends (OOMKilled, Evicted), admission answers, the preflight's strict field validation, exact
+// request order. What moved to the real cluster (harness/testing/cluster): a deny-all-egress
+// policy enforced or not, with minPolicyAge waited (KubeFake.DenyAllEgressPolicyEnforcedOrNot, now
+// test_cluster_enforce.py and test_cluster_off.py).
 #include "drivers/kubernetes/kubernetes_driver.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -272,82 +276,6 @@ TEST_F(KubeFake, ARecordForgedOnStderrNeverReachesTheReader) {
   EXPECT_EQ(obs.driver_facts.value("logs", ""),
             "stdout (pods/log); stderr: none (no termination message)");
   d->Cleanup();
-}
-
-// The k3s question, both ways: a deny-all-egress arm next to an open control, with a TCP
-// listener on 127.0.0.1 as the target. Enforced: blocked; "ignore" (stored, not enforced): reached.
-constexpr char kConnectBody[] = R"(emit("start")
-host, port = PARAMS["target"].rsplit(":", 1)
-try:
-    s = socket.create_connection((host, int(port)), timeout=2)
-    s.close()
-    result("reached", "positive", None, "connected")
-except OSError as exc:
-    result(*net_failure(exc, host))
-)";
-
-int Listener() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  listen(fd, 16);
-  return fd;
-}
-
-int PortOf(int fd) {
-  sockaddr_in a{};
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  return ntohs(a.sin_port);
-}
-
-std::string RunConnect(Driver& d, const std::string& inv, int port, std::atomic<bool>& cancel) {
-  const core::Observation obs = d.Execute(
-      {"net.tcp-by-ip",
-       inv,
-       Script("net.tcp-by-ip", kConnectBody, {{"target", fmt::format("127.0.0.1:{}", port)}}, inv),
-       10,
-       {}},
-      cancel);
-  if (!obs.result) return "no result: " + obs.harness_error + obs.stdout_head;
-  return core::StringField(*obs.result, "outcome");
-}
-
-TEST_F(KubeFake, DenyAllEgressPolicyEnforcedOrNot) {
-  for (const std::string mode : {"enforce", "ignore"}) {
-    FakeKube fake({"--network-policy", mode});
-    ASSERT_TRUE(fake.ready());
-    const int lfd = Listener();
-    const std::string run = "sp-20250101T000000Z-np" + mode.substr(0, 3);
-    auto open = Make(KubeManifest("k8s-open", fake.kubeconfig()), run);
-    auto blocked =
-        Make(KubeManifest("k8s-deny-egress", fake.kubeconfig(),
-                          {{"networkPolicy", "deny-all-egress"}, {"minPolicyAge", "1s"}}),
-             run);
-    ASSERT_TRUE(open->Prepare().has_value());
-    ASSERT_TRUE(blocked->Prepare().has_value());
-    EXPECT_EQ(RunConnect(*open, "i001aa", PortOf(lfd), cancel_), "reached");
-    const core::Observation obs =
-        blocked->Execute({"net.tcp-by-ip",
-                          "i002aa",
-                          Script("net.tcp-by-ip", kConnectBody,
-                                 {{"target", fmt::format("127.0.0.1:{}", PortOf(lfd))}}, "i002aa"),
-                          10,
-                          {}},
-                         cancel_);
-    ASSERT_TRUE(obs.result.has_value()) << obs.harness_error << obs.stdout_head;
-    EXPECT_EQ(core::StringField(*obs.result, "outcome"), mode == "enforce" ? "blocked" : "reached")
-        << mode;
-    EXPECT_EQ(obs.driver_facts.value("network_policy", ""),
-              "sandprobe-20250101t000000z-np" + mode.substr(0, 3) + "-k8s-deny-egress");
-    EXPECT_GE(obs.driver_facts.value("policy_age_s", 0.0), 1.0);  // minPolicyAge waited
-    open->Cleanup();
-    blocked->Cleanup();
-    EXPECT_TRUE(fake.Leftovers(run).empty());
-    close(lfd);
-  }
 }
 
 TEST_F(KubeFake, PodFactsOomEvictFailedCreate) {

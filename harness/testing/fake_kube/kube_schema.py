@@ -19,14 +19,14 @@ runtime.strictDecodingError; sigs.k8s.io/json strict errors), for POST (create) 
 Paths are dotted keys with list entries as [i] (spec.template.spec.containers[0].securityContex).
 Matching is case-sensitive, as the API server decodes: `RestartPolicy` is an unknown field.
 
-The table (SCHEMA): Kubernetes API v1.32, the version the fake claims by default (the API reference
-v1.32; the json field names of k8s.io/api v0.32 core/v1, batch/v1 and networking/v1 types and of
-k8s.io/apimachinery meta/v1 ObjectMeta and LabelSelector). Each type listed has ALL its fields of
-that version: the fake is never stricter than a 1.32 server. A field `name` holds a value not
-looked into (a scalar, a list of scalars, or a type not listed: Affinity, Probe, Lifecycle, the
-volume sources but emptyDir, EnvVarSource, status...): unknown fields inside those are accepted
-(there the fake is more lenient than a real server); duplicate keys are found everywhere. Types
-of values are not checked (a real server answers a wrong type with its own 400).
+The table (SCHEMA): Kubernetes API v1.32, the version the fake claims by default (the json field
+names of the k8s.io/api v0.32 types Job, Pod, NetworkPolicy and the ones they hold, and of
+apimachinery's ObjectMeta and LabelSelector). Each type listed has ALL its fields of that version:
+the fake is never stricter than a 1.32 server. A field `name` holds a value not looked into (a
+scalar, a list of scalars, or a type not listed: Affinity, Probe, Lifecycle, the volume sources
+but emptyDir, EnvVarSource, status...): unknown fields inside those are accepted (there the fake
+is more lenient than a real server); duplicate keys are found everywhere. Types of values are not
+checked (a real server answers a wrong type with its own 400).
 """
 import json
 
@@ -98,14 +98,6 @@ _TABLE = {
     "PodOS": "name",
     "PodSchedulingGate": "name",
     "PodReadinessGate": "conditionType",
-    "Service": "apiVersion kind metadata:ObjectMeta spec:ServiceSpec status",
-    "ServiceSpec": (
-        "ports:[]ServicePort selector:map clusterIP clusterIPs type externalIPs "
-        "sessionAffinity loadBalancerIP loadBalancerSourceRanges externalName "
-        "externalTrafficPolicy healthCheckNodePort publishNotReadyAddresses "
-        "sessionAffinityConfig ipFamilies ipFamilyPolicy allocateLoadBalancerNodePorts "
-        "loadBalancerClass internalTrafficPolicy trafficDistribution"),
-    "ServicePort": "name protocol appProtocol port targetPort nodePort",
     "NetworkPolicy": "apiVersion kind metadata:ObjectMeta spec:NetworkPolicySpec",
     "NetworkPolicySpec": (
         "podSelector:LabelSelector ingress:[]NetworkPolicyIngressRule "
@@ -116,15 +108,12 @@ _TABLE = {
         "podSelector:LabelSelector namespaceSelector:LabelSelector ipBlock:IPBlock"),
     "IPBlock": "cidr except",
     "NetworkPolicyPort": "protocol port endPort",
-    "Namespace": "apiVersion kind metadata:ObjectMeta spec:NamespaceSpec status",
-    "NamespaceSpec": "finalizers",
 }
 
 SCHEMA = {t: dict((w.split(":", 1) + [""])[:2] for w in text.split()) for t, text in _TABLE.items()}
 
 # resource -> the type of its objects
-ROOTS = {"jobs": "Job", "pods": "Pod", "services": "Service",
-         "networkpolicies": "NetworkPolicy", "namespaces": "Namespace"}
+ROOTS = {"jobs": "Job", "pods": "Pod", "networkpolicies": "NetworkPolicy"}
 MODES = ("Ignore", "Warn", "Strict")
 
 

@@ -12,10 +12,12 @@ Thread safety: one Condition guards everything; watchers wait on it and are woke
 import bisect
 import copy
 import datetime
+import re
 import threading
 import uuid
 
-# resource name -> (kind, apiVersion, namespaced)
+# resource name -> (kind, apiVersion, namespaced). Services are listed, read and deleted (the
+# driver's cleanup lists them), never created here.
 RESOURCES = {
     "namespaces": ("Namespace", "v1", False),
     "nodes": ("Node", "v1", False),
@@ -24,24 +26,12 @@ RESOURCES = {
     "jobs": ("Job", "batch/v1", True),
     "networkpolicies": ("NetworkPolicy", "networking.k8s.io/v1", True),
     "services": ("Service", "v1", True),
-    "runtimeclasses": ("RuntimeClass", "node.k8s.io/v1", False),
-    "daemonsets": ("DaemonSet", "apps/v1", True),
-    "roles": ("Role", "rbac.authorization.k8s.io/v1", True),
-    "rolebindings": ("RoleBinding", "rbac.authorization.k8s.io/v1", True),
-    "clusterroles": ("ClusterRole", "rbac.authorization.k8s.io/v1", False),
-    "clusterrolebindings": ("ClusterRoleBinding", "rbac.authorization.k8s.io/v1", False),
 }
 
 
 def now_rfc3339():
     """UTC now as RFC 3339 with second precision, like metav1.Time ("2024-05-01T12:00:00Z")."""
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_rfc3339(text):
-    """RFC 3339 'YYYY-MM-DDTHH:MM:SSZ' -> POSIX seconds (float)."""
-    return datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(
-        tzinfo=datetime.timezone.utc).timestamp()
 
 
 def status(code, reason, message, details=None):
@@ -70,90 +60,50 @@ def not_found(resource, name, group=""):
 
 
 # ---------------------------------------------------------------------------- selectors
-def parse_label_selector(text):
-    """'a=b,c!=d,e,!f' -> list of (key, op, value); op in {'=', '!=', 'exists', '!exists'}.
+# One requirement of a label selector: `!key`, `key`, `key=v`, `key==v`, `key!=v`,
+# `key in (a,b)`, `key notin (a,b)`; requirements are joined by commas (AND).
+_LABEL_REQUIREMENT = re.compile(
+    r"\s*(?:!\s*(?P<absent>[\w./-]+)|(?P<key>[\w./-]+)(?:\s*(?P<op>==|=|!=)\s*(?P<value>[\w.-]*)"
+    r"|\s+(?P<set>in|notin)\s*\((?P<values>[^)]*)\))?)\s*(?:,|$)")
 
-    Supports the equality-based syntax (`=`, `==`, `!=`), existence (`k`, `!k`) and set-based
-    `k in (a,b)` / `k notin (a,b)`. Raises ApiError 400 on syntax it cannot read.
-    """
-    reqs = []
-    text = (text or "").strip()
-    parts = []
-    depth = 0
-    cur = ""
-    for ch in text:  # split on commas outside parentheses
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
+
+def parse_label_selector(text):
+    """'a=b,c!=d,e,!f,g in (x,y)' -> [(key, op, value)], op one of '=', '!=', 'exists',
+    '!exists', 'in', 'notin' (value a set). Raises ApiError 400 on syntax it cannot read."""
+    reqs, pos, text = [], 0, (text or "").strip()
+    while pos < len(text):
+        m = _LABEL_REQUIREMENT.match(text, pos)
+        if not m or m.end() == pos:
+            raise ApiError(400, "BadRequest", f"unable to parse requirement: {text[pos:]}")
+        pos = m.end()
+        if m["absent"]:
+            reqs.append((m["absent"], "!exists", None))
+        elif m["set"]:
+            reqs.append((m["key"], m["set"], {v.strip() for v in m["values"].split(",")}))
+        elif m["op"]:
+            reqs.append((m["key"], "!=" if m["op"] == "!=" else "=", m["value"]))
         else:
-            cur += ch
-    if cur.strip():
-        parts.append(cur)
-    for part in parts:
-        part = part.strip()
-        if not part:
-            continue
-        words = part.split()
-        if len(words) >= 2 and words[1] in ("in", "notin"):
-            key = words[0]
-            rest = part[len(key):].strip()[len(words[1]):].strip()
-            if not (rest.startswith("(") and rest.endswith(")")):
-                raise ApiError(400, "BadRequest", f"unable to parse requirement: {part}")
-            values = {v.strip() for v in rest[1:-1].split(",") if v.strip()}
-            reqs.append((key, words[1], values))
-        elif "!=" in part:
-            key, value = part.split("!=", 1)
-            reqs.append((key.strip(), "!=", value.strip()))
-        elif "==" in part:
-            key, value = part.split("==", 1)
-            reqs.append((key.strip(), "=", value.strip()))
-        elif "=" in part:
-            key, value = part.split("=", 1)
-            reqs.append((key.strip(), "=", value.strip()))
-        elif part.startswith("!"):
-            reqs.append((part[1:].strip(), "!exists", None))
-        else:
-            reqs.append((part, "exists", None))
+            reqs.append((m["key"], "exists", None))
     return reqs
 
 
 def labels_match(reqs, labels):
+    """True if `labels` meet every requirement of a parsed label selector."""
     labels = labels or {}
-    for key, op, value in reqs:
-        if op == "=" and labels.get(key) != value:
-            return False
-        if op == "!=" and labels.get(key) == value:
-            return False
-        if op == "exists" and key not in labels:
-            return False
-        if op == "!exists" and key in labels:
-            return False
-        if op == "in" and labels.get(key) not in value:
-            return False
-        if op == "notin" and key in labels and labels[key] in value:
-            return False
-    return True
+    test = {"=": lambda k, v: labels.get(k) == v, "!=": lambda k, v: labels.get(k) != v,
+            "exists": lambda k, v: k in labels, "!exists": lambda k, v: k not in labels,
+            "in": lambda k, v: labels.get(k) in v, "notin": lambda k, v: labels.get(k) not in v}
+    return all(test[op](key, value) for key, op, value in reqs)
 
 
 def parse_field_selector(text):
-    """'involvedObject.name=x,metadata.name!=y' -> list of (dotted path, op, value)."""
+    """'involvedObject.name=x,metadata.name!=y' -> [(dotted path, '=' or '!=', value)]."""
     reqs = []
-    for part in (text or "").split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if "!=" in part:
-            key, value = part.split("!=", 1)
-            reqs.append((key.strip(), "!=", value.strip()))
-        elif "=" in part:
-            key, value = part.split("=", 1)
-            reqs.append((key.strip().rstrip("="), "=", value.strip()))
-        else:
+    for part in filter(None, (p.strip() for p in (text or "").split(","))):
+        m = re.fullmatch(r"([\w.]+)\s*(!=|==|=)\s*(.*)", part)
+        if not m:
             raise ApiError(400, "BadRequest", f'invalid selector: "{part}"; can\'t understand')
+        reqs.append((m[1], "!=" if m[2] == "!=" else "=", m[3]))
     return reqs
 
 
@@ -165,16 +115,12 @@ SUPPORTED_FIELDS = {
 
 
 def fields_match(reqs, obj):
-    for path, op, value in reqs:
+    def value(path):
         cur = obj
         for key in path.split("."):
             cur = cur.get(key) if isinstance(cur, dict) else None
-        cur = "" if cur is None else str(cur)
-        if op == "=" and cur != value:
-            return False
-        if op == "!=" and cur == value:
-            return False
-    return True
+        return "" if cur is None else str(cur)
+    return all((value(path) == want) == (op == "=") for path, op, want in reqs)
 
 
 def check_field_selector(resource, reqs):
@@ -200,7 +146,6 @@ class Store:
         self.history = []  # [(rv, resource, type, obj)]
         self.history_limit = history_limit
         self.floor = 0  # oldest resourceVersion a watch may start from (exclusive lower bound)
-        self.closed = False
 
     # All methods that end in _locked expect self.cond held.
     def _bump_locked(self):
@@ -261,17 +206,16 @@ class Store:
         self._record_locked(resource, "DELETED", obj)
         return copy.deepcopy(obj)
 
+    @staticmethod
+    def _selected(resource, obj, ns, label_reqs, field_reqs):
+        meta = obj["metadata"]
+        return ((ns is None or not RESOURCES[resource][2] or meta.get("namespace") == ns) and
+                labels_match(label_reqs, meta.get("labels")) and fields_match(field_reqs, obj))
+
     def list_locked(self, resource, ns=None, label_reqs=(), field_reqs=()):
-        out = []
-        for (ons, _), obj in sorted(self.objects[resource].items()):
-            if ns is not None and RESOURCES[resource][2] and ons != ns:
-                continue
-            if not labels_match(label_reqs, obj["metadata"].get("labels")):
-                continue
-            if not fields_match(field_reqs, obj):
-                continue
-            out.append(copy.deepcopy(obj))
-        return out
+        """Copies of the objects in ns (None: all) that match both selectors, by (ns, name)."""
+        return [copy.deepcopy(obj) for _, obj in sorted(self.objects[resource].items())
+                if self._selected(resource, obj, ns, label_reqs, field_reqs)]
 
     def list_response_locked(self, resource, items):
         kind, api_version, _ = RESOURCES[resource]
@@ -289,16 +233,7 @@ class Store:
         if from_rv < self.floor:
             raise ApiError(410, "Expired",
                            f"too old resource version: {from_rv} ({self.floor + 1})")
-        out = []
         start = bisect.bisect_right(self.history, from_rv, key=lambda e: e[0])
-        for rv, res, etype, obj in self.history[start:]:
-            if res != resource:
-                continue
-            if ns is not None and RESOURCES[resource][2] and obj["metadata"].get("namespace") != ns:
-                continue
-            if not labels_match(label_reqs, obj["metadata"].get("labels")):
-                continue
-            if not fields_match(field_reqs, obj):
-                continue
-            out.append((rv, {"type": etype, "object": copy.deepcopy(obj)}))
-        return out
+        return [(rv, {"type": etype, "object": copy.deepcopy(obj)})
+                for rv, res, etype, obj in self.history[start:]
+                if res == resource and self._selected(resource, obj, ns, label_reqs, field_reqs)]

@@ -1,7 +1,12 @@
-"""cred.sa-token-power against the FAKE API server (harness/testing/fake_kube, process kubelet,
-127.0.0.1 only): its answers come from RBAC objects created here through its API, the tokens are
-the fake's service-account tokens (POST /fake/token, a test's TokenRequest). Never printed."""
+"""cred.sa-token-power against the FAKE API server (harness/testing/fake_kube, 127.0.0.1 only):
+the reviews it answers for each token are the table below (--reviews), written in the shapes and
+words a v1.3x API server with RBAC uses (the bootstrap roles of every service account; the
+`edit` ClusterRole abbreviated to its core). What this checks is that the probe reads such answers
+right; what real RBAC answers is the real cluster's test. The tokens are this test's own; never
+printed."""
+import json
 import os
+import secrets
 import shutil
 import socket
 import sys
@@ -14,35 +19,81 @@ sys.path.insert(0, os.path.join(os.path.dirname(PROBES), "harness", "testing", "
 from test_fake_kube import FakeKube  # noqa: E402
 
 NS = "sandprobe"
-RBAC = "/apis/rbac.authorization.k8s.io/v1"
+READ = ["get", "list", "watch"]
+WRITE = ["create", "delete", "deletecollection", "patch", "update"]
+
+
+def rule(verbs, groups, resources):
+    return {"verbs": list(verbs), "apiGroups": list(groups), "resources": list(resources)}
+
+
+# What system:basic-user, system:discovery, system:public-info-viewer and
+# system:service-account-issuer-discovery give every service account.
+DEFAULT_RULES = {
+    "resourceRules": [
+        rule(["create"], ["authorization.k8s.io"],
+             ["selfsubjectaccessreviews", "selfsubjectrulesreviews"]),
+        rule(["create"], ["authentication.k8s.io"], ["selfsubjectreviews"])],
+    "nonResourceRules": [
+        {"verbs": ["get"], "nonResourceURLs": [
+            "/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi",
+            "/openapi/*", "/readyz", "/version", "/version/"]},
+        {"verbs": ["get"], "nonResourceURLs": ["/healthz", "/livez", "/readyz", "/version",
+                                               "/version/"]},
+        {"verbs": ["get"], "nonResourceURLs": [
+            "/.well-known/openid-configuration", "/.well-known/openid-configuration/",
+            "/openid/v1/jwks", "/openid/v1/jwks/"]}],
+    "incomplete": False}
+EDIT_RULES = [
+    rule(READ, [""], ["configmaps", "endpoints", "persistentvolumeclaims", "pods",
+                      "replicationcontrollers", "services", "serviceaccounts", "events",
+                      "limitranges", "resourcequotas", "pods/log", "pods/status"]),
+    rule(READ + WRITE, [""], ["secrets"]),
+    rule(WRITE, [""], ["configmaps", "endpoints", "persistentvolumeclaims", "pods",
+                       "replicationcontrollers", "services"]),
+    rule(["create"], [""], ["pods/attach", "pods/exec", "pods/portforward", "pods/proxy",
+                            "serviceaccounts/token"]),
+    rule(WRITE, ["batch"], ["cronjobs", "jobs"])]
+READER = 'RBAC: allowed by RoleBinding "reader-reads-secrets/sandprobe" of Role "secret-reader" ' \
+    'to ServiceAccount "reader/sandprobe"'
+EDITOR = 'RBAC: allowed by ClusterRoleBinding "editor-edits" of ClusterRole "edit" to ' \
+    'ServiceAccount "editor/sandprobe"'
+
+
+def allowed(reason, verb, resource, subresource="", namespace=NS):
+    return {"resourceAttributes": {"namespace": namespace, "verb": verb, "resource": resource,
+                                   "subresource": subresource},
+            "status": {"allowed": True, "reason": reason}}
+
+
+def with_rules(*extra):
+    rules = json.loads(json.dumps(DEFAULT_RULES))
+    rules["resourceRules"] += list(extra)
+    return rules
 
 
 class SaTokenPowerTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.kube = FakeKube()
         cls.tmp = tempfile.TemporaryDirectory(prefix="sa-token-power-")
-        k = cls.kube
-        k.ok("POST", f"{RBAC}/namespaces/{NS}/roles", {
-            "metadata": {"name": "secret-reader"},
-            "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list"]}]})
-        k.ok("POST", f"{RBAC}/namespaces/{NS}/rolebindings", {
-            "metadata": {"name": "reader-reads-secrets"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
-                        "name": "secret-reader"},
-            "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": NS}]})
-        k.ok("POST", f"{RBAC}/clusterrolebindings", {
-            "metadata": {"name": "editor-edits"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                        "name": "edit"},
-            "subjects": [{"kind": "ServiceAccount", "name": "editor", "namespace": NS}]})
-        cls.tokens = {}
-        for account in ("default", "reader", "editor"):
-            status, _, body = k.request("POST", "/fake/token", {"namespace": NS,
-                                                                 "serviceAccount": account},
-                                        token=False)
-            assert status == 200, (status, body)
-            cls.tokens[account] = body["token"]
+        cls.tokens = {a: secrets.token_urlsafe(40) for a in ("default", "reader", "editor")}
+        table = {
+            cls.tokens["default"]: {"user": f"system:serviceaccount:{NS}:default",
+                                    "rules": DEFAULT_RULES},
+            cls.tokens["reader"]: {
+                "user": f"system:serviceaccount:{NS}:reader",
+                "rules": with_rules(rule(["get", "list"], [""], ["secrets"])),
+                "access": [allowed(READER, "get", "secrets"), allowed(READER, "list", "secrets")]},
+            cls.tokens["editor"]: {
+                "user": f"system:serviceaccount:{NS}:editor", "rules": with_rules(*EDIT_RULES),
+                "access": [allowed(EDITOR, "create", "pods"), allowed(EDITOR, "get", "secrets"),
+                           allowed(EDITOR, "list", "secrets"),
+                           allowed(EDITOR, "create", "pods", "exec"),
+                           allowed(EDITOR, "list", "secrets", namespace="")]}}
+        path = os.path.join(cls.tmp.name, "reviews.json")
+        with open(path, "w") as f:
+            json.dump(table, f)
+        cls.kube = FakeKube("--reviews", path)
 
     @classmethod
     def tearDownClass(cls):
