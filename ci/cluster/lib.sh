@@ -52,6 +52,22 @@ CLUSTER_MNTNS=$CLUSTER_RUN/mnt/ns
 log() { printf '%s %s\n' "[$(date +%T)] ${0##*/}:" "$*" >&2; }
 die() { log "$*"; exit 1; }
 
+# measured FORMAT CMD...: CMD under GNU time (FORMAT's %e, %U, %M: wall, user, peak RSS) where it
+# is installed (ci/bootstrap installs it); before that (ci/test starts the builds first), the wall
+# time alone, as "NAME: N s wall" with FORMAT's NAME.
+measured() {
+  local fmt=$1
+  shift
+  if [[ -x /usr/bin/time ]]; then
+    /usr/bin/time -f "$fmt" "$@"
+    return
+  fi
+  local t0=$SECONDS rc=0
+  "$@" || rc=$?
+  echo "${fmt%%:*}: $((SECONDS - t0)) s wall" >&2
+  return "$rc"
+}
+
 # in_cluster CMD...: runs CMD in the cluster's network and mount namespaces. nsenter, not
 # `ip netns exec`, which remounts /sys and would hide the cgroup mounts from kubelet.
 in_cluster() {
@@ -79,8 +95,22 @@ CLUSTER_MNTNS2=$CLUSTER_RUN/mnt/ns2
 in_node2() {
   nsenter --net="/run/netns/$NODE2_NETNS" --mount="$CLUSTER_MNTNS2" -- "$@"
 }
-# The nodes of the running cluster, one name a line (up writes it).
-cluster_nodes() { cat "$CLUSTER_RUN/nodes" 2>/dev/null || echo "$NODE_NAME"; }
+# cluster_processes: the pids of every process of a cluster, found by what it runs rather than by
+# the pid files (a cluster started where /run was private, as harness/testing/cluster/
+# without_run_netns makes it, leaves no pid file the host sees): a binary of the cluster's cache,
+# or a command line naming the cluster's state or run folder (etcd, containerd, the shims).
+cluster_processes() {
+  local p exe args
+  for p in /proc/[0-9]*; do
+    [[ ${p#/proc/} == "$$" || ${p#/proc/} == "$BASHPID" ]] && continue
+    exe=$(readlink "$p/exe" 2>/dev/null) || continue
+    args=$(tr '\0' ' ' < "$p/cmdline" 2>/dev/null) || continue
+    if [[ $exe == "$CLUSTER_CACHE"/bin-*/* || $exe == "$CLUSTER_CACHE"/gvisor-*/* ||
+          $args == *"$CLUSTER_STATE/"* || $args == *"$CLUSTER_RUN/"* ]]; then
+      echo "${p#/proc/}"
+    fi
+  done
+}
 
 # The binaries' directory, keyed by what decides their content: the go.sum files, the Go
 # version and the build script (ci/cluster/build).

@@ -157,6 +157,27 @@ class Cluster:
                 if time.monotonic() > end:
                     raise AssertionError("kube-apiserver did not answer within 60 s of SIGCONT")
                 time.sleep(0.5)
+            self.wait_nodes_ready()
+
+    def wait_nodes_ready(self, timeout=120):
+        """Every node Ready and without the controller's unreachable/not-ready taints: a stopped
+        API server misses the kubelets' leases, and once it runs again the node lifecycle
+        controller may mark the nodes Unknown and taint them for a while."""
+        end = time.monotonic() + timeout
+        while True:
+            bad = []
+            for n in self.get("nodes")["items"]:
+                ready = [k["status"] for k in n["status"].get("conditions", [])
+                         if k["type"] == "Ready"]
+                taints = [t["key"] for t in n["spec"].get("taints", [])
+                          if t["key"].startswith("node.kubernetes.io/")]
+                if ready != ["True"] or taints:
+                    bad.append("%s Ready=%s taints=%s" % (n["metadata"]["name"], ready, taints))
+            if not bad:
+                return
+            if time.monotonic() > end:
+                raise AssertionError("nodes not Ready within %d s: %s" % (timeout, bad))
+            time.sleep(1)
 
     def kubectl(self, *args, check=True, kubeconfig=None, timeout=60, input=None):
         res = subprocess.run([self.kube, "kubectl", "--kubeconfig",
@@ -238,8 +259,8 @@ class Fixture:
     One cluster start per configuration: run_modules.py starts one (`Fixture.start_shared`) and
     every module that asks for the same ci/cluster/up arguments (`Fixture.for_module`) uses it; a
     module run alone (python3 -m unittest test_cluster_x) starts its own. A shared cluster is
-    stopped once, by the runner, after the last module; each module's `done()` then checks only
-    that it left the cluster as it found it (no object of any run, in any namespace)."""
+    stopped once, by the runner, after the last module; each module's `done()` then checks that no
+    object of any run is left in any namespace."""
 
     shared = None  # the runner's Fixture, if any
     current = None  # the Fixture of the module whose tests run now
@@ -273,8 +294,9 @@ class Fixture:
         return cls.current
 
     def done(self):
-        """A module's end: its own cluster is stopped (stop()); on the shared one, nothing of any
-        run may be left (waits up to 60 s for pods being deleted)."""
+        """A module's end: its own cluster is stopped (stop()); on the shared one, no Job, Pod,
+        Service or NetworkPolicy of any run may be left (waits up to 60 s for pods being
+        deleted). The namespaces and RBAC objects a test makes are its class cleanup's to delete."""
         if self.owned:
             self.stop()
             return
@@ -288,11 +310,13 @@ class Fixture:
                                  % left)
 
     def stop(self):
-        """Counts the egress capture, runs ci/cluster/down; raises if a packet left or down left
-        something behind."""
-        packets = self.watch.count() if self.watch else None
-        rc, err = self.cluster.stop()
-        self.tmp.cleanup()
+        """Counts the egress capture, runs ci/cluster/down (always, even when the count fails);
+        raises if a packet left, the count failed, or down left something behind."""
+        try:
+            packets = self.watch.count() if self.watch else None
+        finally:
+            rc, err = self.cluster.stop()
+            self.tmp.cleanup()
         if packets:
             raise AssertionError("%d packet(s) of the cluster on the default route: %s" % (
                 packets, self.watch.lines[:10]))

@@ -81,6 +81,7 @@ class RealRun(u.ReportReading, unittest.TestCase):
         cls.tmp.cleanup()
 
     def assert_nothing_left(self):
+        self.assertIsNotNone(self.report, "no report.json: %s" % self.res.describe())
         self.assertEqual(self.left, [])
 
     @classmethod
