@@ -52,10 +52,13 @@ class Workloads(RealRun):
                       "volumes": [{"name": "tmp", "emptyDir": {"medium": "Memory",
                                                                "sizeLimit": "16Mi"}}]})
         # activeDeadlineSeconds shorter than the container's own timeout: the Job controller
-        # ends the loop (DeadlineExceeded), not `timeout`.
+        # ends the loop (DeadlineExceeded), not `timeout`. 10 s, not 4: the deadline counts from
+        # the Job's start, the pod's start included, and on a loaded machine (a cold CI run, the
+        # gVisor build beside it) a 4 s deadline ended the pod 2.1 s after its container started,
+        # before the probe's start record: INCONCLUSIVE, as it should be, but not this question.
         deadline = rm.write_manifest(os.path.join(d, "deadline.yaml"), "k8s-deadline",
                                      control=ctl, policy=True, timeout=30,
-                                     job={"activeDeadlineSeconds": 4})
+                                     job={"activeDeadlineSeconds": 10})
         # fs.fill-tmp's low-space guard (stop when under reserve_mib is free, on a filesystem
         # over 4x the target) at 64 MiB, not its 1 GiB default: the node's disk is the host's,
         # and with 0.5-1 GiB free the control's guard alone would make the emptyDir row
@@ -96,7 +99,7 @@ class Workloads(RealRun):
         # The Job controller stops the pod (SIGTERM, exit 143) long before the container's own
         # timeout; the Job's condition, read after the pod ended, says who did it.
         loop = self.cell("k8s-deadline", "res.cpu-loop")
-        self.assertLess(loop["evidence"]["duration_s"], 15, loop)
+        self.assertLess(loop["evidence"]["duration_s"], 25, loop)
         self.assertEqual(loop["evidence"]["driver_facts"].get("job_condition"), "DeadlineExceeded",
                          loop)
         self.assertEqual(self.verdict("k8s-deadline", "res.cpu-loop")["verdict"], "PASS")
@@ -204,8 +207,8 @@ class Privileged(RealRun):
         self.assertIn(words, self.res.stderr)
 
     def test_nothing_left(self):
-        self.assert_nothing_left()
-
+        # No report, so no run id: setUpClass listed the objects of any run instead.
+        self.assertEqual(self.left, [])
 
 
 class InCluster(unittest.TestCase):
