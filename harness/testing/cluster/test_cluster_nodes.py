@@ -79,6 +79,14 @@ def privileged_namespace(test_class):
                                "--ignore-not-found", "--wait=false", check=False)
 
 
+def scratch(test, what):
+    """A temporary folder for one test, inside the module's fixture folder, removed after it."""
+    tmp = tempfile.TemporaryDirectory(prefix="sandprobe-cluster-%s-" % what,
+                                      dir=FIXTURE.tmp.name)
+    test.addCleanup(tmp.cleanup)
+    return tmp.name
+
+
 def wait_for(what, timeout, fn):
     """Polls fn() every half second until it returns a true value; -> that value."""
     end = time.monotonic() + timeout
@@ -192,9 +200,7 @@ def start_loops(test, extra_manifest_lines=(), kubeconfig=None):
     cluster when the test ends (it failed before its own cleanup) is deleted then, so the next test
     finds the cluster as this one did. No traffic row: on this cluster node 2 enforces nothing, so
     a deny pod there leaks, and a FAIL would hide the exit status the test is about."""
-    tmp = tempfile.TemporaryDirectory(prefix="sandprobe-cluster-loops-", dir=FIXTURE.tmp.name)
-    test.addCleanup(tmp.cleanup)
-    d = tmp.name
+    d = scratch(test, "loops")
     # Both loops end by their container's own `timeout 8` at the latest.
     ctl = rm.write_manifest(os.path.join(d, "open.yaml"), "k8s-open",
                             extra=extra_manifest_lines, timeout=8)
@@ -233,10 +239,7 @@ class PendingCanary(unittest.TestCase):
     def test_ctrl_c_while_the_canary_is_pending_removes_it(self):
         # The canary's nodeSelector matches no node: it stays Pending, the driver waits for it
         # (podStartTimeout 120 s) and Ctrl-C must end that wait and remove what was created.
-        tmp = tempfile.TemporaryDirectory(prefix="sandprobe-cluster-pending-",
-                                          dir=FIXTURE.tmp.name)
-        self.addCleanup(tmp.cleanup)
-        d = tmp.name
+        d = scratch(self, "pending")
         m = rm.write_kube_manifest(
             os.path.join(d, "pending-open.yaml"), "k8s-open", extra=[rm.RUNC_JOB],
             canary_template="canaryTemplate: {spec: {runtimeClassName: runc, "
@@ -445,10 +448,7 @@ class CleanupCommand(unittest.TestCase):
 
 class RenderAccepted(unittest.TestCase):
     def test_the_real_api_server_accepts_what_render_prints(self):
-        tmp = tempfile.TemporaryDirectory(prefix="sandprobe-cluster-render-",
-                                          dir=FIXTURE.tmp.name)
-        self.addCleanup(tmp.cleanup)
-        d = tmp.name
+        d = scratch(self, "render")
         deny = rm.copy_shipped(rm.DENY, os.path.join(d, "deny-egress.yaml"),
                                control=rm.copy_shipped(rm.OPEN, os.path.join(d, "open.yaml")))
         res = u.run_sandprobe(["render", "--sandbox", deny, "--suite", rm.egress_suite(d)],
