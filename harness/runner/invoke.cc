@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <future>
 #include <ranges>
 
 #include "core/facts.h"
 #include "core/params.h"
 #include "core/redact.h"
+#include "runner/secrets.h"
 
 namespace sandprobe::runner {
 namespace {
@@ -33,28 +35,40 @@ core::Observation GuardedExecute(drivers::Driver& driver, const drivers::Invocat
   }
 }
 
-// The probe needs the planted env, the driver cannot plant it, and the variables it looks for
-// (`canary_name`, the names in `canaries`: "NAME=<sha256>,...", canary.env_set) are all planted
-// ones. A suite that names the service's own secret gives the probe something that can be
-// there, and then absence counts.
+// The probe needs the planted env, the driver cannot plant it, and every variable it looks for
+// (`canary_name` with `canary_sha256`, the pairs in `canaries`: "NAME=<sha256>,...",
+// canary.env_set) is a planted one: a planted name with no sha256 or the planted value's sha256.
+// A suite that names the service's own secret gives the probe something that can be there, and
+// then absence counts, even under a planted name (OPENAI_API_KEY with the service's own sha256).
 bool CanaryNotPlanted(const Task& task, const core::ProbeDescriptor& probe,
                       const drivers::Driver& driver, const Session& session) {
   if (driver.PlantsEnvironment() || !probe.Needs(core::Need::kPlantedEnv) ||
       !task.params.is_object()) {
     return false;
   }
-  std::vector<std::string> names;
-  if (const std::string n = task.params.value("canary_name", ""); !n.empty()) names.push_back(n);
+  std::vector<std::pair<std::string, std::string>> wanted;  // {name, lowercase sha256 or ""}
+  const auto lower = [](std::string s) {
+    std::ranges::transform(s, s.begin(), [](unsigned char c) { return std::tolower(c); });
+    return s;
+  };
+  if (const std::string n = task.params.value("canary_name", ""); !n.empty()) {
+    const auto sha = task.params.find("canary_sha256");
+    wanted.emplace_back(n, sha != task.params.end() && sha->is_string()
+                               ? lower(sha->get<std::string>())
+                               : std::string());
+  }
   if (const auto set = task.params.find("canaries"); set != task.params.end() && set->is_string()) {
     for (const auto part : std::views::split(set->get<std::string>(), ',')) {
       const std::string item(part.begin(), part.end());
       if (const size_t eq = item.find('='); eq != std::string::npos && eq > 0)
-        names.push_back(item.substr(0, eq));
+        wanted.emplace_back(item.substr(0, eq), lower(item.substr(eq + 1)));
     }
   }
   const auto planted = session.Env();
-  return !names.empty() && std::ranges::all_of(names, [&](const std::string& n) {
-    return std::ranges::any_of(planted, [&](const auto& kv) { return kv.first == n; });
+  return !wanted.empty() && std::ranges::all_of(wanted, [&](const auto& w) {
+    return std::ranges::any_of(planted, [&](const auto& kv) {
+      return kv.first == w.first && (w.second.empty() || w.second == Sha256Hex(kv.second));
+    });
   });
 }
 

@@ -36,8 +36,10 @@ inline constexpr int kMaxCalls = 32;  // a probe's calls per invocation, at most
 //  - canary_hits: the session's hits carrying `invocation`.
 //  - canary_not_planted = true when the probe needs the planted env
 //    (core::Need::kPlantedEnv), the driver does not plant it (PlantsEnvironment() false) and
-//    every variable the probe looks for (its `canary_name`, the names in its `canaries`) is a
-//    planted one: absence proves nothing.
+//    every variable the probe looks for (its `canary_name` with `canary_sha256`, the
+//    "NAME=<sha256>" pairs of its `canaries`) is a planted one, a planted name with no sha256 or
+//    the planted value's: absence proves nothing. A planted name with another sha256 is the
+//    service's own secret (OPENAI_API_KEY named by a suite), and is judged.
 //  - planted secret values are redacted from everything the sandbox returned; their count is
 //    driver_facts["canary_secrets_redacted"] (absent when 0).
 //  - timeline and probe_cpu: every call's driver phases, and the sum of their CPU figures (unset

@@ -605,25 +605,47 @@ TEST_F(RunnerTest, PreflightFailureNamesTheArmWithItsDriversHint) {
 }
 
 TEST_F(RunnerTest, CanaryNotPlantedRule) {
+  const std::string other_sha(64, 'a');  // the service's own secret's sha256, not a planted value
   const struct {
     const char* name;
     bool needs, plants;
-    std::string canary_name;
+    nlohmann::json params;
     bool want;
   } cases[] = {
-      {"needs it, not planted, looks for it", true, false, "{canary.env_name}", true},
-      {"the driver plants it", true, true, "{canary.env_name}", false},
-      {"the probe does not need it", false, false, "{canary.env_name}", false},
-      {"looks for another variable", true, false, "OTHER_TOKEN", false},
+      {"needs it, not planted, looks for it", true, false, {{"canary_name", "{canary.env_name}"}},
+       true},
+      {"the planted name with the planted sha256",
+       true,
+       false,
+       {{"canary_name", "{canary.env_name}"}, {"canary_sha256", "{canary.env_sha256}"}},
+       true},
+      {"the whole planted set", true, false, {{"canaries", "{canary.env_set}"}}, true},
+      {"the driver plants it", true, true, {{"canary_name", "{canary.env_name}"}}, false},
+      {"the probe does not need it", false, false, {{"canary_name", "{canary.env_name}"}}, false},
+      {"looks for another variable", true, false, {{"canary_name", "OTHER_TOKEN"}}, false},
+      // A service's own OPENAI_API_KEY: a planted name, but not the planted value.
+      {"a planted name with the service's own sha256",
+       true,
+       false,
+       {{"canary_name", "OPENAI_API_KEY"},
+        {"canary_sha256", other_sha},
+        {"canaries", "{canary.env_set}"}},
+       false},
+      {"the same, upper-case hex, in the set",
+       true,
+       false,
+       {{"canaries", "{canary.env_set},OPENAI_API_KEY=" + std::string(64, 'A')}},
+       false},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
     book_ = std::make_shared<FakeBook>();
     core::ProbeDescriptor env = Probe("cred.env");
-    env.params["canary_name"] = core::ParamSpec{"", "", "", 1, ""};
+    for (const char* p : {"canary_name", "canary_sha256", "canaries"})
+      env.params[p] = core::ParamSpec{"", "", "", 1, ""};
     if (c.needs) env.needs = {core::Need::kPlantedEnv};
     RunOptions o = Options({env}, {{"cand", FakeArm{.plants_env = c.plants}}});
-    o.suite.entries[0].params = {{"canary_name", c.canary_name}};
+    o.suite.entries[0].params = c.params;
     auto m = RunIt(o);
     ASSERT_TRUE(m) << m.error().message;
     EXPECT_EQ(CellOf(*m, "cred.env", "cand").observation.canary_not_planted, c.want);

@@ -7,6 +7,7 @@ suite names them, and sandprobe runs with the same env var so the local control 
 Traffic: the fixture listens on 127.0.0.1, the probes target the harness's loopback canaries.
 The fixture's helpers (Fixture, write_http_manifest, run_fixture_matrix, ...) are in e2e_util.py.
 """
+import hashlib
 import os
 import secrets
 import socket
@@ -168,6 +169,61 @@ class SetupErrors(unittest.TestCase):
             with open(os.path.join(out, name), errors="replace") as f:
                 self.assertNotIn(token, f.read(), name)
         self.assertNotIn(token, res.stdout + res.stderr)
+
+
+class ServiceSecretUnderAPlantedName(unittest.TestCase):
+    """A service whose own secret is OPENAI_API_KEY, one of the names the harness plants: a suite
+    that names it with its sha256 (README, "HTTP run-code services") gets the row judged, not
+    INCONCLUSIVE "not planted" (the rule looked at names only). The planted set rides along, so the
+    local control proves the probe detects a leak; the service's secret is never given to
+    sandprobe, only to the fixture."""
+
+    def setUp(self):
+        u.require_sandprobe()
+        self.tmp = tempfile.TemporaryDirectory(prefix="sandprobe-e2e-http-own-secret-")
+        self.value = "sk-own-" + secrets.token_hex(20)
+        self.digest = hashlib.sha256(self.value.encode()).hexdigest()
+        self.suite = u.write_suite(self.tmp.name, "own", ["cred.env-secrets"], {
+            "cred.env-secrets": {"canary_name": "OPENAI_API_KEY", "canary_sha256": self.digest,
+                                 "canaries": "{canary.env_set}"}})
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def run_against(self, mode):
+        fixture = u.Fixture(mode, cwd=self.tmp.name, env={"OPENAI_API_KEY": self.value})
+        out = os.path.join(self.tmp.name, "out-" + mode.replace("=", ""))
+        try:
+            manifest = u.write_http_manifest(os.path.join(self.tmp.name, "m.yaml"), "svc",
+                                             fixture.url)
+            res = u.run_sandprobe(["run", "--suite", self.suite, "--sandbox", manifest,
+                                   "--control", u.LOCAL_MANIFEST, "--out", out, "--canary-dir",
+                                   os.path.join(self.tmp.name, "canary"), "--jobs", "1"],
+                                  timeout=60, cwd=self.tmp.name)
+        finally:
+            fixture.stop()
+        self.assertNotIn(self.value, res.stdout + res.stderr)
+        report = u.load_report(out)
+        for name in os.listdir(out):
+            with open(os.path.join(out, name), errors="replace") as f:
+                self.assertNotIn(self.value, f.read(), name)
+        local = u.observations(report, "local")["cred.env-secrets"]
+        self.assertEqual(local["exposure"], "exposed", local["reason"])  # the planted set
+        return res, u.verdicts(report, "svc")["cred.env-secrets"], u.observations(
+            report, "svc")["cred.env-secrets"]
+
+    def test_a_service_that_clears_the_environment_passes(self):
+        res, v, _ = self.run_against("shared")  # an empty environment, the holder hidden
+        self.assertEqual(v["verdict"], "PASS", v)
+        self.assertEqual(res.returncode, 0, res.describe())
+
+    def test_a_service_that_hands_on_its_environment_fails(self):
+        res, v, obs = self.run_against("unsafe")
+        self.assertEqual(v["verdict"], "FAIL", v)
+        own = [(leak["name"], leak["sha256_prefix"]) for leak in obs["evidence"]["result"]["leaks"]
+               if leak["own"]]
+        self.assertIn(("OPENAI_API_KEY", self.digest[:12]), own, obs["evidence"]["result"])
+        self.assertEqual(res.returncode, 1, res.describe())
 
 
 def run_with_rusage(args, env, cwd, timeout):

@@ -29,7 +29,9 @@ Modes:
             whose /tmp, cwd and $HOME is scratch directory k mod N, reused round-robin and never
             wiped. Each evaluation has its own PID namespace, so no process survives it, but
             the (N+1)-th call finds the files the 1st left: sandprobe's state.persists FAILs
-            (call N+1 finds call 1's marks). Output cut at --output-cap per stream.
+            (call N+1 finds call 1's marks). Output cut at --output-cap per stream. Measured
+            too: bwrap, pid 1 of each sandbox, keeps the server's environment (--clearenv is for
+            the program it execs), so cred.env-secrets finds the server's own secret there.
   soft-timeout  `sh -c 'python3 -u -c "$1"; exit $?' sh CODE` as a plain subprocess in its own
             session (the trailing `; exit $?` stops dash from exec'ing python in place of the
             shell, and keeps python's exit status, which a trailing `; :` would lose). At
