@@ -1,5 +1,6 @@
 // probe.yaml + probe.py -> core::ProbeDescriptor.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -99,19 +100,19 @@ std::expected<void, ConfigError> LoadClassify(const std::string& file, const YAM
     *out = *e;
   }
   if (const YAML::Node kinds = node["canary_hit_kinds"]; kinds.IsDefined()) {
-    // The kinds canary.h's listeners log (Hit::kind).
-    static constexpr std::string_view kKinds[] = {"http", "credential", "docker", "tcp",
-                                                  "udp",  "dns",        "dns-tcp"};
+    // The kinds canary.h's listeners log (Hit::kind), and the in-cluster canary's held-open
+    // kinds (harness/drivers/kubernetes/cluster_canary.py: a nonce over a flow kept open).
+    static constexpr std::string_view kKinds[] = {
+        "http", "credential", "docker", "tcp", "udp", "dns", "dns-tcp", "tcp-held", "udp-held"};
+    const std::string known = fmt::format("{}", fmt::join(kKinds, ", "));
     if (!kinds.IsSequence() || kinds.size() == 0) {
       return std::unexpected(At(file, kinds, "classify.canary_hit_kinds",
-                                "expected a non-empty list of hit kinds (http, credential, "
-                                "docker, tcp, udp, dns, dns-tcp)"));
+                                "expected a non-empty list of hit kinds (" + known + ")"));
     }
     for (const YAML::Node& k : kinds) {
       if (!k.IsScalar() || std::ranges::find(kKinds, k.Scalar()) == std::end(kKinds)) {
-        return std::unexpected(At(file, k, "classify.canary_hit_kinds",
-                                  "unknown hit kind; expected http, credential, docker, tcp, "
-                                  "udp, dns or dns-tcp"));
+        return std::unexpected(
+            At(file, k, "classify.canary_hit_kinds", "unknown hit kind; expected one of " + known));
       }
       p.classify.canary_hit_kinds.push_back(k.Scalar());
     }

@@ -612,7 +612,10 @@ TEST_F(RunnerTest, CanaryNotPlantedRule) {
     nlohmann::json params;
     bool want;
   } cases[] = {
-      {"needs it, not planted, looks for it", true, false, {{"canary_name", "{canary.env_name}"}},
+      {"needs it, not planted, looks for it",
+       true,
+       false,
+       {{"canary_name", "{canary.env_name}"}},
        true},
       {"the planted name with the planted sha256",
        true,

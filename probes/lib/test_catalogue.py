@@ -56,7 +56,7 @@ class DescriptorTest(unittest.TestCase):
                     "fs.inherited-fds", "fs.unix-sockets",
                     "fs.write-exec", "fs.write-root", "kernel.boundary", "kernel.syscalls",
                     "net.abstract-unix", "net.dns", "net.dns-resolver", "net.docker-api",
-                    "net.gateway", "net.host-loopback", "net.http-by-name", "net.icmp",
+                    "net.gateway", "net.held-open", "net.host-loopback", "net.http-by-name", "net.icmp",
                     "net.interfaces", "net.k8s-api", "net.metadata",
                     "net.metadata-alt", "net.metadata-azure", "net.metadata-gcp",
                     "net.metadata-imdsv2", "net.metadata-ipv6", "net.sibling", "net.tcp-by-ip",
@@ -89,7 +89,8 @@ class DescriptorTest(unittest.TestCase):
                                  "interfaces" if pid == "net.interfaces" else None)
                 self.assertEqual(d["category"], pid.split(".")[0])
                 self.assertTrue(0 < len(d["label"]) <= 32 and d["description"])
-                kube = pid == "platform.runtime-class"
+                # net.held-open needs the in-cluster canary, the one canary that holds flows.
+                kube = pid in ("platform.runtime-class", "net.held-open")
                 # Judged on the API server's own answer (admission, the token's reviews).
                 self.assertIs(d["requires_control"], pid not in self.NO_CONTROL)
                 # The terminal mode exists in the process drivers only (command and local).
@@ -139,6 +140,8 @@ class DescriptorTest(unittest.TestCase):
                 emitted = outcomes_emitted(tree, source)
                 if pid == "platform.runtime-class":  # the kubernetes driver answers for it
                     emitted |= {"rejected", "admitted"}
+                if pid == "net.held-open":  # tcp_echo() and net_failure() feed its facts only
+                    emitted = outcomes_emitted(tree, "")
                 self.assertEqual(emitted, set(descriptor(pid)["classify"]["outcomes"]))
 
     def test_shared_helpers_live_in_the_preamble_only(self):
@@ -176,6 +179,8 @@ class SandboxedTest(unittest.TestCase):
                                           "canary_sha256": "00", "timeout_s": 1},
                   "net.k8s-api": {"target": "127.0.0.1:443", "timeout_s": 1},
                   "net.tcp-by-ip": {"target": "127.0.0.1:80", "timeout_s": 1},
+                  "net.held-open": {"tcp_target": "127.0.0.1:7000",
+                                    "udp_target": "127.0.0.1:7001", "timeout_s": 1},
                   "net.gateway": {"targets": ["127.0.0.1:80"], "timeout_s": 1},
                   "net.docker-api": {"targets": ["127.0.0.1:2375"], "timeout_s": 1},
                   "net.dns": {"server": "127.0.0.1:53", "timeout_s": 1},

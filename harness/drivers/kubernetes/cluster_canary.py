@@ -10,7 +10,11 @@
 #         cloud credential to is logged as kind "credential".
 #   TCP   53 and 7000: one line "SANDPROBE <nonce> <invocation>\n" -> "SANDPROBE-ECHO ...\n"
 #         (TCP 53 is the echo, not DNS over TCP: a DNS query there is logged without invocation).
+#         A first line ending " hold" keeps the connection open (HOLD_S, at most HOLD_LINES
+#         lines): each later line ending " held" is echoed and logged as kind "tcp-held", a nonce
+#         sent over a connection opened before (net.held-open).
 #   UDP   53 and 7001: a datagram "SANDPROBE <nonce> <invocation>" -> "SANDPROBE-ECHO ...\n";
+#         one ending " held" is logged as kind "udp-held" (" hold" is a plain "udp" hit);
 #         any other datagram is parsed as a DNS query for "<invocation>.<nonce>.sandprobe.test"
 #         and answered NXDOMAIN (never forwarded: this canary resolves nothing).
 # Every field it prints came from the network: bounded and printable here, bounded again by the
@@ -31,6 +35,17 @@ def printable(data, limit=200):
     if isinstance(data, bytes):
         data = data.decode("latin-1")
     return "".join(c if " " <= c <= "~" else "?" for c in data[:limit])
+
+
+HOLD_S, HOLD_LINES = 120, 8  # a held-open connection's life and lines (net.held-open)
+
+
+def tagged(text):
+    """"<nonce> <invocation>[ hold| held]" -> (invocation or "", marker or "")."""
+    parts = text.split(" ")
+    if len(parts) == 3 and parts[2] in ("hold", "held"):
+        return invocation_of(" ".join(parts[:2])), parts[2]
+    return invocation_of(text), ""
 
 
 def invocation_of(tag):
@@ -177,14 +192,51 @@ REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden",
 
 def tcp_handler(conn, peer):
     with conn:
-        line = read_head(conn, 512).split(b"\n")[0].rstrip(b"\r").decode("latin-1")
-        inv = invocation_of(line[len("SANDPROBE "):]) if line.startswith("SANDPROBE ") else ""
+        head = read_head(conn, 512)
+        line = head.split(b"\n")[0].rstrip(b"\r").decode("latin-1")
+        inv, marker = ("", "")
+        if line.startswith("SANDPROBE "):
+            inv, marker = tagged(line[len("SANDPROBE "):])
         hit("tcp", inv, peer, line)
         if inv:
             try:
                 conn.sendall(("SANDPROBE-ECHO %s %s\n" % (NONCE, inv)).encode())
             except OSError:
-                pass
+                return
+        if inv and marker == "hold":
+            hold_open(conn, peer, head.partition(b"\n")[2])
+
+
+def hold_open(conn, peer, rest):
+    """The later lines of a held-open connection (`rest`: bytes read past the first line): each
+    "SANDPROBE <nonce> <invocation> held" is logged as kind "tcp-held" and echoed; anything else
+    ends the connection. Bounded by HOLD_S and HOLD_LINES."""
+    deadline = time.monotonic() + HOLD_S
+    for _ in range(HOLD_LINES):
+        while b"\n" not in rest and len(rest) < 512:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            conn.settimeout(left)
+            try:
+                chunk = conn.recv(512 - len(rest))
+            except OSError:
+                return
+            if not chunk:
+                return
+            rest += chunk
+        line, _, rest = rest.partition(b"\n")
+        text = line.rstrip(b"\r").decode("latin-1")
+        inv, marker = ("", "")
+        if text.startswith("SANDPROBE "):
+            inv, marker = tagged(text[len("SANDPROBE "):])
+        if not inv or marker != "held":
+            return
+        hit("tcp-held", inv, peer, text)
+        try:
+            conn.sendall(("SANDPROBE-ECHO %s %s\n" % (NONCE, inv)).encode())
+        except OSError:
+            return
 
 
 def dns_name(packet):
@@ -203,8 +255,8 @@ def serve_udp(sock):
         data, peer = sock.recvfrom(4096)
         if data.startswith(b"SANDPROBE "):
             text = data.rstrip(b"\n").rstrip(b"\r").decode("latin-1")
-            inv = invocation_of(text[len("SANDPROBE "):])
-            hit("udp", inv, peer, text)
+            inv, marker = tagged(text[len("SANDPROBE "):])
+            hit("udp-held" if inv and marker == "held" else "udp", inv, peer, text)
             if inv:
                 sock.sendto(("SANDPROBE-ECHO %s %s\n" % (NONCE, inv)).encode(), peer)
             continue

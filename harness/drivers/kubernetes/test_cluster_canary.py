@@ -67,6 +67,23 @@ CLIENT = textwrap.dedent(r'''
             s.settimeout(3)
             s.sendto(("SANDPROBE %s inv-udp\n" % sys.argv[2]).encode(), ("127.0.0.1", port))
             out["udp%d" % port] = s.recv(200).decode()
+    # net.held-open: " hold" keeps the connection; each later " held" line is echoed and logged
+    # as tcp-held; a plain first line closes after its echo; a " held" datagram is udp-held.
+    with socket.create_connection(("127.0.0.1", 7000), timeout=3) as s:
+        s.sendall(("SANDPROBE %s inv-hold hold\n" % sys.argv[2]).encode())
+        first = s.recv(200).decode()
+        time.sleep(0.3)
+        s.sendall(("SANDPROBE %s inv-hold held\n" % sys.argv[2]).encode())
+        out["tcp-held"] = [first, s.recv(200).decode()]
+    with socket.create_connection(("127.0.0.1", 7000), timeout=3) as s:
+        s.sendall(("SANDPROBE %s inv-plain\n" % sys.argv[2]).encode())
+        out["tcp-plain"] = [s.recv(200).decode(), s.recv(200).decode()]  # echo, then EOF
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.settimeout(3)
+        s.connect(("127.0.0.1", 7001))
+        for marker in ("hold", "held"):
+            s.send(("SANDPROBE %s inv-uhold %s" % (sys.argv[2], marker)).encode())
+            out["udp-" + marker] = s.recv(200).decode()
     name = "inv-dns.%s.sandprobe.test" % sys.argv[2].upper()
     q = struct.pack("!6H", 0x1234, 0x0100, 1, 0, 0, 0) + b"".join(
         bytes([len(l)]) + l.encode() for l in name.split(".")) + b"\0" + struct.pack("!2H", 1, 1)
@@ -112,6 +129,10 @@ class ClusterCanaryTest(unittest.TestCase):
         for key in ("udp53", "udp7001"):
             self.assertEqual(out[key], "SANDPROBE-ECHO %s inv-udp\n" % NONCE)
         self.assertEqual(out["dns"], {"id": "1234", "qr": True, "rcode": 3, "question": True})
+        echo = "SANDPROBE-ECHO %s %%s\n" % NONCE
+        self.assertEqual(out["tcp-held"], [echo % "inv-hold"] * 2)
+        self.assertEqual(out["tcp-plain"], [echo % "inv-plain", ""])
+        self.assertEqual((out["udp-hold"], out["udp-held"]), (echo % "inv-uhold",) * 2)
         by_inv = {}
         for h in out["hits"]:
             by_inv.setdefault(h["invocation"], []).append(h["kind"])
@@ -120,6 +141,8 @@ class ClusterCanaryTest(unittest.TestCase):
         self.assertEqual(sorted(by_inv["inv-cloud"]), ["credential"] * 3 + ["http"] * 6)
         self.assertEqual(sorted(by_inv["inv-tcp"]), ["tcp", "tcp"])
         self.assertEqual(sorted(by_inv["inv-udp"]), ["udp", "udp"])
+        self.assertEqual(by_inv["inv-hold"], ["tcp", "tcp-held"])
+        self.assertEqual(by_inv["inv-uhold"], ["udp", "udp-held"])
         self.assertEqual(by_inv["inv-dns"], ["dns"])  # the nonce label compared case-insensitively
         self.assertEqual(by_inv[""], ["tcp"])  # the forged line: logged, no invocation
         for h in out["hits"]:

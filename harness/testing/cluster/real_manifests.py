@@ -30,6 +30,7 @@ TRAFFIC_ROWS = ["net.dns", "net.http-by-name", "net.tcp-by-ip", "net.udp", "net.
 METADATA = "net.metadata"
 CLOUD_ROWS = ["net.metadata-imdsv2", "net.metadata-gcp", "net.metadata-azure"]
 CLOUD_CRED = "cred.cloud-metadata"
+HELD_OPEN = "net.held-open"  # kubernetes-egress.yaml's held-open flows (TCP and UDP)
 BANNER = "NetworkPolicy is accepted but not enforced on this cluster"
 LATE = "NetworkPolicy is enforced late for new pods"
 FAST = ["--default-timeout", "8", "--grace", "4"]

@@ -106,7 +106,13 @@ HOSTNET_NS = "sandprobe-hostnet"
 # "not enforced".
 SETTLED = ["minPolicyAge: 10s", "settledRerun: 6s"]
 DENY_ARM, SETTLED_ARM = "k8s-deny-egress", "k8s-deny-egress-settled"
-EGRESS_ROWS = rm.TRAFFIC_ROWS + [rm.METADATA] + rm.CLOUD_ROWS + [rm.CLOUD_CRED]
+EGRESS_ROWS = rm.TRAFFIC_ROWS + [rm.HELD_OPEN, rm.METADATA] + rm.CLOUD_ROWS + [rm.CLOUD_CRED]
+HELD_KINDS = {"tcp-held", "udp-held"}
+
+
+def held_hits(cell):
+    """The kinds of the canary's hits that carried a nonce over a held-open flow."""
+    return sorted({h["kind"] for h in cell["evidence"]["canary_hits"]} & HELD_KINDS)
 
 
 class LateOrHeld:
@@ -150,6 +156,26 @@ class Enforced(LateOrHeld, RealRun):
 
     def test_held_once_programmed_a_fresh_leak_is_late(self):
         self.assert_held_once_programmed_and_a_leak_is_late(EGRESS_ROWS, DENY_ARM, SETTLED_ARM)
+
+    def test_held_open_flows(self):
+        # The settled pod starts under a programmed policy: no flow opens at all. The fresh pod
+        # opens its flows in the gap; what kube-router then does to them is measured, and the
+        # probe's view (the echo) and the canary's log must agree.
+        settled = self.cell(SETTLED_ARM, rm.HELD_OPEN)
+        self.assertEqual(settled["evidence"]["result"]["outcome"], "never_opened",
+                         settled["reason"])
+        self.assertEqual(held_hits(self.cell("k8s-open", rm.HELD_OPEN)), sorted(HELD_KINDS))
+        fresh = self.cell(DENY_ARM, rm.HELD_OPEN)
+        r = fresh["evidence"]["result"] or {}
+        print("\n[held-open, fresh pod] %s after %s s held by %s; late %s; canary %s; %s" % (
+            r.get("outcome"), r.get("held_after_s"), r.get("held_by"), r.get("late"),
+            held_hits(fresh), fresh["label"]), file=sys.stderr)
+        echoed = sorted("%s-held" % k for k, v in (r.get("late") or {}).items() if v["echoed"])
+        self.assertLessEqual(set(echoed), set(held_hits(fresh)), "an echo the canary never logged")
+        if r.get("outcome") in ("kept", "open"):
+            self.assertEqual(self.verdict(DENY_ARM, rm.HELD_OPEN)["verdict"], "FAIL")
+        if held_hits(fresh):
+            self.assertEqual(fresh["exposure"], "exposed", fresh["reason"])
 
     def test_refusals_are_kube_routers_reject(self):
         # kube-router REJECTs: a held row is a refusal at the canary the control reached.

@@ -74,6 +74,20 @@ class K3sQuestion(u.ReportReading, unittest.TestCase):
             for probe in rm.TRAFFIC_ROWS:
                 self.assertEqual(self.verdict(cand, probe)["verdict"], "FAIL", (cand, probe))
 
+    def test_held_open_flows_open_in_all_three_columns(self):
+        # Nothing holds: new connections never fail, the nonce goes over the old flows at the end
+        # of the window and the canary logs it (kinds tcp-held and udp-held).
+        for arm in self.ARMS:
+            o = self.cell(arm, rm.HELD_OPEN)
+            r = o["evidence"]["result"] or {}
+            kinds = {h["kind"] for h in o["evidence"]["canary_hits"]}
+            self.assertEqual((o["exposure"], r.get("outcome")), ("exposed", "open"),
+                             (arm, o["reason"]))
+            self.assertLessEqual({"tcp-held", "udp-held"}, kinds, (arm, kinds))
+            self.assertGreater(r["new_connections"], 3, arm)
+        for cand in self.ARMS[1:]:
+            self.assertEqual(self.verdict(cand, rm.HELD_OPEN)["verdict"], "FAIL", cand)
+
     def test_banner_accepted_but_not_enforced(self):
         banners = self.report["banners"]
         self.assertEqual(len(banners), 1, banners)
