@@ -56,10 +56,11 @@ class DescriptorTest(unittest.TestCase):
                     "fs.inherited-fds", "fs.unix-sockets",
                     "fs.write-exec", "fs.write-root", "kernel.boundary", "kernel.syscalls",
                     "net.abstract-unix", "net.dns", "net.dns-resolver", "net.docker-api",
-                    "net.gateway", "net.held-open", "net.host-loopback", "net.http-by-name", "net.icmp",
-                    "net.interfaces", "net.k8s-api", "net.metadata",
+                    "net.gateway", "net.held-open", "net.host-loopback", "net.http-by-name",
+                    "net.icmp", "net.interfaces", "net.k8s-api", "net.metadata",
                     "net.metadata-alt", "net.metadata-azure", "net.metadata-gcp",
-                    "net.metadata-imdsv2", "net.metadata-ipv6", "net.sibling", "net.tcp-by-ip",
+                    "net.metadata-imdsv2", "net.metadata-ipv6", "net.node-local", "net.sibling",
+                    "net.tcp-by-ip",
                     "net.udp",
                     "platform.runtime-class", "priv.capabilities", "priv.no-new-privs",
                     "priv.setuid", "priv.uid", "priv.userns", "proc.host-pids", "proc.outlives-call", "proc.sibling",
@@ -89,8 +90,9 @@ class DescriptorTest(unittest.TestCase):
                                  "interfaces" if pid == "net.interfaces" else None)
                 self.assertEqual(d["category"], pid.split(".")[0])
                 self.assertTrue(0 < len(d["label"]) <= 32 and d["description"])
-                # net.held-open needs the in-cluster canary, the one canary that holds flows.
-                kube = pid in ("platform.runtime-class", "net.held-open")
+                # net.held-open needs the in-cluster canary, the one canary that holds flows;
+                # net.node-local the node address only the kubernetes driver gives.
+                kube = pid in ("platform.runtime-class", "net.held-open", "net.node-local")
                 # Judged on the API server's own answer (admission, the token's reviews).
                 self.assertIs(d["requires_control"], pid not in self.NO_CONTROL)
                 # The terminal mode exists in the process drivers only (command and local).
@@ -140,7 +142,7 @@ class DescriptorTest(unittest.TestCase):
                 emitted = outcomes_emitted(tree, source)
                 if pid == "platform.runtime-class":  # the kubernetes driver answers for it
                     emitted |= {"rejected", "admitted"}
-                if pid == "net.held-open":  # tcp_echo() and net_failure() feed its facts only
+                if pid in ("net.held-open", "net.node-local"):  # tcp_echo() etc. feed facts only
                     emitted = outcomes_emitted(tree, "")
                 self.assertEqual(emitted, set(descriptor(pid)["classify"]["outcomes"]))
 

@@ -158,6 +158,15 @@ void Enforce(Json& job, const KubeSettings& s, const JobRequest& r) {
                       "-c",
                       r.script};
   probe.erase("args");
+  Json env = Json::array();
+  if (const auto it = probe.find("env"); it != probe.end() && it->is_array()) {
+    for (const Json& e : *it) {
+      if (!e.is_object() || e.value("name", "") != kNodeIpEnv) env.push_back(e);
+    }
+  }
+  env.push_back({{"name", kNodeIpEnv},
+                 {"valueFrom", {{"fieldRef", {{"fieldPath", "status.hostIP"}}}}}});
+  probe["env"] = std::move(env);
   const std::string node = r.node.empty() ? s.node : r.node;
   if (!node.empty()) tmpl["spec"]["nodeName"] = node;
 }

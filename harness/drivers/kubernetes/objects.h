@@ -49,6 +49,10 @@ inline constexpr char kContainerName[] = "probe";
 // status.containerStatuses[].state.terminated.message (Kubernetes API: Container.
 // terminationMessagePath, policy File).
 inline constexpr char kTerminationMessagePath[] = "/dev/termination-log";
+// The probe container's one environment variable of the driver's: the address of the node the
+// pod runs on (Kubernetes downward API, status.hostIP), for net.node-local. Replaces a template's
+// variable of the same name.
+inline constexpr char kNodeIpEnv[] = "SANDPROBE_NODE_IP";
 // The probe container's command: argv[kProbeCommandAt..] is
 // `timeout -k 2 T python3 -I -S -u -c SCRIPT`
 // after `python3 -I -S -c <stderr_tail.py> TERMINATION_LOG SETTLE_S`.

@@ -243,6 +243,11 @@ TEST(GoldenObjects, TemplatedJob) {
   EXPECT_EQ(c["command"][kProbeCommandAt + 9], "print('probe')\nemit(\"result\")\n");
   EXPECT_FALSE(c.contains("args"));
   EXPECT_EQ(c["resources"]["limits"]["cpu"], "500m");
+  // The template's variable stays; the node address comes from the downward API, last.
+  ASSERT_EQ(c["env"].size(), 2u) << c["env"].dump();
+  EXPECT_EQ(c["env"][0]["name"], "MODE");
+  EXPECT_EQ(c["env"][1]["name"], kNodeIpEnv);
+  EXPECT_EQ(c["env"][1]["valueFrom"]["fieldRef"]["fieldPath"], "status.hostIP");
   EXPECT_EQ(c["resources"]["limits"]["memory"], "128Mi");
   EXPECT_EQ(job["metadata"]["name"], "sp-20250101t120000z-a1b2c3-i007ab12");
   EXPECT_EQ(job["metadata"]["labels"]["sandprobe.io/run"], kRun);

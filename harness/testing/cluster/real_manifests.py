@@ -31,6 +31,7 @@ METADATA = "net.metadata"
 CLOUD_ROWS = ["net.metadata-imdsv2", "net.metadata-gcp", "net.metadata-azure"]
 CLOUD_CRED = "cred.cloud-metadata"
 HELD_OPEN = "net.held-open"  # kubernetes-egress.yaml's held-open flows (TCP and UDP)
+NODE_LOCAL = "net.node-local"  # and the node's own addresses
 BANNER = "NetworkPolicy is accepted but not enforced on this cluster"
 LATE = "NetworkPolicy is enforced late for new pods"
 FAST = ["--default-timeout", "8", "--grace", "4"]

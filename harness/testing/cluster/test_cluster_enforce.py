@@ -243,6 +243,94 @@ class Port53Allowed(RealRun):
         self.assert_nothing_left()
 
 
+# The host-network canary: a TCP echo server in the node's own network namespace on the node's
+# address, as a host-network service listens there. It prints each line it gets (the harness's own
+# record of who reached it).
+HOST_ECHO = r"""
+import socket, sys, threading
+srv = socket.create_server((sys.argv[1], int(sys.argv[2])))
+print("READY", flush=True)
+def serve(conn):
+    with conn:
+        conn.settimeout(5)
+        try:
+            line = conn.recv(512).split(b"\n")[0].decode("latin-1")
+        except OSError:
+            return
+        print(line, flush=True)
+        if line.startswith("SANDPROBE "):
+            conn.sendall(("SANDPROBE-ECHO %s\n" % line[10:]).encode())
+while True:
+    threading.Thread(target=serve, args=(srv.accept()[0],), daemon=True).start()
+"""
+HOST_ECHO_PORT, NODE_PORT = 7100, 30700
+
+
+class NodeLocal(RealRun):
+    """The node's own addresses under deny-egress: the API server and the kubelet by the node's
+    address (the driver's SANDPROBE_NODE_IP) and by the gateway (the node's address on the pod
+    network), a NodePort of the in-cluster canary and a host-network canary. Both arms get the same
+    targets; the report names which address and port each cell reached."""
+
+    @classmethod
+    def run_args(cls):
+        node_ip = c.lib_value("NODE_IP")
+        cls.host_echo = subprocess.Popen(
+            ["nsenter", "--net=/run/netns/" + c.NETNS, sys.executable, "-u", "-c", HOST_ECHO,
+             node_ip, str(HOST_ECHO_PORT)], stdout=subprocess.PIPE, text=True)
+        cls.addClassCleanup(cls.host_echo.wait, 10)
+        cls.addClassCleanup(cls.host_echo.kill)
+        assert cls.host_echo.stdout.readline().strip() == "READY"
+        cls.addClassCleanup(CLUSTER.kubectl, "-n", c.NS, "delete", "service", "canary-nodeport",
+                            "--ignore-not-found", check=False)
+        CLUSTER.kubectl("apply", "-f", "-", input=json.dumps({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "canary-nodeport", "namespace": c.NS},
+            "spec": {"type": "NodePort", "selector": {"sandprobe.io/role": "canary"},
+                     "ports": [{"port": 7000, "targetPort": 7000, "nodePort": NODE_PORT,
+                                "protocol": "TCP"}]}}))
+        cls.node_ip = node_ip
+        targets = ["api-server=6443/https", "kubelet=10250/https", "kubelet-read-only=10255/http",
+                   "nodeport=%d/echo" % NODE_PORT, "host-network=%d/echo" % HOST_ECHO_PORT]
+        return cls.policy_run(DENY_ARM, [rm.NODE_LOCAL], extra=SETTLED, params={
+            rm.NODE_LOCAL: {"targets": targets, "include_gateway": True}})
+
+    def pairs(self, arm):
+        r = self.cell(arm, rm.NODE_LOCAL)["evidence"]["result"] or {}
+        return {"%s %s:%d" % (p["name"], p["address"], p["port"]): p["answered"] or p["errno"]
+                for p in r.get("pairs", [])}
+
+    def test_the_control_reaches_every_node_service(self):
+        open_pairs = self.pairs("k8s-open")
+        for name in ("api-server", "kubelet", "nodeport", "host-network"):
+            key = "%s %s:" % (name, self.node_ip)
+            self.assertTrue([v for k, v in open_pairs.items() if k.startswith(key) and v is True],
+                            (name, open_pairs))
+        self.assertEqual(self.cell("k8s-open", rm.NODE_LOCAL)["exposure"], "exposed")
+
+    def test_each_cell_names_what_it_reached(self):
+        measured = {}
+        for arm in (DENY_ARM, SETTLED_ARM):
+            cell, v = self.cell(arm, rm.NODE_LOCAL), self.verdict(arm, rm.NODE_LOCAL)
+            pairs = self.pairs(arm)
+            self.assertEqual(len(pairs), 10, pairs)  # 2 addresses x 5 targets, every one tried
+            reached = sorted(k for k, a in pairs.items() if a is True)
+            measured[arm] = (v["verdict"], reached, pairs)
+            if reached:
+                self.assertEqual((cell["exposure"], v["verdict"]), ("exposed", "FAIL"))
+                for k in reached:  # "name address:port" in the reason
+                    self.assertIn(k.split(" ", 1)[1], cell["reason"])
+            else:
+                self.assertEqual((cell["exposure"], v["verdict"]), ("contained", "PASS"),
+                                 cell["reason"])
+                self.assertEqual(v["validated_by"], "k8s-open")
+        lines = ["  %s: %s, reached %s; all %s" % ((a,) + m) for a, m in measured.items()]
+        print("\n[node-local under deny-egress]\n" + "\n".join(lines), file=sys.stderr)
+
+    def test_nothing_left(self):
+        self.assert_nothing_left()
+
+
 class HostNetwork(RealRun):
     """Pod Security restricted (the sandprobe namespace) refuses host networking outright, so this
     arm runs in a namespace labelled privileged: there the policy selects the pod and cannot

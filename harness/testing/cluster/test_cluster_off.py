@@ -88,6 +88,18 @@ class K3sQuestion(u.ReportReading, unittest.TestCase):
         for cand in self.ARMS[1:]:
             self.assertEqual(self.verdict(cand, rm.HELD_OPEN)["verdict"], "FAIL", cand)
 
+    def test_node_local_reached_in_all_three_columns(self):
+        # No policy is enforced: the API server and the kubelet answer on the node's address.
+        node_ip = c.lib_value("NODE_IP")
+        for arm in self.ARMS:
+            o = self.cell(arm, rm.NODE_LOCAL)
+            answered = sorted("%s %s:%d" % (p["name"], p["address"], p["port"])
+                              for p in o["evidence"]["result"]["pairs"] if p["answered"])
+            self.assertEqual(answered, ["api-server %s:6443" % node_ip,
+                                        "kubelet %s:10250" % node_ip], (arm, o["reason"]))
+            self.assertEqual(o["exposure"], "exposed", arm)
+            self.assertIn("%s:6443" % node_ip, o["reason"])
+
     def test_banner_accepted_but_not_enforced(self):
         banners = self.report["banners"]
         self.assertEqual(len(banners), 1, banners)

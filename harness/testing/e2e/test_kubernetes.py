@@ -30,6 +30,7 @@ METADATA = "net.metadata"
 CLOUD_ROWS = ["net.metadata-imdsv2", "net.metadata-gcp", "net.metadata-azure"]
 CLOUD_CRED = "cred.cloud-metadata"
 HELD_OPEN = "net.held-open"
+NODE_LOCAL = "net.node-local"
 
 
 # --- render -------------------------------------------------------------------------------
@@ -41,7 +42,7 @@ class Render(unittest.TestCase):
         self.assertEqual(res.returncode, 0, res.describe())
         docs = parse_yaml_documents(res.stdout)
         kinds = [d["kind"] for d in docs]
-        self.assertEqual(kinds, ["NetworkPolicy", "Service", "Pod"] + ["Job"] * 12 + ["Pod", "Job"],
+        self.assertEqual(kinds, ["NetworkPolicy", "Service", "Pod"] + ["Job"] * 13 + ["Pod", "Job"],
                          kinds)
         pol, svc, canary = docs[0], docs[1], docs[2]
         self.assertEqual(pol["apiVersion"], "networking.k8s.io/v1")
@@ -59,7 +60,7 @@ class Render(unittest.TestCase):
         self.assertEqual(sorted((p["port"], p["protocol"]) for p in svc["spec"]["ports"]),
                          [(53, "TCP"), (53, "UDP"), (80, "TCP"), (7000, "TCP"), (7001, "UDP")])
         probes = []
-        for job in docs[3:15]:
+        for job in docs[3:16]:
             self.assertEqual(job["apiVersion"], "batch/v1")
             self.assertEqual(job["metadata"]["namespace"], NS)
             spec = job["spec"]
@@ -94,14 +95,15 @@ class Render(unittest.TestCase):
             self.assertEqual(job["metadata"]["annotations"]["sandprobe.io/probe"], probes[-1])
             self.assertEqual(c["volumeMounts"], [{"mountPath": "/tmp", "name": "tmp"}])
             self.assertEqual(pod["volumes"], [{"emptyDir": {"sizeLimit": "32Mi"}, "name": "tmp"}])
-        self.assertEqual(probes, TRAFFIC_ROWS[:4] + [HELD_OPEN, "net.k8s-api", METADATA] +
-                         CLOUD_ROWS + [CLOUD_CRED, "net.interfaces"])
-        adm = docs[15]
+        self.assertEqual(probes, TRAFFIC_ROWS[:4] + [HELD_OPEN, "net.k8s-api", NODE_LOCAL,
+                                                     METADATA] + CLOUD_ROWS +
+                         [CLOUD_CRED, "net.interfaces"])
+        adm = docs[16]
         self.assertEqual(adm["metadata"]["annotations"]["sandprobe.io/probe"],
                          "platform.runtime-class")
         self.assertNotIn("runtimeClassName", adm["spec"])
         self.assertIs(adm["spec"]["automountServiceAccountToken"], False)
-        power = docs[16]  # what a mounted token may do: the hardened Job mounts none
+        power = docs[17]  # what a mounted token may do: the hardened Job mounts none
         self.assertEqual(power["metadata"]["annotations"]["sandprobe.io/probe"],
                          "cred.sa-token-power")
         self.assertIs(power["spec"]["template"]["spec"]["automountServiceAccountToken"], False)

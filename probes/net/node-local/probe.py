@@ -1,0 +1,82 @@
+# net.node-local: can the script reach its own node? The API server and the kubelet listen on the
+# node's address, NodePorts and host-network services too, and several CNIs leave traffic to the
+# local node out of NetworkPolicy (pod-to-node is a different path from pod-to-pod). The address
+# is the kubernetes driver's (downward API status.hostIP in SANDPROBE_NODE_IP); the ports are the
+# suite's. Only an answer counts: an HTTP status, or the echo canary's nonce.
+import threading
+
+TARGETS = PARAMS.get("targets", ["api-server=6443/https", "kubelet=10250/https",
+                                 "kubelet-read-only=10255/http"])
+INCLUDE_GATEWAY = PARAMS.get("include_gateway", False)
+TIMEOUT_S = float(PARAMS.get("timeout_s", 2))
+KINDS = ("https", "http", "echo")
+POSITIVE = ("ECONNREFUSED", "ENETUNREACH", "EHOSTUNREACH", "EPERM", "EACCES")
+
+
+def parse_target(text):
+    """"name=port/kind" -> (name, port, kind), or None."""
+    name, _, rest = str(text).partition("=")
+    port, _, kind = rest.partition("/")
+    if not name or not port.isdigit() or not 0 < int(port) < 65536 or kind not in KINDS:
+        return None
+    return name, int(port), kind
+
+
+def try_pair(address, name, port, kind):
+    """One address and target -> a row for the report."""
+    if kind == "echo":
+        outcome, _, err, detail, facts = tcp_echo(address, port, TIMEOUT_S)
+        answered = outcome == "reached"
+    else:
+        outcome, _, err, detail, facts = http_get(address, port, "/healthz", TIMEOUT_S,
+                                                  tls=kind == "https")
+        answered = outcome == "reached"
+    return dict(name=name, address=address, port=port, kind=kind, answered=answered,
+                errno=err, detail=detail, status=facts.get("status"),
+                connected=facts.get("connected", False))
+
+
+def main():
+    node_ip = os.environ.get("SANDPROBE_NODE_IP", "")
+    addresses = [a for a in [node_ip] if a]
+    gateways = default_gateways()
+    if INCLUDE_GATEWAY:
+        addresses += [g for g in gateways if g not in addresses]
+    targets = [parse_target(t) for t in (TARGETS if isinstance(TARGETS, list) else [TARGETS])]
+    emit("start", node_ip=node_ip, gateways=gateways, addresses=addresses, targets=TARGETS)
+    if None in targets:
+        result("error", "absence", "EINVAL", "a target is not name=port/kind (kinds: %s)" %
+               ", ".join(KINDS), targets=TARGETS)
+        return
+    if not addresses or not targets:
+        result("no_target", "absence", None, "no node address (SANDPROBE_NODE_IP unset: not the "
+               "kubernetes driver?) or no target", node_ip=node_ip, gateways=gateways)
+        return
+    rows, lock = [], threading.Lock()
+
+    def run(*pair):
+        row = try_pair(*pair)
+        with lock:
+            rows.append(row)
+
+    workers = [threading.Thread(target=run, args=(a,) + t, daemon=True)
+               for a in addresses for t in targets]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(3 * TIMEOUT_S + 1)  # connect, handshake, read: each bounded by the timeout
+    rows.sort(key=lambda r: (addresses.index(r["address"]), r["port"]))
+    reached = ["%s %s:%d (%s)" % (r["name"], r["address"], r["port"], r["detail"])
+               for r in rows if r["answered"]]
+    facts = dict(node_ip=node_ip, gateways=gateways, addresses=addresses, pairs=rows,
+                 unfinished=len(workers) - len(rows))
+    if reached:
+        result("reached", "positive", None, "answered: " + "; ".join(reached), **facts)
+        return
+    evidence = "positive" if not facts["unfinished"] and all(
+        r["errno"] in POSITIVE for r in rows) else "absence"
+    result("held", evidence, None, "no node address answered on %s" % ", ".join(
+        "%s=%d" % (t[0], t[1]) for t in targets), **facts)
+
+
+main()

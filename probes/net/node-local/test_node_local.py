@@ -1,0 +1,64 @@
+"""net.node-local: each node address x target pair tried, only an answer counts (an HTTP status
+over TLS or plain, the echo canary's nonce), the report names which pair answered; refusals
+everywhere are held (positive); no node address is no_target."""
+import os
+import socket
+import unittest
+
+from probe_testing import ProbeTestCase, free_port, http_canary, run_probe, tcp_canary
+
+
+def node_env(address="127.0.0.1"):
+    env = dict(os.environ)
+    env.pop("SANDPROBE_NODE_IP", None)
+    if address:
+        env["SANDPROBE_NODE_IP"] = address
+    return env
+
+
+class NodeLocalProbeTest(ProbeTestCase):
+    def test_answers_are_reached_and_named(self):
+        api = self.canary(http_canary(tls=True))
+        echo = self.canary(tcp_canary())
+        closed = free_port()
+        targets = ["api-server=%d/https" % api.port, "host-canary=%d/echo" % echo.port,
+                   "kubelet-read-only=%d/http" % closed]
+        r = run_probe("net.node-local", {"targets": targets, "timeout_s": 1},
+                      env=node_env()).result
+        self.assertEqual((r["outcome"], r["evidence"]), ("reached", "positive"), r)
+        self.assertIn("api-server 127.0.0.1:%d (HTTP status" % api.port, r["detail"])
+        self.assertIn("host-canary 127.0.0.1:%d (the far end sent the nonce back)" % echo.port,
+                      r["detail"])
+        self.assertNotIn("kubelet-read-only", r["detail"])
+        answered = {p["name"]: p["answered"] for p in r["pairs"]}
+        self.assertEqual(answered, {"api-server": True, "host-canary": True,
+                                    "kubelet-read-only": False})
+        self.assertEqual(r["addresses"], ["127.0.0.1"])  # the gateway only when asked
+
+    def test_refused_everywhere_is_held_with_positive_evidence(self):
+        targets = ["api-server=%d/https" % free_port(), "kubelet=%d/http" % free_port()]
+        r = run_probe("net.node-local", {"targets": targets, "timeout_s": 1},
+                      env=node_env()).result
+        self.assertEqual((r["outcome"], r["evidence"]), ("held", "positive"), r)
+        self.assertEqual({p["errno"] for p in r["pairs"]}, {"ECONNREFUSED"})
+
+    def test_a_listener_that_never_answers_is_not_reached(self):
+        with socket.create_server(("127.0.0.1", 0)) as mute:  # accepts, says nothing
+            targets = ["kubelet=%d/http" % mute.getsockname()[1]]
+            r = run_probe("net.node-local", {"targets": targets, "timeout_s": 1},
+                          env=node_env()).result
+        self.assertEqual((r["outcome"], r["evidence"]), ("held", "absence"), r)
+        self.assertIs(r["pairs"][0]["connected"], True)
+
+    def test_no_node_address_is_no_target(self):
+        r = run_probe("net.node-local", {"timeout_s": 1}, env=node_env(None)).result
+        self.assertEqual(r["outcome"], "no_target", r)
+
+    def test_a_malformed_target_is_an_error(self):
+        r = run_probe("net.node-local", {"targets": ["kubelet=10250/ssh"]},
+                      env=node_env()).result
+        self.assertEqual((r["outcome"], r["errno"]), ("error", "EINVAL"), r)
+
+
+if __name__ == "__main__":
+    unittest.main()
