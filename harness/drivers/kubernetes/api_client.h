@@ -28,6 +28,10 @@ using Clock = transport::Clock;
 // Whether an API server message is a ResourceQuota refusal ("exceeded quota"): back-pressure,
 // whether it comes as a 403 on a create or in a Job's FailedCreate event.
 bool IsQuotaMessage(std::string_view message);
+// Whether it is the quota admission's 409 conflict ("Operation cannot be fulfilled on
+// resourcequotas ...: the object has been modified"): another create won the race for the quota
+// object; a retry succeeds. Transient, on a create or in a FailedCreate event.
+bool IsQuotaConflictMessage(std::string_view message);
 
 struct ApiError {
   int code = 0;              // HTTP status; 0 = transport (connect, TLS, timeout, broken stream)

@@ -340,10 +340,12 @@ bool KubernetesDriver::JobRun::CheckWhyNoPodRuns() {
     for (const Json& e : kube::ListItems(ev->body)) {
       if (!e.is_object() || e.value("reason", "") != "FailedCreate") continue;
       std::string message = core::SanitizeUtf8(e.value("message", "").substr(0, 1000));
-      if (kube::IsQuotaMessage(message)) {
+      if (kube::IsQuotaMessage(message) || kube::IsQuotaConflictMessage(message)) {
         // Quota back-pressure on the pod, not a refusal: the Job controller creates the pod
         // itself once the quota frees (measured on a real cluster: a run's pods and its canary
-        // filled `pods: 8`). Keep waiting until podStartTimeout.
+        // filled `pods: 8`), or retries after the quota admission lost a race to another create
+        // (409 "Operation cannot be fulfilled on resourcequotas", measured with 15 Jobs at
+        // once; docs/traps.md trap 60). Keep waiting until podStartTimeout.
         quota_wait_ = std::move(message);
         continue;
       }

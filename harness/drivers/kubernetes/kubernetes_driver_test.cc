@@ -280,7 +280,7 @@ TEST_F(KubeFake, ARecordForgedOnStderrNeverReachesTheReader) {
 
 TEST_F(KubeFake, PodFactsOomEvictFailedCreate) {
   FakeKube fake({"--fault", "oom=res.memory-balloon", "--fault", "evict=fs.fill-tmp", "--fault",
-                 "pod-fails-create=fs.write-root"});
+                 "pod-fails-create=fs.write-root", "--fault", "pod-create-conflict=fs.dev-shm"});
   ASSERT_TRUE(fake.ready());
   const std::string run = "sp-20250101T000000Z-facts1";
   auto d = Make(KubeManifest("k8s-open", fake.kubeconfig()), run);
@@ -316,6 +316,12 @@ TEST_F(KubeFake, PodFactsOomEvictFailedCreate) {
                  cancel_);
   EXPECT_EQ(fc.ending, core::Ending::kHarnessError);
   EXPECT_NE(fc.harness_error.find("FailedCreate"), std::string::npos) << fc.harness_error;
+  // The quota's 409 conflict is a race the Job controller retries: the pod comes, the probe runs.
+  const core::Observation race = d->Execute(
+      {"fs.dev-shm", "i013aa", Script("fs.dev-shm", kOkBody, Json::object(), "i013aa"), 10, {}},
+      cancel_);
+  EXPECT_EQ(race.ending, core::Ending::kExited) << race.harness_error;
+  EXPECT_EQ(race.records.size(), 2u) << race.stdout_head;  // start, result
   d->Cleanup();
   EXPECT_TRUE(fake.Leftovers(run).empty());
 }

@@ -27,6 +27,8 @@ Faults (--fault, repeatable; POST /fake/script {"faults": [...]} replaces them a
   hang-after=N             after N API requests, accept requests and never answer
   oom=PROBE / evict=PROBE  pods of that probe end OOMKilled (137) / Evicted 0.3 s after start
   pod-fails-create=PROBE   the Job gets a FailedCreate event and never a pod
+  pod-create-conflict=PROBE  a FailedCreate event with the quota's 409 conflict, the pod 1 s later
+                           (the real Job controller retries; measured under 15 Jobs at once)
   gc-delay=S               a Job deleted with propagationPolicy Background keeps its pods S
                            seconds more (the real garbage collector deletes them after the Job)
   forbid=PATH_REGEX        requests whose path?query matches answer 403 Forbidden in the RBAC
@@ -60,7 +62,7 @@ def parse_faults(items):
     """['watch-break-after=3', '429=jobs:2', ...] -> fault dict; ValueError on unknown faults."""
     f = {"watch-break-after": None, "watch-gone": 0, "429": [], "quota-jobs": None,
          "quota-pods": None, "hang-after": None, "oom": set(), "evict": set(),
-         "pod-fails-create": set(), "forbid": [], "gc-delay": 0.0}
+         "pod-fails-create": set(), "pod-create-conflict": set(), "forbid": [], "gc-delay": 0.0}
     for item in items:
         key, _, value = item.partition("=")
         if key in ("watch-break-after", "quota-jobs", "quota-pods", "hang-after"):
@@ -76,7 +78,7 @@ def parse_faults(items):
         elif key == "forbid":
             re.compile(value)
             f["forbid"].append(value)
-        elif key in ("oom", "evict", "pod-fails-create") and value:
+        elif key in ("oom", "evict", "pod-fails-create", "pod-create-conflict") and value:
             f[key].add(value)
         else:
             raise ValueError(f"unknown fault {item!r}")

@@ -14,7 +14,8 @@ Modelled (close to Kubernetes 1.31, what the C++ driver reads):
   - Admission of bare pods (POST .../pods, dry run or not) per settings["admission"], the scripted
     policy being "pods must set spec.runtimeClassName": admit, warn (admitted, a Warning header),
     webhook-403, psa-403, vap-422, each in the words of the real component. Job pods are admitted
-    unless the `pod-fails-create` fault names their probe (FailedCreate event, no pod).
+    unless the `pod-fails-create` fault names their probe (FailedCreate event, no pod);
+    `pod-create-conflict`: a FailedCreate with the quota's 409 conflict first (QUOTA_CONFLICT).
   - Quota as faults: `quota-jobs=N` / `quota-pods=N` answer 403 "exceeded quota" once N exist.
   - NetworkPolicy: validated (policyTypes), defaulted (podSelector, policyTypes) and stored; never
     enforced (kube_kubelet.py isolates nothing).
@@ -35,6 +36,11 @@ from kube_store import ApiError, Store, not_found, now_rfc3339
 
 NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # k8s utilrand alphabet for generateName suffixes
 LABEL_RE = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+# The Job controller's event when the quota admission lost its optimistic-concurrency race to
+# another pod create (seen on the real cluster with 15 Jobs at once).
+QUOTA_CONFLICT = ('Error creating: Operation cannot be fulfilled on resourcequotas "sandprobe-rate": '
+                  "the object has been modified; please apply your changes to the latest version "
+                  "and try again")
 ADMISSION_MODES = ("admit", "warn", "webhook-403", "psa-403", "vap-422")
 VAP = ("ValidatingAdmissionPolicy 'require-runtime-class' with binding "
        "'require-runtime-class-binding'")
@@ -241,6 +247,9 @@ class Cluster:
                                   'webhook "deny.fake-kube.test" denied the request: scripted by '
                                   "--fault pod-fails-create")
             else:
+                if self.probe_matches(job, self.settings["faults"]["pod-create-conflict"]):
+                    self.event_locked(job, "Warning", "FailedCreate", QUOTA_CONFLICT)
+                    self.store.cond.wait(1.0)  # the Job controller's retry, after its backoff
                 pod = self.store.create_locked("pods", self._pod_from_template(job, pod_name))
                 pod_uid = pod["metadata"]["uid"]
                 job["status"]["active"] = 1
