@@ -133,51 +133,68 @@ int DoList(const ListArgs& a, bool explain) {
   return 0;
 }
 
+namespace {
+
+// Every mistake a loader found in one file (ConfigError::more), in the file's order: by line and
+// column, those of no known place first.
+void AddAll(const config::ConfigError& error, std::vector<std::string>& errors) {
+  std::vector<config::ConfigError> all = error.All();
+  std::ranges::stable_sort(all, {}, [](const config::ConfigError& e) {
+    return std::pair{e.line, e.column};
+  });
+  for (const config::ConfigError& e : all) errors.push_back(e.ToString());
+}
+
+}  // namespace
+
+// Each file is checked as far as it reads: every mistake found is one `error` line (file:line:col:
+// field: message), and a file with any is counted once.
 int DoValidate(const ValidateArgs& a) {
   int bad = 0;
   auto probes =
       home::LoadProbes(ResolveHome(a.home));  // optional: suites are checked when it loads
   for (const std::string& file : a.files) {
     auto kind = config::DetectKind(file);
-    std::string error, note;
+    std::vector<std::string> errors;
+    std::string note;
     std::vector<std::string> warnings;
     if (!kind) {
-      error = kind.error().ToString();
+      AddAll(kind.error(), errors);
     } else if (*kind == "manifest") {
       auto m = drivers::LoadManifest(file);
       if (!m) {
-        error = m.error().ToString();
+        AddAll(m.error(), errors);
       } else if (auto d = drivers::MakeDriver(*m, {}); !d) {
-        error = fmt::format("{}: {} ({})", file, d.error().message, d.error().hint);
+        errors.push_back(fmt::format("{}: {} ({})", file, d.error().message, d.error().hint));
       } else if (!m->control.empty()) {
         auto control = home::FindControl(*m, ResolveHome(a.home));
         if (!control) {
-          error = control.error();
+          errors.push_back(control.error());
         } else if (auto c = drivers::LoadManifest(*control); !c) {
-          error = fmt::format("control {}: {}", control->string(), c.error().ToString());
+          for (const config::ConfigError& e : c.error().All()) {
+            errors.push_back(fmt::format("control {}: {}", control->string(), e.ToString()));
+          }
         } else if (c->name == m->name) {
-          error = fmt::format("{}: control '{}' has the candidate's own name", file, c->name);
+          errors.push_back(
+              fmt::format("{}: control '{}' has the candidate's own name", file, c->name));
         } else {
           note = fmt::format(", control {}", control->string());
         }
       }
       const drivers::DriverKind* k = drivers::Registry().Find(m ? m->driver : "");
-      if (error.empty() && a.daemon && k != nullptr && k->check_live) {
+      if (errors.empty() && a.daemon && k != nullptr && k->check_live) {
         auto live = k->check_live(*m);
         if (live) {
           warnings = std::move(*live);
         } else {
-          error = live.error();
+          errors.push_back(live.error());
         }
       }
     } else if (*kind == "suite") {
-      auto s = config::LoadSuite(file);
+      // With the probe tree, the entries are checked against it in the same pass.
+      auto s = probes ? config::LoadSuite(file, *probes) : config::LoadSuite(file);
       if (!s) {
-        error = s.error().ToString();
-      } else if (auto r = probes ? config::CheckSuiteEntries(*s, *probes)
-                                 : std::expected<void, config::ConfigError>{};
-                 !r) {
-        error = r.error().ToString();
+        AddAll(s.error(), errors);
       } else if (probes) {
         std::map<std::string, std::string> examples;
         for (std::string_view key : runner::kPlaceholders) examples[std::string(key)] = "1";
@@ -185,25 +202,24 @@ int DoValidate(const ValidateArgs& a) {
         for (const auto& e : s->entries) {
           auto p = std::ranges::find(*probes, e.probe, &core::ProbeDescriptor::id);
           if (p == probes->end()) {
-            error = fmt::format("{}: probe '{}' is not in the probe tree", file, e.probe);
+            errors.push_back(fmt::format("{}: probe '{}' is not in the probe tree", file, e.probe));
           } else if (auto r = core::ResolveParams(*p, e.params, {}, examples); !r) {
-            error = fmt::format("{}: {}", file, r.error());
+            errors.push_back(fmt::format("{}: {}", file, r.error()));
           }
-          if (!error.empty()) break;
         }
       }
     } else if (*kind == "expectations") {
       auto list = config::LoadExpectations(file);
       const std::string today = fmt::format("{:%Y-%m-%d}", fmt::gmtime(std::time(nullptr)));
       if (!list) {
-        error = list.error().ToString();
+        AddAll(list.error(), errors);
       } else {
         note = fmt::format(", {} known FAIL(s)", list->size());
         for (const core::Expectation& e : *list) {
           if (probes &&
               std::ranges::find(*probes, e.probe, &core::ProbeDescriptor::id) == probes->end()) {
-            error = fmt::format("{}: probe: unknown probe id '{}'", e.source, e.probe);
-            break;
+            errors.push_back(fmt::format("{}: probe: unknown probe id '{}'", e.source, e.probe));
+            continue;
           }
           if (e.expires < today) {
             warnings.push_back(
@@ -214,13 +230,13 @@ int DoValidate(const ValidateArgs& a) {
         }
       }
     } else if (std::filesystem::path(file).filename() != "probe.yaml") {
-      error =
-          fmt::format("{}: a probe descriptor must be named probe.yaml, beside its probe.py", file);
+      errors.push_back(fmt::format(
+          "{}: a probe descriptor must be named probe.yaml, beside its probe.py", file));
     } else {
       auto p = config::LoadProbe(std::filesystem::path(file).parent_path());
-      if (!p) error = p.error().ToString();
+      if (!p) AddAll(p.error(), errors);
     }
-    if (error.empty()) {
+    if (errors.empty()) {
       std::cout << fmt::format("ok     {} ({}{})\n", file, kind.value_or("?"),
                                report::TerminalText(note, 2000));
       for (const std::string& w : warnings) {
@@ -232,7 +248,9 @@ int DoValidate(const ValidateArgs& a) {
           std::cout << fmt::format("note   {}\n", report::TerminalText(n, 2000));
       }
     } else {
-      std::cout << fmt::format("error  {}\n", report::TerminalText(error, 2000));
+      for (const std::string& e : errors) {
+        std::cout << fmt::format("error  {}\n", report::TerminalText(e, 2000));
+      }
       ++bad;
     }
   }

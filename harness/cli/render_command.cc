@@ -38,7 +38,7 @@ int DoRender(const RenderArgs& a) {
   const auto tree = home::OpenHome(ResolveHome(a.home));
   if (!tree) return SetupError(tree.error().message, "pass --home");
   auto suite = config::LoadSuite(a.suite.empty() ? tree->DefaultSuite() : fs::path(a.suite));
-  if (!suite) return SetupError(suite.error().ToString());
+  if (!suite) return SetupError(suite.error().Summary());
   std::map<std::string, std::string> placeholders;
   for (std::string_view p : runner::kPlaceholders) {
     placeholders[std::string(p)] = fmt::format("{{{}}}", p);
@@ -50,7 +50,7 @@ int DoRender(const RenderArgs& a) {
   bool any = false;
   for (const std::string& path : a.sandboxes) {
     auto m = drivers::LoadManifest(path);
-    if (!m) return SetupError(m.error().ToString());
+    if (!m) return SetupError(m.error().Summary());
     const drivers::DriverKind* kind = drivers::Registry().Find(m->driver);
     if (kind == nullptr || !kind->render) {
       std::string renderable;

@@ -20,8 +20,19 @@ struct ConfigError {
   int column = 0;     // 1-based; 0 when unknown
   std::string field;  // dotted path, e.g. "command.argv[3]"; "" for the whole file
   std::string message;
-  // "manifests/x.yaml:12:3: command.argv: expected a list of strings"
+  // The file's other mistakes found in the same pass, in the order found (none when this is the
+  // only one): loaders go on past a mistake wherever what follows can still be checked, so
+  // `sandprobe validate` lists every one. Each names its own line, column and field. (`= {}`:
+  // an error written as {file, line, column, field, message} leaves it out without a warning.)
+  std::vector<ConfigError> more = {};
+
+  // "manifests/x.yaml:12:3: command.argv: expected a list of strings": this mistake alone.
   std::string ToString() const;
+  // ToString(), and when the file has more mistakes, how many and where to see them: what `run`
+  // says before it refuses a file.
+  std::string Summary() const;
+  // This mistake and the others (`more`), each without a `more` of its own.
+  std::vector<ConfigError> All() const;
 };
 
 template <typename T>
@@ -41,8 +52,13 @@ Loaded<std::vector<core::ProbeDescriptor>> LoadProbeTree(const std::filesystem::
 std::expected<void, ConfigError> CheckSuiteEntries(
     const core::Suite& suite, const std::vector<core::ProbeDescriptor>& probes);
 
+// Every entry and criterion is checked on its own: the error carries each mistake of the file.
 Loaded<core::Suite> LoadSuite(const std::filesystem::path& file);
 Loaded<core::Suite> ParseSuite(const std::string& text, const std::string& source);
+// LoadSuite and CheckSuiteEntries in one pass (`sandprobe validate`): an entry that reads is
+// checked against the tree even when another entry does not.
+Loaded<core::Suite> LoadSuite(const std::filesystem::path& file,
+                              const std::vector<core::ProbeDescriptor>& probes);
 
 // Manifests are loaded through the driver registry (drivers/registry.h), which checks each
 // kind's section: config/manifest_sections.h.

@@ -10,6 +10,7 @@ namespace sandprobe::config {
 
 using internal::At;
 
+// Each entry and each of its fields on its own: every mistake of the file is in the error.
 Loaded<std::vector<core::Expectation>> ParseExpectations(const std::string& text,
                                                          const std::string& source) {
   auto root = internal::ReadYaml(text, source);
@@ -17,54 +18,57 @@ Loaded<std::vector<core::Expectation>> ParseExpectations(const std::string& text
   const YAML::Node& y = *root;
   if (!y.IsMap())
     return std::unexpected(At(source, y, "", "expected a mapping with expectations:"));
-  if (auto r = internal::OnlyKeys(source, y, "", {"description", "expectations"}); !r) {
-    return std::unexpected(r.error());
-  }
-  if (auto d = internal::String(source, y, "description", "", false); !d) {
-    return std::unexpected(d.error());
-  }
+  internal::Errors errors;
+  internal::OnlyKeys(source, y, "", {"description", "expectations"}, errors);
+  errors.Check(internal::String(source, y, "description", "", false));
   const YAML::Node list = y["expectations"];
   if (!list.IsDefined() || !list.IsSequence()) {
-    return std::unexpected(At(source, list.IsDefined() ? list : y, "expectations",
-                              "expected a list of expectations (probe, candidate, reason, "
-                              "expires)"));
+    if (!(!list.IsDefined() && errors.Meant("expectations"))) {
+      errors.Add(At(source, list.IsDefined() ? list : y, "expectations",
+                    "expected a list of expectations (probe, candidate, reason, expires)"));
+    }
+    return errors.Fail();
   }
   std::vector<core::Expectation> out;
   for (size_t i = 0; i < list.size(); ++i) {
     const YAML::Node e = list[i];
     const std::string path = fmt::format("expectations[{}]", i);
-    if (!e.IsMap()) return std::unexpected(At(source, e, path, "expected a mapping"));
-    if (auto r = internal::OnlyKeys(source, e, path, {"probe", "candidate", "reason", "expires"});
-        !r) {
-      return std::unexpected(r.error());
+    if (!e.IsMap()) {
+      errors.Add(At(source, e, path, "expected a mapping"));
+      continue;
     }
+    const size_t before = errors.size();
+    internal::OnlyKeys(source, e, path, {"probe", "candidate", "reason", "expires"}, errors);
     core::Expectation x;
     x.source = fmt::format("{}:{}:{}", source, e.Mark().line + 1, e.Mark().column + 1);
     for (auto [key, field, required] :
          {std::tuple{"probe", &x.probe, true}, std::tuple{"candidate", &x.candidate, false},
           std::tuple{"reason", &x.reason, true}, std::tuple{"expires", &x.expires, true}}) {
       auto v = internal::String(source, e, key, path, required);
-      if (!v) return std::unexpected(v.error());
+      if (!errors.Check(v)) continue;
       if (required && v->empty()) {
-        return std::unexpected(At(source, e[key], path + "." + key, "must not be empty"));
+        errors.Add(At(source, e[key], path + "." + key, "must not be empty"));
+        continue;
       }
       *field = std::move(*v);
     }
-    if (!core::ValidDate(x.expires)) {
-      return std::unexpected(At(source, e["expires"], path + ".expires",
-                                "expected a date YYYY-MM-DD (the last day the acceptance holds, "
-                                "UTC)"));
+    if (!x.expires.empty() && !core::ValidDate(x.expires)) {
+      errors.Add(At(source, e["expires"], path + ".expires",
+                    "expected a date YYYY-MM-DD (the last day the acceptance holds, UTC)"));
     }
+    if (errors.size() > before) continue;
     for (const core::Expectation& earlier : out) {
       if (earlier.probe == x.probe && earlier.candidate == x.candidate) {
-        return std::unexpected(
+        errors.Add(
             At(source, e, path,
                fmt::format("{}{} is already accepted at {}", x.probe,
                            x.candidate.empty() ? "" : " in " + x.candidate, earlier.source)));
+        break;
       }
     }
-    out.push_back(std::move(x));
+    if (errors.size() == before) out.push_back(std::move(x));
   }
+  if (!errors.empty()) return errors.Fail();
   return out;
 }
 

@@ -41,66 +41,75 @@ std::expected<std::optional<core::NoexecClaim>, ConfigError> LoadNoexec(const st
   return claim;
 }
 
-std::expected<void, ConfigError> LoadLimits(const std::string& file, const YAML::Node& node,
-                                            core::Limits& limits) {
-  if (!node.IsDefined() || node.IsNull()) return {};
-  if (!node.IsMap()) return std::unexpected(At(file, node, "limits", "expected a mapping"));
-  if (auto r =
-          internal::OnlyKeys(file, node, "limits",
-                             {"timeout", "memory", "tmp", "pids", "output", "noexec", "seccomp"});
-      !r) {
-    return r;
+// Each key of limits: is checked on its own; every mistake is added to `errors`.
+void LoadLimits(const std::string& file, const YAML::Node& node, core::Limits& limits,
+                internal::Errors& errors) {
+  if (!node.IsDefined() || node.IsNull()) return;
+  if (!node.IsMap()) {
+    errors.Add(At(file, node, "limits", "expected a mapping"));
+    return;
   }
+  static const std::vector<std::string> kKeys = {"timeout", "memory", "tmp",    "pids",
+                                                 "output",  "noexec", "seccomp"};
+  internal::OnlyKeys(file, node, "limits", kKeys, errors);
   for (const auto& kv : node) {
     const std::string key = kv.first.Scalar();
     const std::string field = "limits." + key;
+    if (std::ranges::find(kKeys, key) == kKeys.end()) continue;  // reported above
     if (key == "noexec") {
       auto claim = LoadNoexec(file, kv.second);
-      if (!claim) return std::unexpected(claim.error());
-      limits.noexec = *claim;
+      if (errors.Check(claim)) limits.noexec = *claim;
       continue;
     }
-    if (!kv.second.IsScalar())
-      return std::unexpected(At(file, kv.second, field, "expected a value"));
+    if (!kv.second.IsScalar()) {
+      errors.Add(At(file, kv.second, field, "expected a value"));
+      continue;
+    }
     const std::string text = kv.second.Scalar();
     if (key == "seccomp") {
       auto claim = core::ParseSeccompClaim(text);
       if (!claim) {
         const std::string near = internal::DidYouMean(text, {"default"});
-        return std::unexpected(
+        errors.Add(
             At(file, kv.second, field,
                near.empty() ? claim.error() : claim.error() + "; did you mean " + near + "?"));
+        continue;
       }
       limits.seccomp = *claim;
       continue;
     }
     if (key == "timeout") {
       auto s = core::ParseSeconds(text);
-      if (!s) return std::unexpected(At(file, kv.second, field, s.error()));
-      if (*s <= 0 || *s > 24 * 3600) {  // a day: past that the deadline arithmetic overflows
-        return std::unexpected(At(file, kv.second, field, "expected more than 0s and at most 24h"));
+      if (!s) {
+        errors.Add(At(file, kv.second, field, s.error()));
+      } else if (*s <= 0 || *s > 24 * 3600) {  // a day: past that the deadline arithmetic overflows
+        errors.Add(At(file, kv.second, field, "expected more than 0s and at most 24h"));
+      } else {
+        limits.timeout_s = *s;
       }
-      limits.timeout_s = *s;
       continue;
     }
     if (key == "pids") {
       auto n = core::ParseBytes(text);  // a plain count parses the same way
       if (!n || text.find_first_not_of("0123456789") != std::string::npos) {
-        return std::unexpected(At(file, kv.second, field, "expected a whole number"));
+        errors.Add(At(file, kv.second, field, "expected a whole number"));
+      } else {
+        limits.pids = *n;
       }
-      limits.pids = *n;
       continue;
     }
     auto b = core::ParseBytes(text);
-    if (!b) return std::unexpected(At(file, kv.second, field, b.error()));
-    if (*b > (uint64_t{1} << 50)) {  // 1 PiB: a claim past it is a typo, and overflows sizing
-      return std::unexpected(At(file, kv.second, field, "expected at most 1Pi"));
+    // Past 1 PiB a claim is a typo, and overflows sizing.
+    if (!b) {
+      errors.Add(At(file, kv.second, field, b.error()));
+    } else if (*b > (uint64_t{1} << 50)) {
+      errors.Add(At(file, kv.second, field, "expected at most 1Pi"));
+    } else {
+      (key == "memory" ? limits.memory_bytes
+       : key == "tmp"  ? limits.tmp_bytes
+                       : limits.output_bytes) = *b;
     }
-    (key == "memory" ? limits.memory_bytes
-     : key == "tmp"  ? limits.tmp_bytes
-                     : limits.output_bytes) = *b;
   }
-  return {};
 }
 
 }  // namespace
@@ -113,38 +122,43 @@ std::string KindNames(std::span<const DriverSection> sections) {
   return names;
 }
 
+// Every field is checked on its own and every mistake kept (internal::Errors); only the driver's
+// section depends on another field: it is read when driver: names a known kind.
 Loaded<core::Manifest> ParseManifest(const std::string& text, const std::string& source,
                                      std::span<const DriverSection> sections) {
   auto root = internal::ReadYaml(text, source);
   if (!root) return std::unexpected(root.error());
   const YAML::Node& y = *root;
+  internal::Errors errors;
   std::vector<std::string> keys = {"name", "driver", "control", "description", "limits", "weakens"};
   for (const DriverSection& d : sections) keys.push_back(d.kind);
-  if (auto r = internal::OnlyKeys(source, y, "", keys); !r) return std::unexpected(r.error());
+  internal::OnlyKeys(source, y, "", keys, errors);
   core::Manifest m;
   m.source_path = source;
-  auto name = internal::String(source, y, "name", "", true);
-  if (!name) return std::unexpected(name.error());
-  m.name = *name;
-  if (m.name.empty() || m.name.size() > 64 ||
-      m.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_.") != std::string::npos) {
-    return std::unexpected(
-        At(source, y["name"], "name", "expected 1-64 characters of [a-z0-9-_.]"));
+  if (auto name = internal::String(source, y, "name", "", true); errors.Check(name)) {
+    m.name = *name;
+    if (m.name.empty() || m.name.size() > 64 ||
+        m.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_.") != std::string::npos) {
+      errors.Add(At(source, y["name"], "name", "expected 1-64 characters of [a-z0-9-_.]"));
+    }
   }
-  auto driver = internal::String(source, y, "driver", "", true);
-  if (!driver) return std::unexpected(driver.error());
-  m.driver = *driver;
-  const auto kind = std::ranges::find(sections, m.driver, &DriverSection::kind);
-  if (kind == sections.end()) {
-    return std::unexpected(
-        At(source, y["driver"], "driver",
-           fmt::format("unknown driver '{}' (expected {})", m.driver, KindNames(sections))));
+  const DriverSection* kind = nullptr;
+  if (auto driver = internal::String(source, y, "driver", "", true); errors.Check(driver)) {
+    m.driver = *driver;
+    const auto found = std::ranges::find(sections, m.driver, &DriverSection::kind);
+    if (found == sections.end()) {
+      errors.Add(
+          At(source, y["driver"], "driver",
+             fmt::format("unknown driver '{}' (expected {})", m.driver, KindNames(sections))));
+    } else {
+      kind = &*found;
+    }
   }
   // Another kind's section would be read by nobody: a `command:` under `driver: local` runs the
   // probe with no sandbox at all while the file looks sandboxed.
   for (const DriverSection& d : sections) {
-    if (d.kind != m.driver && y[d.kind].IsDefined()) {
-      return std::unexpected(
+    if (kind != nullptr && d.kind != m.driver && y[d.kind].IsDefined()) {
+      errors.Add(
           At(source, y[d.kind], d.kind,
              fmt::format("this manifest's driver is {}, so this section would be ignored; did you "
                          "mean driver: {}?",
@@ -152,34 +166,37 @@ Loaded<core::Manifest> ParseManifest(const std::string& text, const std::string&
     }
   }
   for (auto [key, out] : {std::pair{"control", &m.control}, {"description", &m.description}}) {
-    auto v = internal::String(source, y, key, "", false);
-    if (!v) return std::unexpected(v.error());
-    *out = *v;
+    if (auto v = internal::String(source, y, key, "", false); errors.Check(v)) *out = *v;
   }
-  if (auto r = LoadLimits(source, y["limits"], m.limits); !r) return std::unexpected(r.error());
+  LoadLimits(source, y["limits"], m.limits, errors);
   if (const YAML::Node w = y["weakens"]; w.IsDefined()) {
-    if (!w.IsSequence())
-      return std::unexpected(At(source, w, "weakens", "expected a list of strings"));
-    for (size_t i = 0; i < w.size(); ++i) {
-      if (!w[i].IsScalar()) {
-        return std::unexpected(
-            At(source, w[i], fmt::format("weakens[{}]", i), "expected a string"));
+    if (!w.IsSequence()) {
+      errors.Add(At(source, w, "weakens", "expected a list of strings"));
+    } else {
+      for (size_t i = 0; i < w.size(); ++i) {
+        if (!w[i].IsScalar()) {
+          errors.Add(At(source, w[i], fmt::format("weakens[{}]", i), "expected a string"));
+        } else {
+          m.weakens.push_back(w[i].Scalar());
+        }
       }
-      m.weakens.push_back(w[i].Scalar());
     }
   }
-  if (kind->read) {
-    // A driver's reader walks the YAML itself: yaml-cpp's exceptions stop here too.
-    try {
-      if (auto read = kind->read(source, y, m.section); !read) {
-        return std::unexpected(read.error());
+  // The kind's section, unless it is absent and a misspelt key was taken for it (`dokcer:`): the
+  // typo is the mistake, not a second "needs a docker: section".
+  if (kind != nullptr && !(!y[m.driver].IsDefined() && errors.Meant(m.driver))) {
+    if (kind->read) {
+      // A driver's reader walks the YAML itself: yaml-cpp's exceptions stop here too.
+      try {
+        errors.Check(kind->read(source, y, m.section));
+      } catch (const YAML::Exception& e) {
+        errors.Add(At(source, y[m.driver], m.driver, e.what()));
       }
-    } catch (const YAML::Exception& e) {
-      return std::unexpected(At(source, y[m.driver], m.driver, e.what()));
+    } else if (y[m.driver].IsDefined() && !y[m.driver].IsNull()) {
+      m.section = YamlToJson(y[m.driver]);
     }
-  } else if (y[m.driver].IsDefined() && !y[m.driver].IsNull()) {
-    m.section = YamlToJson(y[m.driver]);
   }
+  if (!errors.empty()) return errors.Fail();
   return m;
 }
 

@@ -19,8 +19,9 @@ namespace sandprobe::config {
 // Reads the `<kind>:` section of the manifest document `root` read from `file` into the kind's
 // typed configuration, stored in `section` (core::Manifest::section), checking it on the way: one
 // pass, so no value is read twice by two sets of rules. Errors name the file, line, column and
-// dotted field. (An out-parameter: std::expected<std::any, E> does not compile with clang and
-// libstdc++ 12, whose converting constructors of the two types ask about each other endlessly.)
+// dotted field; a reader may go on past a mistake and return every one (ConfigError::more). (An
+// out-parameter: std::expected<std::any, E> does not compile with clang and libstdc++ 12, whose
+// converting constructors of the two types ask about each other endlessly.)
 using SectionReader = std::function<std::expected<void, ConfigError>(
     const std::string& file, const YAML::Node& root, std::any& section)>;
 

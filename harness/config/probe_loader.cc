@@ -23,22 +23,25 @@ std::expected<core::Exposure, ConfigError> ExposureAt(const std::string& file,
   return *e;
 }
 
-std::expected<void, ConfigError> LoadParams(const std::string& file, const YAML::Node& node,
-                                            core::ProbeDescriptor& p) {
-  if (!node.IsDefined() || node.IsNull()) return {};
-  if (!node.IsMap()) return std::unexpected(At(file, node, "params", "expected a mapping"));
+// Each parameter on its own; every mistake is added to `errors`.
+void LoadParams(const std::string& file, const YAML::Node& node, core::ProbeDescriptor& p,
+                internal::Errors& errors) {
+  if (!node.IsDefined() || node.IsNull()) return;
+  if (!node.IsMap()) {
+    errors.Add(At(file, node, "params", "expected a mapping"));
+    return;
+  }
   for (const auto& kv : node) {
     const std::string name = kv.first.Scalar();
     const std::string field = "params." + name;
     const YAML::Node spec = kv.second;
     if (!spec.IsMap() || !spec["default"].IsDefined()) {
-      return std::unexpected(At(file, spec, field, "expected a mapping with default:"));
+      errors.Add(At(file, spec, field, "expected a mapping with default:"));
+      continue;
     }
-    if (auto r = internal::OnlyKeys(file, spec, field,
-                                    {"default", "description", "from_limit", "factor", "unit"});
-        !r) {
-      return r;
-    }
+    const size_t before = errors.size();
+    internal::OnlyKeys(file, spec, field,
+                       {"default", "description", "from_limit", "factor", "unit"}, errors);
     core::ParamSpec ps;
     ps.default_value = YamlToJson(spec["default"]);
     if (spec["description"].IsDefined()) ps.description = spec["description"].Scalar();
@@ -47,23 +50,21 @@ std::expected<void, ConfigError> LoadParams(const std::string& file, const YAML:
       static constexpr const char* kLimits[] = {"memory", "tmp",    "pids",   "timeout",
                                                 "output", "noexec", "seccomp"};
       if (std::ranges::find(kLimits, ps.from_limit) == std::end(kLimits)) {
-        return std::unexpected(
-            At(file, spec["from_limit"], field + ".from_limit",
-               "expected memory, tmp, pids, timeout, output, noexec or seccomp"));
+        errors.Add(At(file, spec["from_limit"], field + ".from_limit",
+                      "expected memory, tmp, pids, timeout, output, noexec or seccomp"));
       }
     }
     if (spec["factor"].IsDefined()) {
       const nlohmann::json f = YamlToJson(spec["factor"]);
       if (!f.is_number() || f.get<double>() <= 0) {
-        return std::unexpected(
-            At(file, spec["factor"], field + ".factor", "expected a positive number"));
+        errors.Add(At(file, spec["factor"], field + ".factor", "expected a positive number"));
+      } else {
+        ps.factor = f.get<double>();
       }
-      ps.factor = f.get<double>();
     }
     if (spec["unit"].IsDefined()) ps.unit = spec["unit"].Scalar();
-    p.params[name] = std::move(ps);
+    if (errors.size() == before) p.params[name] = std::move(ps);
   }
-  return {};
 }
 
 std::expected<void, ConfigError> LoadClassify(const std::string& file, const YAML::Node& node,
@@ -221,16 +222,19 @@ std::expected<void, ConfigError> LoadClassify(const std::string& file, const YAM
 
 // needs: [planted-env, live-canary], deploy: sandbox | harness-admission and measures: interfaces
 // (all optional).
-std::expected<void, ConfigError> LoadNeedsAndDeploy(const std::string& file, const YAML::Node& y,
-                                                    core::ProbeDescriptor& p) {
-  if (const YAML::Node needs = y["needs"]; needs.IsDefined()) {
-    if (!needs.IsSequence())
-      return std::unexpected(At(file, needs, "needs", "expected a list, e.g. [planted-env]"));
+void LoadNeedsAndDeploy(const std::string& file, const YAML::Node& y, core::ProbeDescriptor& p,
+                        internal::Errors& errors) {
+  const YAML::Node needs = y["needs"];
+  if (needs.IsDefined() && !needs.IsSequence()) {
+    errors.Add(At(file, needs, "needs", "expected a list, e.g. [planted-env]"));
+  } else if (needs.IsDefined()) {
     for (size_t i = 0; i < needs.size(); ++i) {
       const YAML::Node n = needs[i];
       const std::string field = fmt::format("needs[{}]", i);
-      if (!n.IsScalar() || (n.Scalar() != "planted-env" && n.Scalar() != "live-canary"))
-        return std::unexpected(At(file, n, field, "expected planted-env or live-canary"));
+      if (!n.IsScalar() || (n.Scalar() != "planted-env" && n.Scalar() != "live-canary")) {
+        errors.Add(At(file, n, field, "expected planted-env or live-canary"));
+        continue;
+      }
       const core::Need need =
           n.Scalar() == "planted-env" ? core::Need::kPlantedEnv : core::Need::kLiveCanary;
       if (!p.Needs(need)) p.needs.push_back(need);
@@ -243,59 +247,72 @@ std::expected<void, ConfigError> LoadNeedsAndDeploy(const std::string& file, con
     } else if (v == "harness-admission") {
       p.deploy = core::Deploy::kHarnessAdmission;
     } else {
-      return std::unexpected(At(file, d, "deploy", "expected sandbox or harness-admission"));
+      errors.Add(At(file, d, "deploy", "expected sandbox or harness-admission"));
     }
   }
   if (const YAML::Node m = y["measures"]; m.IsDefined()) {
-    if (!m.IsScalar() || m.Scalar() != "interfaces")
-      return std::unexpected(At(file, m, "measures", "expected interfaces"));
-    p.measures = m.Scalar();
+    if (!m.IsScalar() || m.Scalar() != "interfaces") {
+      errors.Add(At(file, m, "measures", "expected interfaces"));
+    } else {
+      p.measures = m.Scalar();
+    }
   }
-  return {};
 }
 
+// Each top-level field on its own; classify: and claim: name parameters, so they are read once
+// params: has read without a mistake.
 Loaded<core::ProbeDescriptor> ParseProbeDocument(const YAML::Node& y, const std::string& file) {
-  if (auto r = internal::OnlyKeys(file, y, "",
-                                  {"id", "label", "category", "description", "requires_control",
-                                   "drivers", "params", "classify", "calls", "concurrent",
-                                   "after_call_s", "needs", "deploy", "measures", "claim"});
-      !r) {
-    return std::unexpected(r.error());
-  }
+  internal::Errors errors;
+  internal::OnlyKeys(
+      file, y, "",
+      {"id", "label", "category", "description", "requires_control", "drivers", "params",
+       "classify", "calls", "concurrent", "after_call_s", "needs", "deploy", "measures", "claim"},
+      errors);
   core::ProbeDescriptor p;
   p.source_path = file;
+  bool names_read = true;
   for (auto [key, out, required] : {std::tuple{"id", &p.id, true},
                                     {"label", &p.label, true},
                                     {"category", &p.category, true},
                                     {"description", &p.description, true}}) {
     auto v = internal::String(file, y, key, "", required);
-    if (!v) return std::unexpected(v.error());
+    if (!errors.Check(v)) {
+      names_read = false;
+      continue;
+    }
     *out = *v;
   }
-  if (p.id.find('.') == std::string::npos || !p.id.starts_with(p.category + ".")) {
-    return std::unexpected(
-        At(file, y["id"], "id", "expected <category>.<name> matching category:"));
+  if (names_read && (p.id.find('.') == std::string::npos || !p.id.starts_with(p.category + "."))) {
+    errors.Add(At(file, y["id"], "id", "expected <category>.<name> matching category:"));
   }
   if (const YAML::Node rc = y["requires_control"]; rc.IsDefined()) {
     const nlohmann::json v = YamlToJson(rc);
-    if (!v.is_boolean())
-      return std::unexpected(At(file, rc, "requires_control", "expected true or false"));
-    p.requires_control = v.get<bool>();
+    if (!v.is_boolean()) {
+      errors.Add(At(file, rc, "requires_control", "expected true or false"));
+    } else {
+      p.requires_control = v.get<bool>();
+    }
   }
   const YAML::Node drivers = y["drivers"];
   if (drivers.IsDefined()) {
-    if (!drivers.IsSequence())
-      return std::unexpected(At(file, drivers, "drivers", "expected a list"));
-    for (const auto& d : drivers) p.drivers.push_back(d.Scalar());
+    if (!drivers.IsSequence()) {
+      errors.Add(At(file, drivers, "drivers", "expected a list"));
+    } else {
+      for (const auto& d : drivers) p.drivers.push_back(d.Scalar());
+    }
   }
   if (p.drivers.empty()) p.drivers = {"all"};
+  bool concurrent_read = true;
   if (const YAML::Node c = y["concurrent"]; c.IsDefined()) {
     const nlohmann::json v = YamlToJson(c);
-    if (!v.is_boolean())
-      return std::unexpected(At(file, c, "concurrent", "expected true or false"));
-    p.concurrent = v.get<bool>();
+    if (!v.is_boolean()) {
+      errors.Add(At(file, c, "concurrent", "expected true or false"));
+      concurrent_read = false;
+    } else {
+      p.concurrent = v.get<bool>();
+    }
   }
-  if (const YAML::Node c = y["calls"]; c.IsDefined()) {
+  if (const YAML::Node c = y["calls"]; c.IsDefined() && concurrent_read) {
     const nlohmann::json v = YamlToJson(c);
     const int least = p.concurrent ? 0 : 1;  // a concurrent pair needs no sequential call first
     // Compared as the 64-bit value it is: read as int, 4294967297 was 1 and passed.
@@ -304,29 +321,35 @@ Loaded<core::ProbeDescriptor> ParseProbeDocument(const YAML::Node& y, const std:
         : v.is_number_integer() ? v.get<int64_t>() >= least && v.get<int64_t>() <= 32
                                 : false;
     if (!in_range) {
-      return std::unexpected(
-          At(file, c, "calls", fmt::format("expected a whole number from {} to 32", least)));
+      errors.Add(At(file, c, "calls", fmt::format("expected a whole number from {} to 32", least)));
+    } else {
+      p.calls = v.get<int>();
     }
-    p.calls = v.get<int>();
   }
   if (const YAML::Node a = y["after_call_s"]; a.IsDefined()) {
     const nlohmann::json v = YamlToJson(a);
-    if (!v.is_number() || v.get<double>() < 0 || v.get<double>() > 30)
-      return std::unexpected(At(file, a, "after_call_s", "expected seconds from 0 to 30"));
-    p.after_call_s = v.get<double>();
-  }
-  if (auto r = LoadNeedsAndDeploy(file, y, p); !r) return std::unexpected(r.error());
-  if (auto r = LoadParams(file, y["params"], p); !r) return std::unexpected(r.error());
-  if (auto r = LoadClassify(file, y["classify"], p); !r) return std::unexpected(r.error());
-  if (const YAML::Node c = y["claim"]; c.IsDefined()) {
-    // The parameter must carry a claim, or the row could never be judged.
-    const auto spec = c.IsScalar() ? p.params.find(c.Scalar()) : p.params.end();
-    if (spec == p.params.end() || !core::IsClaimLimit(spec->second.from_limit)) {
-      return std::unexpected(
-          At(file, c, "claim", "expected a parameter with from_limit noexec or seccomp"));
+    if (!v.is_number() || v.get<double>() < 0 || v.get<double>() > 30) {
+      errors.Add(At(file, a, "after_call_s", "expected seconds from 0 to 30"));
+    } else {
+      p.after_call_s = v.get<double>();
     }
-    p.claim = c.Scalar();
   }
+  LoadNeedsAndDeploy(file, y, p, errors);
+  const size_t before_params = errors.size();
+  LoadParams(file, y["params"], p, errors);
+  if (errors.size() == before_params) {
+    errors.Check(LoadClassify(file, y["classify"], p));
+    if (const YAML::Node c = y["claim"]; c.IsDefined()) {
+      // The parameter must carry a claim, or the row could never be judged.
+      const auto spec = c.IsScalar() ? p.params.find(c.Scalar()) : p.params.end();
+      if (spec == p.params.end() || !core::IsClaimLimit(spec->second.from_limit)) {
+        errors.Add(At(file, c, "claim", "expected a parameter with from_limit noexec or seccomp"));
+      } else {
+        p.claim = c.Scalar();
+      }
+    }
+  }
+  if (!errors.empty()) return errors.Fail();
   return p;
 }
 

@@ -21,6 +21,21 @@ std::string ConfigError::ToString() const {
                        : fmt::format("{}: {}: {}", where, field, message);
 }
 
+std::string ConfigError::Summary() const {
+  if (more.empty()) return ToString();
+  return fmt::format("{} (and {} more mistake{} in this file: `sandprobe validate {}` lists each)",
+                     ToString(), more.size(), more.size() == 1 ? "" : "s", file);
+}
+
+std::vector<ConfigError> ConfigError::All() const {
+  std::vector<ConfigError> all{*this};
+  all.front().more.clear();
+  for (const ConfigError& e : more) {
+    for (ConfigError& one : e.All()) all.push_back(std::move(one));
+  }
+  return all;
+}
+
 namespace internal {
 namespace {
 
@@ -38,6 +53,28 @@ ConfigError At(const std::string& file, const YAML::Node& node, const std::strin
     e.column = node.Mark().column + 1;
   }
   return e;
+}
+
+void Errors::Add(const ConfigError& e) {
+  for (ConfigError& one : e.All()) {
+    if (one.message == kMissing && std::ranges::find(meant_, one.field) != meant_.end()) continue;
+    list_.push_back(std::move(one));
+  }
+}
+
+void Errors::AddTypo(const ConfigError& e, const std::string& meant) {
+  meant_.push_back(meant);
+  Add(e);
+}
+
+bool Errors::Meant(const std::string& field) const {
+  return std::ranges::find(meant_, field) != meant_.end();
+}
+
+ConfigError Errors::First() const {
+  ConfigError first = list_.front();
+  first.more.assign(list_.begin() + 1, list_.end());
+  return first;
 }
 
 std::expected<std::string, ConfigError> ReadFile(const std::string& path) {
@@ -192,7 +229,7 @@ Loaded<std::string> String(const std::string& file, const YAML::Node& map, const
   const YAML::Node node = map[key];
   const std::string field = path.empty() ? key : path + "." + key;
   if (!node.IsDefined() || node.IsNull()) {
-    if (required) return std::unexpected(At(file, map, field, "required field is missing"));
+    if (required) return std::unexpected(At(file, map, field, kMissing));
     return std::string();
   }
   if (!node.IsScalar()) return std::unexpected(At(file, node, field, "expected a string"));
@@ -246,11 +283,12 @@ std::string DidYouMean(const std::string& key, const std::vector<std::string>& k
   return best;
 }
 
-std::expected<void, ConfigError> OnlyKeys(const std::string& file, const YAML::Node& map,
-                                          const std::string& path,
-                                          const std::vector<std::string>& allowed) {
+void OnlyKeys(const std::string& file, const YAML::Node& map, const std::string& path,
+              const std::vector<std::string>& allowed, Errors& errors,
+              const std::vector<std::string>& reported) {
   for (const auto& kv : map) {
     const std::string key = kv.first.Scalar();
+    if (std::ranges::find(reported, key) != reported.end()) continue;
     if (std::ranges::find(allowed, key) == allowed.end()) {
       // Bytes outside printable ASCII are shown escaped: "Privileged\xe2\x80\x8b" is not
       // Privileged, and the message must not make it look so.
@@ -261,15 +299,25 @@ std::expected<void, ConfigError> OnlyKeys(const std::string& file, const YAML::N
       }
       const std::string field = path.empty() ? shown : path + "." + shown;
       if (const std::string near = DidYouMean(key, allowed); !near.empty()) {
-        return std::unexpected(
-            At(file, kv.first, field, fmt::format("unknown field; did you mean {}?", near)));
+        errors.AddTypo(
+            At(file, kv.first, field, fmt::format("unknown field; did you mean {}?", near)),
+            path.empty() ? near : path + "." + near);
+        continue;
       }
       std::string list;
       for (const std::string& a : allowed) list += (list.empty() ? "" : ", ") + a;
-      return std::unexpected(
+      errors.Add(
           At(file, kv.first, field, fmt::format("unknown field (expected one of: {})", list)));
     }
   }
+}
+
+std::expected<void, ConfigError> OnlyKeys(const std::string& file, const YAML::Node& map,
+                                          const std::string& path,
+                                          const std::vector<std::string>& allowed) {
+  Errors errors;
+  OnlyKeys(file, map, path, allowed, errors);
+  if (!errors.empty()) return errors.Fail();
   return {};
 }
 

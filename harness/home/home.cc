@@ -41,12 +41,10 @@ std::expected<runner::RunOptions, HomeError> RunSpecFrom(
   opt.probes = home.probes;
   opt.preamble = home.preamble;
   opt.make_driver = drivers::MakeDriver;
-  auto suite =
-      config::LoadSuite(request.suite.empty() ? home.DefaultSuite() : fs::path(request.suite));
-  if (!suite) return std::unexpected(HomeError{suite.error().ToString(), ""});
-  if (auto r = config::CheckSuiteEntries(*suite, opt.probes); !r) {
-    return std::unexpected(HomeError{r.error().ToString(), ""});
-  }
+  // A file with several mistakes is refused on its first; Summary() says how many more there are.
+  auto suite = config::LoadSuite(
+      request.suite.empty() ? home.DefaultSuite() : fs::path(request.suite), opt.probes);
+  if (!suite) return std::unexpected(HomeError{suite.error().Summary(), ""});
   opt.suite = std::move(*suite);
 
   std::vector<std::string> sandboxes = request.sandboxes;
@@ -54,7 +52,7 @@ std::expected<runner::RunOptions, HomeError> RunSpecFrom(
   std::vector<std::string> control_paths = request.controls;
   for (const std::string& path : sandboxes) {
     auto m = drivers::LoadManifest(path);
-    if (!m) return std::unexpected(HomeError{m.error().ToString(), ""});
+    if (!m) return std::unexpected(HomeError{m.error().Summary(), ""});
     if (request.controls.empty()) {
       if (m->control.empty()) {
         warn(path +
@@ -71,7 +69,7 @@ std::expected<runner::RunOptions, HomeError> RunSpecFrom(
   std::set<std::string> seen;
   for (const std::string& path : control_paths) {
     auto m = drivers::LoadManifest(path);
-    if (!m) return std::unexpected(HomeError{m.error().ToString(), ""});
+    if (!m) return std::unexpected(HomeError{m.error().Summary(), ""});
     if (!seen.insert(m->name).second) continue;  // several candidates may share one control
     opt.controls.push_back(std::move(*m));
   }
@@ -86,7 +84,7 @@ std::expected<runner::RunOptions, HomeError> RunSpecFrom(
     auto loaded = config::LoadExpectations(request.expect);
     if (!loaded) {
       return std::unexpected(
-          HomeError{loaded.error().ToString(), "sandprobe validate checks the file"});
+          HomeError{loaded.error().Summary(), "sandprobe validate checks the file"});
     }
     opt.expectations = std::move(*loaded);
   }

@@ -23,13 +23,15 @@ constexpr char kEmptyMessage[] =
 
 using config::ConfigError;
 using config::internal::At;
+using config::internal::Errors;
 using Json = nlohmann::json;
 using Result = std::expected<void, ConfigError>;
 
 // The API version every DockerDriver request names: kDockerApi without its slash and "v".
 constexpr std::string_view kDriverApi = std::string_view(kDockerApi).substr(2);
 
-// Called for each named field met (not for list items or map values).
+// Called for each named field met (not for list items or map values); an error skips the field's
+// value.
 using FieldVisitor =
     std::function<Result(const EngineField&, const YAML::Node& key, const std::string& field)>;
 
@@ -85,7 +87,7 @@ std::optional<uint64_t> DockerRunSize(const std::string& s) {
   return std::nullopt;
 }
 
-// A scalar (or null) `node` against the scalar type of `f`.
+// A scalar (or null) `node` against the scalar type of `f`; one error at most.
 Result CheckScalar(const std::string& file, const YAML::Node& node, const YAML::Node& at,
                    const EngineObject& o, const EngineField& f, const std::string& field) {
   const Json value = config::YamlToJson(node);
@@ -123,27 +125,26 @@ Result CheckScalar(const std::string& file, const YAML::Node& node, const YAML::
          fmt::format("expected {}, not {}{}", Expected(o, f), Actual(node, value), hint)));
 }
 
-// `node` against `f`. `key`: where an empty value (no mark of its own) is reported.
-Result CheckValue(const std::string& file, const YAML::Node& node, const YAML::Node& key,
-                  const EngineObject& o, const EngineField& f, const std::string& field,
-                  const FieldVisitor& visit);
+// `node` against `f`, every mistake below it added to `errors`. `key`: where an empty value (no
+// mark of its own) is reported.
+void CheckValue(const std::string& file, const YAML::Node& node, const YAML::Node& key,
+                const EngineObject& o, const EngineField& f, const std::string& field,
+                const FieldVisitor& visit, Errors& errors);
 
-// The keys of the mapping `node`, the object at table path `parent` ("" = the root itself).
-Result CheckObject(const std::string& file, const YAML::Node& node, const EngineObject& o,
-                   std::string_view parent, bool map, const std::string& field,
-                   const FieldVisitor& visit) {
+// The keys of the mapping `node`, the object at table path `parent` ("" = the root itself): each
+// key and its value on its own.
+void CheckObject(const std::string& file, const YAML::Node& node, const EngineObject& o,
+                 std::string_view parent, bool map, const std::string& field,
+                 const FieldVisitor& visit, Errors& errors) {
   const std::string prefix = parent.empty() ? "" : std::string(parent) + ".";
   if (map) {
     const EngineField* value = FindField(o, prefix + "*");
     for (const auto& kv : node) {
       if (value == nullptr) break;
-      if (auto r = CheckValue(file, kv.second, kv.first, o, *value, field + "." + kv.first.Scalar(),
-                              visit);
-          !r) {
-        return r;
-      }
+      CheckValue(file, kv.second, kv.first, o, *value, field + "." + kv.first.Scalar(), visit,
+                 errors);
     }
-    return {};
+    return;
   }
   for (const auto& kv : node) {
     const std::string key = kv.first.Scalar();
@@ -168,45 +169,49 @@ Result CheckObject(const std::string& file, const YAML::Node& node, const Engine
         message = fmt::format("unknown field: {} has no such field in Engine API v{}..v{}", where,
                               kEngineSchemaOldest, kEngineSchemaNewest);
       }
-      return std::unexpected(At(file, kv.first, child, message));
+      errors.Add(At(file, kv.first, child, message));
+      continue;
     }
-    if (auto r = visit(*f, kv.first, child); !r) return r;
-    if (auto r = CheckValue(file, kv.second, kv.first, o, *f, child, visit); !r) return r;
+    if (!errors.Check(visit(*f, kv.first, child))) continue;
+    CheckValue(file, kv.second, kv.first, o, *f, child, visit, errors);
   }
-  return {};
 }
 
-Result CheckValue(const std::string& file, const YAML::Node& node, const YAML::Node& key,
-                  const EngineObject& o, const EngineField& f, const std::string& field,
-                  const FieldVisitor& visit) {
+void CheckValue(const std::string& file, const YAML::Node& node, const YAML::Node& key,
+                const EngineObject& o, const EngineField& f, const std::string& field,
+                const FieldVisitor& visit, Errors& errors) {
   const YAML::Node& at = node.IsNull() && node.Scalar().empty() ? key : node;
   switch (f.type) {
     case JsonType::kAny:
-      return {};
+      return;
     case JsonType::kObject:
-      if (node.IsMap()) return CheckObject(file, node, o, f.path, f.map, field, visit);
+      if (node.IsMap()) {
+        CheckObject(file, node, o, f.path, f.map, field, visit, errors);
+        return;
+      }
       break;
     case JsonType::kArray:
       if (node.IsSequence()) {
         const EngineField* item = FindField(o, std::string(f.path) + "[]");
         for (size_t i = 0; item != nullptr && i < node.size(); ++i) {
-          if (auto r = CheckValue(file, node[i], node[i], o, *item, fmt::format("{}[{}]", field, i),
-                                  visit);
-              !r) {
-            return r;
-          }
+          CheckValue(file, node[i], node[i], o, *item, fmt::format("{}[{}]", field, i), visit,
+                     errors);
         }
-        return {};
+        return;
       }
       break;
     default:
-      if (!node.IsMap() && !node.IsSequence()) return CheckScalar(file, node, at, o, f, field);
+      if (!node.IsMap() && !node.IsSequence()) {
+        errors.Check(CheckScalar(file, node, at, o, f, field));
+        return;
+      }
   }
   if (node.IsNull() && f.nullable) {
     // An empty value, often a commented-out child, reads as null: "unset" to the daemon (no
     // limit, the default), a hardening the file seems to set and does not. (yaml-cpp does not
     // tell an empty value from an explicit null, and omitting the field says "unset" plainly.)
-    return std::unexpected(config::internal::At(file, at, field, kEmptyMessage));
+    errors.Add(config::internal::At(file, at, field, kEmptyMessage));
+    return;
   }
   const Json value = node.IsScalar() || node.IsNull() ? config::YamlToJson(node) : Json();
   std::string hint;
@@ -216,24 +221,25 @@ Result CheckValue(const std::string& file, const YAML::Node& node, const YAML::N
       hint = fmt::format("; write [{}]", node.Scalar());
     }
   }
-  return std::unexpected(
-      At(file, at, field,
-         fmt::format("expected {}, not {}{}", Expected(o, f), Actual(node, value), hint)));
+  errors.Add(At(file, at, field,
+                fmt::format("expected {}, not {}{}", Expected(o, f), Actual(node, value), hint)));
 }
 
 // A whole mapping of `o`'s fields at `field` (docker.hostConfig, docker.config), `visit` called
-// on every named field.
-Result WalkObject(const std::string& file, const YAML::Node& node, const EngineObject& o,
-                  const std::string& field, const FieldVisitor& visit) {
+// on every named field, every mistake added to `errors`.
+void WalkObject(const std::string& file, const YAML::Node& node, const EngineObject& o,
+                const std::string& field, const FieldVisitor& visit, Errors& errors) {
   if (!node.IsMap()) {
-    return std::unexpected(
+    errors.Add(
         At(file, node, field, fmt::format("expected a mapping of Engine API {} fields", o.name)));
+    return;
   }
-  return CheckObject(file, node, o, "", false, field, visit);
+  CheckObject(file, node, o, "", false, field, visit, errors);
 }
 
-Result WalkHostConfig(const std::string& file, const YAML::Node& hc, const FieldVisitor& visit) {
-  return WalkObject(file, hc, kHostConfig, "docker.hostConfig", visit);
+void WalkHostConfig(const std::string& file, const YAML::Node& hc, const FieldVisitor& visit,
+                    Errors& errors) {
+  WalkObject(file, hc, kHostConfig, "docker.hostConfig", visit, errors);
 }
 
 // A string value (plain or quoted), or an error naming the field.
@@ -243,7 +249,7 @@ Result StringField(const std::string& file, const YAML::Node& section, const cha
   const std::string field = std::string("docker.") + key;
   if (!node.IsDefined()) {
     if (!required) return {};
-    return std::unexpected(At(file, section, field, "required field is missing"));
+    return std::unexpected(At(file, section, field, config::internal::kMissing));
   }
   const Json value = node.IsScalar() ? config::YamlToJson(node) : Json();
   if (value.is_string() && !value.get<std::string>().empty()) return {};
@@ -255,37 +261,40 @@ Result StringField(const std::string& file, const YAML::Node& section, const cha
          fmt::format("expected a non-empty string, not {}{}", Actual(node, value), hint)));
 }
 
-Result CheckCmd(const std::string& file, const YAML::Node& cmd) {
-  if (!cmd.IsDefined()) return {};
+// Every element on its own; the count of "{script}" only when every element is a string.
+void CheckCmd(const std::string& file, const YAML::Node& cmd, Errors& errors) {
+  if (!cmd.IsDefined()) return;
   if (!cmd.IsSequence() || cmd.size() == 0) {
-    return std::unexpected(
+    errors.Add(
         At(file, cmd, "docker.cmd", "expected a non-empty list of strings with \"{script}\""));
+    return;
   }
   int script_slots = 0;
+  const size_t before = errors.size();
   for (size_t i = 0; i < cmd.size(); ++i) {
     const std::string field = fmt::format("docker.cmd[{}]", i);
     if (!cmd[i].IsScalar() || !config::YamlToJson(cmd[i]).is_string()) {
-      return std::unexpected(
-          At(file, cmd[i], field,
-             cmd[i].IsScalar() ? fmt::format("expected a string; quote it: \"{}\"", cmd[i].Scalar())
-                               : std::string("expected a string")));
+      errors.Add(At(file, cmd[i], field,
+                    cmd[i].IsScalar()
+                        ? fmt::format("expected a string; quote it: \"{}\"", cmd[i].Scalar())
+                        : std::string("expected a string")));
+      continue;
     }
     // DockerDriver::CreateBody replaces whole "{script}" elements only.
     if (cmd[i].Scalar().find("{script}") != std::string::npos) {
       if (cmd[i].Scalar() != "{script}") {
-        return std::unexpected(
-            At(file, cmd[i], field, "{script} must be a whole argument of its own"));
+        errors.Add(At(file, cmd[i], field, "{script} must be a whole argument of its own"));
+        continue;
       }
       ++script_slots;
     }
   }
-  if (script_slots != 1) {
-    return std::unexpected(
+  if (errors.size() == before && script_slots != 1) {
+    errors.Add(
         At(file, cmd, "docker.cmd",
            fmt::format("expected exactly one \"{{script}}\" argument (found {}): the probe program",
                        script_slots)));
   }
-  return {};
 }
 
 // docker.config: the ContainerConfig fields the driver sends with ContainerCreate (kConfigTaken,
@@ -313,9 +322,9 @@ Result InDriverApi(const std::string& file, const YAML::Node& key, const std::st
                      f.since, kDriverApi)));
 }
 
-Result CheckConfig(const std::string& file, const YAML::Node& config) {
-  if (!config.IsDefined()) return {};
-  auto walked = WalkObject(
+void CheckConfig(const std::string& file, const YAML::Node& config, Errors& errors) {
+  if (!config.IsDefined()) return;
+  WalkObject(
       file, config, kContainerConfig, "docker.config",
       [&](const EngineField& f, const YAML::Node& key, const std::string& field) -> Result {
         if (f.path.find_first_of(".[") == std::string_view::npos &&
@@ -323,40 +332,46 @@ Result CheckConfig(const std::string& file, const YAML::Node& config) {
           return std::unexpected(At(file, key, field, ConfigFieldRefused(f.path)));
         }
         return InDriverApi(file, key, field, f);
-      });
-  if (!walked) return walked;
-  // What the spec's types do not say and the daemon refuses or misreads.
+      },
+      errors);
+  if (!config.IsMap()) return;
+  // What the spec's types do not say and the daemon refuses or misreads; only on values of the
+  // right type (a wrong type is the walk's error already).
+  const auto is_string = [](const YAML::Node& n) {
+    return n.IsScalar() && config::YamlToJson(n).is_string();
+  };
   if (const YAML::Node env = config["Env"]; env.IsDefined() && env.IsSequence()) {
     for (size_t i = 0; i < env.size(); ++i) {
+      if (!is_string(env[i])) continue;
       const std::string& item = env[i].Scalar();
       if (item.find('=') == std::string::npos || item.starts_with("=")) {
-        return std::unexpected(
-            At(file, env[i], fmt::format("docker.config.Env[{}]", i),
-               "expected NAME=value (a bare NAME sets nothing through the Engine API; docker "
-               "run -e NAME copies the CLI's own variable)"));
+        errors.Add(At(file, env[i], fmt::format("docker.config.Env[{}]", i),
+                      "expected NAME=value (a bare NAME sets nothing through the Engine API; "
+                      "docker run -e NAME copies the CLI's own variable)"));
       }
     }
   }
   if (const YAML::Node labels = config["Labels"]; labels.IsDefined() && labels.IsMap()) {
     for (const auto& kv : labels) {
       if (kv.first.Scalar().starts_with("sandprobe.")) {
-        return std::unexpected(
-            At(file, kv.first, "docker.config.Labels." + kv.first.Scalar(),
-               "sandprobe.* labels are the harness's own (the run id `sandprobe cleanup` finds "
-               "containers by)"));
+        errors.Add(At(file, kv.first, "docker.config.Labels." + kv.first.Scalar(),
+                      "sandprobe.* labels are the harness's own (the run id `sandprobe cleanup` "
+                      "finds containers by)"));
       }
     }
   }
   if (const YAML::Node wd = config["WorkingDir"];
-      wd.IsDefined() && wd.IsScalar() && !wd.Scalar().starts_with("/")) {
-    return std::unexpected(At(file, wd, "docker.config.WorkingDir",
-                              "expected an absolute path (the daemon refuses a relative one)"));
+      wd.IsDefined() && is_string(wd) && !wd.Scalar().starts_with("/")) {
+    errors.Add(At(file, wd, "docker.config.WorkingDir",
+                  "expected an absolute path (the daemon refuses a relative one)"));
   }
-  return {};
 }
 
 // A ContainerConfig field written straight under docker: (docker.env, docker.Env): where it goes.
-Result ConfigFieldInSection(const std::string& file, const YAML::Node& section) {
+// Returns the keys it reported.
+std::vector<std::string> ConfigFieldInSection(const std::string& file, const YAML::Node& section,
+                                              Errors& errors) {
+  std::vector<std::string> reported;
   for (const auto& kv : section) {
     const std::string key = kv.first.Scalar();
     for (const EngineField& f : kContainerConfigFields) {
@@ -368,14 +383,16 @@ Result ConfigFieldInSection(const std::string& file, const YAML::Node& section) 
           })) {
         continue;
       }
-      return std::unexpected(At(
+      errors.Add(At(
           file, kv.first, "docker." + key,
           fmt::format("unknown field; {} is a ContainerConfig field: write it under docker.config "
                       "as {} (e.g. config: {{Env: [NAME=value]}})",
                       key, f.path)));
+      reported.push_back(key);
+      break;
     }
   }
-  return {};
+  return reported;
 }
 
 }  // namespace
@@ -388,30 +405,34 @@ std::expected<void, ConfigError> CheckDockerSection(const std::string& file,
         At(file, root, "docker", "driver docker needs a docker: section (at least image:)"));
   }
   if (!section.IsMap()) return std::unexpected(At(file, section, "docker", "expected a mapping"));
-  if (auto r = ConfigFieldInSection(file, section); !r) return r;
-  if (auto r = config::internal::OnlyKeys(
-          file, section, "docker", {"image", "hostConfig", "config", "user", "cmd", "endpoint"});
-      !r) {
-    return r;
+  // Every key on its own from here: an unknown key does not hide a mistake in hostConfig.
+  Errors errors;
+  const std::vector<std::string> moved = ConfigFieldInSection(file, section, errors);
+  config::internal::OnlyKeys(file, section, "docker",
+                             {"image", "hostConfig", "config", "user", "cmd", "endpoint"}, errors,
+                             moved);
+  CheckConfig(file, section["config"], errors);
+  errors.Check(StringField(file, section, "image", true));
+  errors.Check(StringField(file, section, "user", false));
+  CheckCmd(file, section["cmd"], errors);
+  if (errors.Check(StringField(file, section, "endpoint", false))) {
+    if (const YAML::Node e = section["endpoint"];
+        e.IsDefined() && !e.Scalar().starts_with("unix://") && !e.Scalar().starts_with("tcp://")) {
+      errors.Add(
+          At(file, e, "docker.endpoint",
+             "expected unix:///path/to/docker.sock or tcp://host:port (as DOCKER_HOST spells it)"));
+    }
   }
-  if (auto r = CheckConfig(file, section["config"]); !r) return r;
-  if (auto r = StringField(file, section, "image", true); !r) return r;
-  if (auto r = StringField(file, section, "user", false); !r) return r;
-  if (auto r = CheckCmd(file, section["cmd"]); !r) return r;
-  if (auto r = StringField(file, section, "endpoint", false); !r) return r;
-  if (const YAML::Node e = section["endpoint"];
-      e.IsDefined() && !e.Scalar().starts_with("unix://") && !e.Scalar().starts_with("tcp://")) {
-    return std::unexpected(
-        At(file, e, "docker.endpoint",
-           "expected unix:///path/to/docker.sock or tcp://host:port (as DOCKER_HOST spells it)"));
+  if (const YAML::Node hc = section["hostConfig"]; hc.IsDefined()) {
+    WalkHostConfig(
+        file, hc,
+        [&](const EngineField& f, const YAML::Node& key, const std::string& field) -> Result {
+          return InDriverApi(file, key, field, f);
+        },
+        errors);
   }
-  const YAML::Node hc = section["hostConfig"];
-  if (!hc.IsDefined()) return {};
-  return WalkHostConfig(
-      file, hc,
-      [&](const EngineField& f, const YAML::Node& key, const std::string& field) -> Result {
-        return InDriverApi(file, key, field, f);
-      });
+  if (!errors.empty()) return errors.Fail();
+  return {};
 }
 
 std::expected<std::vector<ConfigError>, std::string> CompareWithDaemon(const std::string& file,
@@ -440,7 +461,8 @@ std::expected<std::vector<ConfigError>, std::string> CompareWithDaemon(const std
   const YAML::Node section = root["docker"];
   if (!section.IsMap() || !section["hostConfig"].IsDefined()) return warnings;
   const YAML::Node hc = section["hostConfig"];
-  auto walked = WalkHostConfig(
+  Errors errors;
+  WalkHostConfig(
       file, hc,
       [&](const EngineField& f, const YAML::Node& key, const std::string& field) -> Result {
         if (FieldInApi(f, daemon.api_version)) return {};
@@ -457,8 +479,9 @@ std::expected<std::vector<ConfigError>, std::string> CompareWithDaemon(const std
                       f.removed, daemon.endpoint, daemon.api_version, kDriverApi);
         warnings.push_back(At(file, key, field, message));
         return {};
-      });
-  if (!walked) return std::unexpected(walked.error().ToString());
+      },
+      errors);
+  if (!errors.empty()) return std::unexpected(errors.First().ToString());
   return warnings;
 }
 

@@ -68,8 +68,9 @@ namespace sandprobe::drivers {
 inline constexpr std::string_view kConfigTaken[] = {
     "Env", "WorkingDir", "Entrypoint", "Labels", "NetworkDisabled", "Hostname", "Domainname"};
 
-// The `docker:` section of `root` (read from `file`); one error, with file:line:col and the
-// dotted field (docker.hostConfig.Mounts[0].Type).
+// The `docker:` section of `root` (read from `file`): each key and each hostConfig/config field
+// checked on its own, every mistake with file:line:col and the dotted field
+// (docker.hostConfig.Mounts[0].Type), the first carrying the others (ConfigError::more).
 std::expected<void, config::ConfigError> CheckDockerSection(const std::string& file,
                                                             const YAML::Node& root);
 

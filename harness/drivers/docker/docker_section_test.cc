@@ -1,5 +1,6 @@
 // The `docker:` section check (docker_section.h): one mistake per manifest, one error naming the
-// file, line, column and field, with the nearest known name where there is one; the daemon
+// file, line, column and field, with the nearest known name where there is one; several mistakes,
+// each reported; the daemon
 // comparison of `sandprobe validate --daemon` with a made-up daemon and with none at all.
 #include "drivers/docker/docker_section.h"
 
@@ -9,6 +10,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <tuple>
+#include <vector>
 
 #include "config/yaml_util.h"
 #include "drivers/registry.h"
@@ -154,6 +157,64 @@ TEST(DockerSectionTest, EachMistakeIsOneErrorWithPlaceFieldAndSuggestion) {
     EXPECT_TRUE(e.ToString().starts_with(
         fmt::format("manifests/docker/bad.yaml:{}:{}: {}: ", c.line, c.column, c.field)))
         << e.ToString();
+  }
+}
+
+// Several mistakes in one section: every one is reported (`sandprobe validate` lists them), each
+// at its own place, in the order found; the first is what the one-mistake cases above see.
+TEST(DockerSectionTest, EveryMistakeOfASectionIsReported) {
+  const struct {
+    const char* section;  // from `docker:` (line 3) on
+    std::vector<std::tuple<int, int, std::string, std::string>> errors;  // line, col, field, part
+  } cases[] = {
+      // The example: a misspelt key no longer hides a misspelt hostConfig field, and the
+      // absent image is not a third mistake: "did you mean image?" says it.
+      {"docker:\n  imag: sandprobe-probe:local\n  hostConfig:\n    Memmory: 268435456\n",
+       {{4, 3, "docker.imag", "unknown field; did you mean image?"},
+        {6, 5, "docker.hostConfig.Memmory", "unknown field; did you mean Memory?"}}},
+      // The first manifest: both of its mistakes.
+      {"docker:\n  image: sandprobe-probe:local\n  envv: [\"A=1\"]\n"
+       "  hostconfig: {NetworkMode: none}\n",
+       {{5, 3, "docker.envv", "unknown field (expected one of"},
+        {6, 3, "docker.hostconfig", "unknown field; did you mean hostConfig?"}}},
+      // ... and its second: two mistakes in one hostConfig.
+      {"docker:\n  image: sandprobe-probe:local\n"
+       "  hostConfig: {NetworkMode: none, ReadOnlyRootfs: true, CapDrop: ALL}\n",
+       {{5, 35, "docker.hostConfig.ReadOnlyRootfs", "did you mean ReadonlyRootfs?"},
+        {5, 66, "docker.hostConfig.CapDrop", "write [ALL]"}}},
+      // A ContainerConfig field under docker: is named once, as such, not also as unknown.
+      {"docker:\n  image: i\n  env: [A=1]\n  usr: x\n  config:\n    Env: [OPENAI_API_KEY]\n"
+       "    WorkingDir: tmp\n",
+       {{5, 3, "docker.env", "write it under docker.config as Env"},
+        {6, 3, "docker.usr", "did you mean user?"},
+        {8, 11, "docker.config.Env[0]", "expected NAME=value"},
+        {9, 17, "docker.config.WorkingDir", "expected an absolute path"}}},
+      {"docker:\n  image: [i]\n  cmd: [python3, 7, \"x{script}\"]\n  endpoint: /var/run/d.sock\n",
+       {{4, 10, "docker.image", "expected a non-empty string"},
+        {5, 18, "docker.cmd[1]", "quote it: \"7\""},
+        {5, 21, "docker.cmd[2]", "{script} must be a whole argument"},
+        {6, 13, "docker.endpoint", "expected unix://"}}},
+      // One mistake: still one error.
+      {"docker:\n  imag: sandprobe-probe:local\n",
+       {{4, 3, "docker.imag", "unknown field; did you mean image?"}}},
+  };
+  for (const auto& c : cases) {
+    const std::string text = std::string(kHead) + c.section;
+    SCOPED_TRACE(text);
+    auto m = Registry().ParseManifest(text, "bad.yaml");
+    ASSERT_FALSE(m);
+    const std::vector<config::ConfigError> all = m.error().All();
+    std::string got;
+    for (const config::ConfigError& e : all) got += e.ToString() + "\n";
+    ASSERT_EQ(all.size(), c.errors.size()) << got;
+    for (size_t i = 0; i < all.size(); ++i) {
+      const auto& [line, column, field, part] = c.errors[i];
+      EXPECT_EQ(all[i].file, "bad.yaml") << got;
+      EXPECT_EQ(all[i].line, line) << got;
+      EXPECT_EQ(all[i].column, column) << got;
+      EXPECT_EQ(all[i].field, field) << got;
+      EXPECT_NE(all[i].message.find(part), std::string::npos) << got;
+    }
   }
 }
 

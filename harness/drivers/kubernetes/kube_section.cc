@@ -80,9 +80,11 @@ Result Template(const std::string& file, const YAML::Node& v, const std::string&
   if (!v.IsMap()) {
     return std::unexpected(At(file, v, field, fmt::format("expected a mapping (a {})", type)));
   }
+  config::internal::Errors errors;  // every certain finding, each at its place
   for (const TemplateFinding& f : CheckTemplateFields(v, type)) {
-    if (f.certain) return std::unexpected(At(file, f.node, field + "." + f.field, f.problem));
+    if (f.certain) errors.Add(At(file, f.node, field + "." + f.field, f.problem));
   }
+  if (!errors.empty()) return errors.Fail();
   return {};
 }
 
@@ -166,16 +168,16 @@ std::expected<KubeSettings, ConfigError> ReadKubernetesSection(const std::string
   }
   if (!section.IsMap())
     return std::unexpected(At(file, section, "kubernetes", "expected a mapping"));
-  if (auto r = config::internal::OnlyKeys(
-          file, section, "kubernetes",
-          std::vector<std::string>(std::begin(kSectionKeys), std::end(kSectionKeys)));
-      !r) {
-    return std::unexpected(r.error());
-  }
+  // Every key on its own; the rules between keys only once each key reads.
+  config::internal::Errors errors;
+  const std::vector<std::string> keys(std::begin(kSectionKeys), std::end(kSectionKeys));
+  config::internal::OnlyKeys(file, section, "kubernetes", keys, errors);
   KubeSettings s;
   for (const auto& kv : section) {
-    if (auto r = Key(file, kv.first.Scalar(), kv.second, s); !r) return std::unexpected(r.error());
+    if (std::ranges::find(keys, kv.first.Scalar()) == keys.end()) continue;  // reported above
+    errors.Check(Key(file, kv.first.Scalar(), kv.second, s));
   }
+  if (!errors.empty()) return errors.Fail();
   if (s.image.empty()) {
     return std::unexpected(At(file, section, "kubernetes.image",
                               "required (the probe image, by digest: registry/name@sha256:...)"));

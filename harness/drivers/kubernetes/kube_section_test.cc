@@ -1,6 +1,7 @@
 // The `kubernetes:` section reader (kube_section.h): a table of sections with one mistake each,
 // every one reported once with file, line, column, field and, where a known name is near, a
-// suggestion; the notes `sandprobe validate` prints; the name and selector rules (names.h).
+// suggestion; a section with several, each reported; the notes `sandprobe validate` prints; the
+// name and selector rules (names.h).
 #include "drivers/kubernetes/kube_section.h"
 
 #include <gtest/gtest.h>
@@ -168,6 +169,29 @@ INSTANTIATE_TEST_SUITE_P(Malformed, KubeSection, ::testing::ValuesIn(kCases),
                            }
                            return n;
                          });
+
+// Several mistakes: each key is checked on its own, so all are reported, in the order found.
+TEST(KubeSectionBase, EveryMistakeOfTheSectionIsReported) {
+  std::vector<std::string> lines = kBase;
+  lines[3] = "  namespce: sandprobe";
+  lines[9] = "  podStartTimeout: 0s";
+  lines[16] = "          RestartPolicy: Never";
+  auto m = Parse(Text(lines));
+  ASSERT_FALSE(m.has_value());
+  std::vector<std::string> got;
+  for (const config::ConfigError& e : m.error().All()) got.push_back(e.ToString());
+  ASSERT_EQ(got.size(), 3u) << ::testing::PrintToString(got);
+  EXPECT_TRUE(
+      got[0].starts_with("m.yaml:4:3: kubernetes.namespce: unknown field; did you mean "
+                         "namespace?"))
+      << got[0];
+  EXPECT_TRUE(got[1].starts_with("m.yaml:10:20: kubernetes.podStartTimeout: must be at least 1s"))
+      << got[1];
+  EXPECT_TRUE(got[2].starts_with(
+      "m.yaml:17:11: kubernetes.jobTemplate.spec.template.spec.RestartPolicy: unknown field; did "
+      "you mean restartPolicy?"))
+      << got[2];
+}
 
 TEST(KubeSectionBase, ANumberIsADurationInSeconds) {
   std::vector<std::string> lines = kBase;

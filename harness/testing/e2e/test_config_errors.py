@@ -1,8 +1,9 @@
 """End-to-end: one mistake in a manifest or a suite is one error naming file, line, column and
 field (with "did you mean" when a known name is near), from `sandprobe validate` (exit 3) and from
 `sandprobe run`, which refuses it with exit 3 before any probe runs (no report is written).
-Every driver's section, the common fields, limits and suite entries. Nothing here contacts a
-daemon or a cluster: every error is found on load.
+Every driver's section, the common fields, limits and suite entries. Several mistakes in one file
+are each an error of `validate`, found in one pass; `run` names the first and how many more.
+Nothing here contacts a daemon or a cluster: every error is found on load.
 """
 import os
 import re
@@ -45,13 +46,13 @@ CASES = [
     ("command-stdin-string", "manifest",
      'name: m\ndriver: command\ncontrol: local\ncommand: {argv: [python3], stdin: "true"}\n',
      "command.stdin", None),
-    # docker (the issue's two manifests, and more)
-    ("docker-envv", "manifest", DOCKER + '  envv: ["A=1"]\n  hostconfig: {NetworkMode: none}\n',
+    # docker (the issue's two manifests with one mistake each, and more)
+    ("docker-envv", "manifest", DOCKER + '  envv: ["A=1"]\n  hostConfig: {NetworkMode: none}\n',
      "docker.envv", None),
     ("docker-hostconfig", "manifest", DOCKER + "  hostconfig: {NetworkMode: none}\n",
      "docker.hostconfig", "hostConfig"),
     ("docker-readonly", "manifest",
-     DOCKER + "  hostConfig: {NetworkMode: none, ReadOnlyRootfs: true, CapDrop: ALL}\n",
+     DOCKER + "  hostConfig: {NetworkMode: none, ReadOnlyRootfs: true}\n",
      "docker.hostConfig.ReadOnlyRootfs", "ReadonlyRootfs"),
     ("docker-capdrop", "manifest", DOCKER + "  hostConfig: {CapDrop: ALL}\n",
      "docker.hostConfig.CapDrop", None),
@@ -175,6 +176,65 @@ class OneMistakeOneError(unittest.TestCase):
         r = u.run_sandprobe(["validate", path], timeout=30, cwd=self.tmp.name)
         self.assertEqual(r.returncode, 0, r.describe())
         self.assertIn("control " + os.path.join(u.MANIFESTS, "docker", "open.yaml"), r.stdout)
+
+
+class EveryMistakeInOnePass(unittest.TestCase):
+    """`validate` goes on past a mistake: a misspelt key no longer hides the next one."""
+
+    @classmethod
+    def setUpClass(cls):
+        u.require_sandprobe()
+        cls.tmp = tempfile.TemporaryDirectory(prefix="sandprobe-e2e-all-errors-")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def write(self, name, text):
+        path = os.path.join(self.tmp.name, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def errors(self, r):
+        found = []
+        for line in r.stdout.splitlines():
+            if line.startswith("error"):
+                m = ERROR.match(line)
+                self.assertIsNotNone(m, line)
+                found.append((m["file"], int(m["line"]), int(m["col"]), m["field"], m["msg"]))
+        return found
+
+    def test_validate_lists_both_mistakes_of_the_issues_manifest(self):
+        # docker.imag on line 5 hid docker.hostConfig.Memmory two lines below.
+        bad = self.write("two.yaml", DOCKER.replace("  image:", "  imag:") +
+                         "  hostConfig:\n    Memmory: 268435456\n")
+        good = self.write("good.yaml", DOCKER)
+        r = u.run_sandprobe(["validate", good, bad], timeout=30, cwd=self.tmp.name)
+        self.assertEqual(r.returncode, 3, r.describe())
+        self.assertIn("ok     %s (manifest" % good, r.stdout)
+        self.assertEqual([e[:4] for e in self.errors(r)],
+                         [(bad, 5, 3, "docker.imag"), (bad, 7, 5, "docker.hostConfig.Memmory")],
+                         r.stdout)
+        msgs = [e[4] for e in self.errors(r)]
+        self.assertIn("did you mean image?", msgs[0])
+        self.assertIn("did you mean Memory?", msgs[1])
+        # run refuses the file on its first mistake and says there is one more.
+        r = u.run_sandprobe(["run", "--suite", u.write_suite(self.tmp.name, "s", ["net.dns"]),
+                             "--sandbox", bad, "--control", u.LOCAL_MANIFEST,
+                             "--out", os.path.join(self.tmp.name, "out")],
+                            timeout=30, cwd=self.tmp.name)
+        self.assertEqual(r.returncode, 3, r.describe())
+        self.assertIn("%s:5:3: docker.imag:" % bad, r.stderr)
+        self.assertIn("(and 1 more mistake in this file: `sandprobe validate %s`" % bad, r.stderr)
+
+    def test_validate_lists_every_bad_entry_of_a_suite(self):
+        bad = self.write("suite.yaml", SUITE + "  - id: net.dns\n    parms: {server: x}\n"
+                         "  - net.dnss\n")
+        r = u.run_sandprobe(["validate", bad], timeout=30, cwd=self.tmp.name)
+        self.assertEqual(r.returncode, 3, r.describe())
+        self.assertEqual([e[:4] for e in self.errors(r)],
+                         [(bad, 5, 5, "probes[0].parms"), (bad, 6, 5, "probes[1].id")], r.stdout)
 
 
 if __name__ == "__main__":
