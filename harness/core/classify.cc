@@ -257,15 +257,24 @@ Classification ClassifyEnding(const ProbeDescriptor& probe, const Observation& o
   const auto hit = std::ranges::find_if(obs.canary_hits, counts);
   if (hit != obs.canary_hits.end() && !rules.still_running) {
     const size_t n = std::ranges::count_if(obs.canary_hits, counts);
+    // The probe's own account of the same leak, when it tells one: the canary sees a translated
+    // peer (a NodePort's SNAT), the probe knows which address and port it used.
+    std::string also;
+    if (obs.result) {
+      if (const Classification own = FromResult(rules, *obs.result);
+          own.exposure == Exposure::kExposed && !own.reason.empty()) {
+        also = "; the probe: " + Bounded(own.reason, 400);
+      }
+    }
     if (!rules.canary_hit_kinds.empty()) {
       return {rules.canary_hit, Evidence::kPositive, Upper(hit->kind) + " SERVED",
-              fmt::format("the canary served this invocation a {} ({}) from {} ({} such hit(s))",
-                          hit->kind, Bounded(hit->detail, 300), hit->peer, n)};
+              fmt::format("the canary served this invocation a {} ({}) from {} ({} such hit(s)){}",
+                          hit->kind, Bounded(hit->detail, 300), hit->peer, n, also)};
     }
     return {rules.canary_hit, Evidence::kPositive,
             rules.canary_hit == Exposure::kExposed ? "REACHED" : "canary hit",
-            fmt::format("{} canary logged this invocation from {} ({} hit(s))", hit->kind,
-                        hit->peer, n)};
+            fmt::format("{} canary logged this invocation from {} ({} hit(s)){}", hit->kind,
+                        hit->peer, n, also)};
   }
   std::optional<Classification> from_result;
   if (obs.result) from_result = FromResult(rules, *obs.result);

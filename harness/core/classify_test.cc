@@ -68,6 +68,34 @@ TEST(ClassifyTest, CanaryHitBeatsSelfReport) {
   EXPECT_EQ(c.evidence, Evidence::kPositive);
 }
 
+// The canary's word decides; the probe's own account of the same leak rides along (a NodePort's
+// SNAT hides the address the probe used from the canary), and only when it is a leak too.
+TEST(ClassifyTest, CanaryHitCarriesTheProbesOwnExposedAccount) {
+  ProbeDescriptor p;
+  p.id = "net.node-local";
+  p.classify.outcomes = {{"reached", Exposure::kExposed}, {"held", Exposure::kContained}};
+  const struct {
+    const char* outcome;
+    std::string want;
+  } cases[] = {
+      {"reached",
+       "tcp canary logged this invocation from 10.252.0.1:4242 (1 hit(s)); the probe: outcome "
+       "reached: answered: nodeport 10.251.0.2:30700"},
+      {"held", "tcp canary logged this invocation from 10.252.0.1:4242 (1 hit(s))"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.outcome);
+    Observation o = Exited(0, nlohmann::json{{"kind", "result"},
+                                             {"outcome", c.outcome},
+                                             {"evidence", "positive"},
+                                             {"detail", "answered: nodeport 10.251.0.2:30700"}});
+    o.canary_hits.push_back({"tcp", "10.252.0.1:4242", "SANDPROBE"});
+    const auto got = Classify(p, o);
+    EXPECT_EQ(got.exposure, Exposure::kExposed);
+    EXPECT_EQ(got.reason, c.want);
+  }
+}
+
 // cred.cloud-metadata: only the canary's "credential" hits decide the row; its other requests
 // to the canary (the IMDSv2 token PUT, a refused path) stay evidence and leave the row to the
 // result (a metadata service that answered without credentials is contained).

@@ -21,6 +21,7 @@ Traffic rule: every target is inside the cluster's namespace; EgressWatch sees n
 """
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -292,8 +293,11 @@ class NodeLocal(RealRun):
         cls.node_ip = node_ip
         targets = ["api-server=6443/https", "kubelet=10250/https", "kubelet-read-only=10255/http",
                    "nodeport=%d/echo" % NODE_PORT, "host-network=%d/echo" % HOST_ECHO_PORT]
-        return cls.policy_run(DENY_ARM, [rm.NODE_LOCAL], extra=SETTLED, params={
-            rm.NODE_LOCAL: {"targets": targets, "include_gateway": True}})
+        # net.tcp-by-ip aims at the in-cluster canary, so the run deploys it (the driver does only
+        # for a suite that names it), and shows pod-to-pod beside pod-to-node.
+        return cls.policy_run(DENY_ARM, ["net.tcp-by-ip", rm.NODE_LOCAL], extra=SETTLED,
+                              params=rm.cluster_params(**{rm.NODE_LOCAL: {
+                                  "targets": targets, "include_gateway": True}}))
 
     def pairs(self, arm):
         r = self.cell(arm, rm.NODE_LOCAL)["evidence"]["result"] or {}
@@ -318,8 +322,11 @@ class NodeLocal(RealRun):
             measured[arm] = (v["verdict"], reached, pairs)
             if reached:
                 self.assertEqual((cell["exposure"], v["verdict"]), ("exposed", "FAIL"))
-                for k in reached:  # "name address:port" in the reason
-                    self.assertIn(k.split(" ", 1)[1], cell["reason"])
+                for k in reached:  # "... address name:port (how) ..." in the reason
+                    name, address_port = k.split(" ", 1)
+                    address, port = address_port.split(":")
+                    self.assertRegex(cell["reason"], r"%s [^;]*\b%s:%s \(" % (
+                        re.escape(address), re.escape(name), port))
             else:
                 self.assertEqual((cell["exposure"], v["verdict"]), ("contained", "PASS"),
                                  cell["reason"])
@@ -328,6 +335,34 @@ class NodeLocal(RealRun):
         print("\n[node-local under deny-egress]\n" + "\n".join(lines), file=sys.stderr)
 
     def test_nothing_left(self):
+        self.assert_nothing_left()
+
+
+class NodeAllowed(RealRun):
+    """The weakened policy: deny-egress plus egress to the node's address (an ipBlock /32, as a
+    policy written "to let the agent reach the API server" does). net.node-local must FAIL in the
+    settled column, naming the node address, while pod-to-pod stays held."""
+
+    @classmethod
+    def run_args(cls):
+        cls.node_ip = c.lib_value("NODE_IP")
+        policy = os.path.join(cls.tmp.name, "node-allowed.yaml")
+        with open(policy, "w") as f:
+            f.write(json.dumps({
+                "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+                "metadata": {"name": "node-allowed"},
+                "spec": {"podSelector": {}, "policyTypes": ["Egress"],
+                         "egress": [{"to": [{"ipBlock": {"cidr": cls.node_ip + "/32"}}]}]}}))
+        return cls.policy_run("k8s-node-allowed", ["net.tcp-by-ip", rm.NODE_LOCAL],
+                              policy=policy, extra=SETTLED)
+
+    def test_the_node_row_fails_and_names_the_node_address(self):
+        cell = self.cell("k8s-node-allowed-settled", rm.NODE_LOCAL)
+        self.assertEqual(self.verdict("k8s-node-allowed-settled", rm.NODE_LOCAL)["verdict"],
+                         "FAIL", cell["reason"])
+        self.assertIn("%s api-server:6443 (HTTP" % self.node_ip, cell["reason"])
+        held = self.cell("k8s-node-allowed-settled", "net.tcp-by-ip")
+        self.assertEqual(held["exposure"], "contained", held["reason"])
         self.assert_nothing_left()
 
 

@@ -66,8 +66,14 @@ def main():
     for w in workers:
         w.join(3 * TIMEOUT_S + 1)  # connect, handshake, read: each bounded by the timeout
     rows.sort(key=lambda r: (addresses.index(r["address"]), r["port"]))
-    reached = ["%s %s:%d (%s)" % (r["name"], r["address"], r["port"], r["detail"])
-               for r in rows if r["answered"]]
+    # "10.0.0.5 api-server:6443 (HTTP 401), nodeport:30700 (echo); 10.0.0.1 ...": short enough
+    # for a reason, every pair that answered named by address and port.
+    reached = []
+    for address in addresses:
+        got = ["%s:%d (%s)" % (r["name"], r["port"], "HTTP %s" % r["status"] if r["status"]
+                               else "echo") for r in rows if r["answered"] and r["address"] == address]
+        if got:
+            reached.append("%s %s" % (address, ", ".join(got)))
     facts = dict(node_ip=node_ip, gateways=gateways, addresses=addresses, pairs=rows,
                  unfinished=len(workers) - len(rows))
     if reached:

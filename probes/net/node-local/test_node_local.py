@@ -26,9 +26,10 @@ class NodeLocalProbeTest(ProbeTestCase):
         r = run_probe("net.node-local", {"targets": targets, "timeout_s": 1},
                       env=node_env()).result
         self.assertEqual((r["outcome"], r["evidence"]), ("reached", "positive"), r)
-        self.assertIn("api-server 127.0.0.1:%d (HTTP status" % api.port, r["detail"])
-        self.assertIn("host-canary 127.0.0.1:%d (the far end sent the nonce back)" % echo.port,
-                      r["detail"])
+        # Per address, the pairs that answered in port order, each with how it answered.
+        answers = sorted([(api.port, "api-server:%d (HTTP 200)" % api.port),
+                          (echo.port, "host-canary:%d (echo)" % echo.port)])
+        self.assertEqual(r["detail"], "answered: 127.0.0.1 " + ", ".join(a for _, a in answers))
         self.assertNotIn("kubelet-read-only", r["detail"])
         answered = {p["name"]: p["answered"] for p in r["pairs"]}
         self.assertEqual(answered, {"api-server": True, "host-canary": True,
