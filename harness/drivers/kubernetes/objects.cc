@@ -164,8 +164,8 @@ void Enforce(Json& job, const KubeSettings& s, const JobRequest& r) {
       if (!e.is_object() || e.value("name", "") != kNodeIpEnv) env.push_back(e);
     }
   }
-  env.push_back({{"name", kNodeIpEnv},
-                 {"valueFrom", {{"fieldRef", {{"fieldPath", "status.hostIP"}}}}}});
+  env.push_back(
+      {{"name", kNodeIpEnv}, {"valueFrom", {{"fieldRef", {{"fieldPath", "status.hostIP"}}}}}});
   probe["env"] = std::move(env);
   const std::string node = r.node.empty() ? s.node : r.node;
   if (!node.empty()) tmpl["spec"]["nodeName"] = node;
