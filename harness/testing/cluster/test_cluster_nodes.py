@@ -457,7 +457,7 @@ class RenderAccepted(unittest.TestCase):
         # One YAML document an object, after a comment line naming the arm.
         docs = [x for x in res.stdout.split("\n---\n") if re.search(r"(?m)^kind: ", x)]
         kinds = [re.search(r"(?m)^kind: (\S+)", x).group(1) for x in docs]
-        self.assertEqual(kinds.count("Job"), 12, kinds)
+        self.assertEqual(kinds.count("Job"), 14, kinds)
         # Each object alone, as a server-side dry run: the API server's validation, defaulting
         # and admission (Pod Security "restricted", the runtimeClassName policy, quota), stored
         # nowhere.
