@@ -98,7 +98,7 @@ class K3sQuestion(u.ReportReading, unittest.TestCase):
             self.assertEqual(answered, ["api-server %s:6443" % node_ip,
                                         "kubelet %s:10250" % node_ip], (arm, o["reason"]))
             self.assertEqual(o["exposure"], "exposed", arm)
-            self.assertIn("%s:6443" % node_ip, o["reason"])
+            self.assertIn("%s api-server:6443 (HTTP" % node_ip, o["reason"])
 
     def test_banner_accepted_but_not_enforced(self):
         banners = self.report["banners"]
