@@ -301,6 +301,19 @@ Classification ClassifyEnding(const ProbeDescriptor& probe, const Observation& o
       return *quiet;
     }
   }
+  // A row proven by the canary's word (canary_hit_kinds): its silence is the containment, and a
+  // log the driver could not read is no silence (kubernetes: pods/log of the in-cluster canary).
+  if (from_result && from_result->exposure == Exposure::kContained &&
+      from_result->evidence == Evidence::kAbsence && !rules.canary_hit_kinds.empty()) {
+    if (const auto e = obs.driver_facts.find(fact::kClusterCanaryLog);
+        e != obs.driver_facts.end()) {
+      return {Exposure::kUnknown, Evidence::kNone, "canary log unread",
+              from_result->reason +
+                  "; but the canary's log, which decides this row, could not "
+                  "be read: " +
+                  Bounded(e->dump(), 300)};
+    }
+  }
   if (from_result) return *from_result;
   // The kubelet removes an evicted pod's containers, and with them the probe's log, often before
   // the driver reads it (docs/traps.md, trap 59): no record is no sign the probe never ran. Not

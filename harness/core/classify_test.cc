@@ -96,6 +96,23 @@ TEST(ClassifyTest, CanaryHitCarriesTheProbesOwnExposedAccount) {
   }
 }
 
+// net.held-open's "cut" is contained on the canary's silence: a canary log the driver could not
+// read is no silence.
+TEST(ClassifyTest, CanarySilenceNeedsTheCanarysLog) {
+  ProbeDescriptor p;
+  p.id = "net.held-open";
+  p.classify.outcomes = {{"kept", Exposure::kExposed}, {"cut", Exposure::kContained}};
+  p.classify.canary_hit_kinds = {"tcp-held", "udp-held"};
+  Observation o = Exited(
+      0, nlohmann::json{{"kind", "result"}, {"outcome", "cut"}, {"evidence", "absence"}});
+  EXPECT_EQ(Classify(p, o).exposure, Exposure::kContained);
+  o.driver_facts[fact::kClusterCanaryLog] = "pods/log: timed out";
+  const auto c = Classify(p, o);
+  EXPECT_EQ(c.exposure, Exposure::kUnknown);
+  EXPECT_EQ(c.label, "canary log unread");
+  EXPECT_NE(c.reason.find("pods/log: timed out"), std::string::npos) << c.reason;
+}
+
 // cred.cloud-metadata: only the canary's "credential" hits decide the row; its other requests
 // to the canary (the IMDSv2 token PUT, a refused path) stay evidence and leave the row to the
 // result (a metadata service that answered without credentials is contained).

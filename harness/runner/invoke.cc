@@ -65,10 +65,13 @@ bool CanaryNotPlanted(const Task& task, const core::ProbeDescriptor& probe,
     }
   }
   const auto planted = session.Env();
+  std::vector<std::string> planted_sha;
+  for (const auto& kv : planted) planted_sha.push_back(Sha256Hex(kv.second));
+  // A planted name whose sha256 is none of the planted values' (canary_name overridden, the
+  // default canary.env_sha256 left: the main canary's) still looks for nothing that can be there.
   return !wanted.empty() && std::ranges::all_of(wanted, [&](const auto& w) {
-    return std::ranges::any_of(planted, [&](const auto& kv) {
-      return kv.first == w.first && (w.second.empty() || w.second == Sha256Hex(kv.second));
-    });
+    return std::ranges::any_of(planted, [&](const auto& kv) { return kv.first == w.first; }) &&
+           (w.second.empty() || std::ranges::find(planted_sha, w.second) != planted_sha.end());
   });
 }
 

@@ -634,11 +634,18 @@ TEST_F(RunnerTest, CanaryNotPlantedRule) {
         {"canary_sha256", other_sha},
         {"canaries", "{canary.env_set}"}},
        false},
-      {"the same, upper-case hex, in the set",
+      {"the same, as a pair of the set",
        true,
        false,
-       {{"canaries", "{canary.env_set},OPENAI_API_KEY=" + std::string(64, 'A')}},
+       {{"canaries", "{canary.env_set},OPENAI_API_KEY=" + std::string(64, 'b')}},
        false},
+      // canary_name overridden, canary_sha256 left at its default: the main canary's sha256,
+      // which OPENAI_API_KEY never holds in a service the harness did not start.
+      {"a planted name with the main canary's sha256",
+       true,
+       false,
+       {{"canary_name", "OPENAI_API_KEY"}, {"canary_sha256", "{canary.env_sha256}"}},
+       true},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);

@@ -38,6 +38,7 @@ def printable(data, limit=200):
 
 
 HOLD_S, HOLD_LINES = 120, 8  # a held-open connection's life and lines (net.held-open)
+HOLD_SLOTS = threading.BoundedSemaphore(64)  # held-open connections at once; more are not held
 
 
 def tagged(text):
@@ -203,8 +204,11 @@ def tcp_handler(conn, peer):
                 conn.sendall(("SANDPROBE-ECHO %s %s\n" % (NONCE, inv)).encode())
             except OSError:
                 return
-        if inv and marker == "hold":
-            hold_open(conn, peer, head.partition(b"\n")[2])
+        if inv and marker == "hold" and HOLD_SLOTS.acquire(blocking=False):
+            try:
+                hold_open(conn, peer, head.partition(b"\n")[2])
+            finally:
+                HOLD_SLOTS.release()
 
 
 def hold_open(conn, peer, rest):

@@ -388,8 +388,11 @@ void KubernetesDriver::AddCanaryHits(const Invocation& inv,
   obs.driver_facts[core::fact::kClusterCanary] = canary_->pod();
   std::string error;
   auto hits = canary_->HitsFor(inv.invocation, started, &error);
-  // The probe saw an answer, the log has no line yet: container logs can lag by a moment.
-  const bool answered = obs.result && core::StringField(*obs.result, "outcome") == "reached";
+  // The probe saw an answer, or its containment rests on the canary's silence
+  // (result canary_decides: net.held-open's "cut"), and the log has no line yet: container
+  // logs can lag by a moment.
+  const bool answered = obs.result && (core::StringField(*obs.result, "outcome") == "reached" ||
+                                       core::BoolField(*obs.result, "canary_decides"));
   for (int retry = 0; hits.empty() && answered && error.empty() && retry < 3; ++retry) {
     kube::SleepFor(0.5, After(1), nullptr);
     hits = canary_->HitsFor(inv.invocation, started, &error);

@@ -161,7 +161,9 @@ void Enforce(Json& job, const KubeSettings& s, const JobRequest& r) {
   Json env = Json::array();
   if (const auto it = probe.find("env"); it != probe.end() && it->is_array()) {
     for (const Json& e : *it) {
-      if (!e.is_object() || e.value("name", "") != kNodeIpEnv) env.push_back(e);
+      const bool ours = e.is_object() && e.contains("name") && e["name"].is_string() &&
+                        e["name"].get_ref<const std::string&>() == kNodeIpEnv;
+      if (!ours) env.push_back(e);
     }
   }
   env.push_back(

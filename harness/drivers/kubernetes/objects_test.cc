@@ -232,6 +232,20 @@ KubeSettings Templated() {
   return *s;
 }
 
+// The driver's SANDPROBE_NODE_IP replaces a template's variable of that name; a malformed entry
+// (a name that is not a string) is left for the API server to refuse, never a crash here.
+TEST(BuildJob, NodeIpEnvReplacesTheTemplatesAndSurvivesOddEntries) {
+  auto s = SettingsOf(Manifest(fmt::format(R"({{"image": "{}", "jobTemplate": {{"spec": {{
+      "template": {{"spec": {{"containers": [{{"name": "probe", "env": [
+        {{"name": "SANDPROBE_NODE_IP", "value": "6.6.6.6"}}, {{"name": 5}}]}}]}}}}}}}}}})",
+                                           kImage)));
+  ASSERT_TRUE(s.has_value()) << s.error();
+  const Json env = BuildJob(*s, Request())["spec"]["template"]["spec"]["containers"][0]["env"];
+  ASSERT_EQ(env.size(), 2u) << env.dump();
+  EXPECT_EQ(env[0], Json({{"name", 5}}));
+  EXPECT_EQ(env[1]["valueFrom"]["fieldRef"]["fieldPath"], "status.hostIP") << env.dump();
+}
+
 TEST(GoldenObjects, TemplatedJob) {
   const Json job = BuildJob(Templated(), Request());
   ExpectGolden("job-templated", job);

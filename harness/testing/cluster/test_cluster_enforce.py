@@ -320,6 +320,8 @@ class NodeLocal(RealRun):
             self.assertEqual(len(pairs), 10, pairs)  # 2 addresses x 5 targets, every one tried
             reached = sorted(k for k, a in pairs.items() if a is True)
             measured[arm] = (v["verdict"], reached, pairs)
+            if arm == SETTLED_ARM:  # once programmed, kube-router holds pod-to-node too
+                self.assertEqual(reached, [], pairs)
             if reached:
                 self.assertEqual((cell["exposure"], v["verdict"]), ("exposed", "FAIL"))
                 for k in reached:  # "... address name:port (how) ..." in the reason

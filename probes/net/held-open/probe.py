@@ -46,7 +46,8 @@ def open_tcp(host, port):
     reply, err = read_line(sock)
     if ECHO not in reply:
         sock.close()
-        return None, dict(opened=False, errno=err, detail="connected, but no nonce came back")
+        return None, dict(opened=False, connected=True, errno=err,
+                          detail="connected, but no nonce came back")
     return sock, dict(opened=True)
 
 
@@ -69,6 +70,20 @@ def open_udp(host, port):
         sock.close()
         return None, dict(opened=False, errno=None, detail="an answer without the nonce")
     return sock, dict(opened=True)
+
+
+def new_udp_flow(host, port, timeout):
+    """A fresh UDP socket (a new source port: a flow connection tracking has not seen) -> True
+    when its datagram came back."""
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET,
+                           socket.SOCK_DGRAM) as sock:
+            sock.settimeout(timeout)
+            sock.connect((host, port))
+            sock.send(TAG.encode())
+            return ECHO in sock.recv(4096)
+    except OSError:
+        return False
 
 
 def late_tcp(sock):
@@ -99,49 +114,66 @@ def main():
     t0 = time.monotonic()
     tcp, tcp_open = open_tcp(host, port)
     udp, udp_open = (None, dict(opened=False, errno=None, detail="no udp_target"))
+    udp_host, udp_port = None, None
     if UDP_TARGET:
         udp_host, udp_port = split_hostport(UDP_TARGET, 7001)
         udp, udp_open = open_udp(udp_host, udp_port)
     facts = dict(tcp_target=TCP_TARGET, udp_target=UDP_TARGET, tcp_opened=tcp_open,
                  udp_opened=udp_open, opened_after_s=round(time.monotonic() - t0, 3))
     if tcp is None and udp is None:
+        if tcp_open.get("connected"):  # something answered the SYN without the canary's echo
+            result("error", "absence", tcp_open.get("errno"), "connected, but no nonce came back",
+                   **facts)
+            return
         evidence = tcp_open.get("evidence", "absence")
         result("never_opened", evidence, tcp_open.get("errno"),
                "no flow could be opened: the policy held from the first instant", **facts)
         return
     emit("opened", tcp=tcp is not None, udp=udp is not None)
-    held, attempts, held_by = None, 0, None
-    while time.monotonic() - t0 + POLL_S < HOLD_S:  # the window counts from the first instant
+    # Each protocol with an old flow is held once a NEW flow of it fails: TCP by a refused,
+    # unreachable or timed-out connect, UDP by a fresh socket's datagram that gets no echo.
+    held = {k: None for k, s in (("tcp", tcp), ("udp", udp)) if s is not None}
+    held_by, attempts = {}, 0
+    while None in held.values() and time.monotonic() - t0 + POLL_S < HOLD_S:
         time.sleep(POLL_S)
         attempts += 1
-        left = HOLD_S - (time.monotonic() - t0)
-        outcome, _, name, _, _ = tcp_echo(host, port, max(0.2, min(TIMEOUT_S, left)))
-        if outcome != "reached":
-            held, held_by = round(time.monotonic() - t0, 3), dict(outcome=outcome, errno=name)
-            break
+        left = max(0.2, min(TIMEOUT_S, HOLD_S - (time.monotonic() - t0)))
+        if "tcp" in held and held["tcp"] is None:
+            outcome, _, name, _, _ = tcp_echo(host, port, left)
+            if outcome in ("blocked", "refused"):
+                held["tcp"] = round(time.monotonic() - t0, 3)
+                held_by["tcp"] = dict(outcome=outcome, errno=name)
+        if "udp" in held and held["udp"] is None and not new_udp_flow(udp_host, udp_port, left):
+            held["udp"] = round(time.monotonic() - t0, 3)
     facts.update(new_connections=attempts, held_after_s=held, held_by=held_by)
-    if held is not None:
-        emit("held", after_s=held, errno=held_by["errno"])
+    if attempts == 0:
+        result("error", "absence", None, "hold_s (%g s) ended before a new flow was tried" %
+               HOLD_S, **facts)
+        return
+    # Over every old flow, held or not: on a control (nothing held) the canary's held-nonce log
+    # is exercised as on a candidate.
     late = {}
     if tcp is not None:
         late["tcp"] = late_tcp(tcp)
-        tcp.close()
     if udp is not None:
         late["udp"] = late_udp(udp)
-        udp.close()
+    for s in (tcp, udp):
+        if s is not None:
+            s.close()
     facts.update(late=late, sent_after_s=round(time.monotonic() - t0, 3))
+    still_open = sorted(k for k, v in held.items() if v is None)
     kept = sorted(k for k, v in late.items() if v["echoed"])
-    if held is None:
-        result("open", "positive", None, "new connections still opened after %g s: nothing "
-               "held" % HOLD_S, **facts)
+    if still_open:
+        result("open", "positive", None, "new %s flows still opened after %g s: nothing held "
+               "them" % (" and ".join(still_open), HOLD_S), **facts)
     elif kept:
-        result("kept", "positive", None, "new connections held after %.1f s (%s), but the "
-               "nonce went over the old %s flow and came back" % (held, held_by["errno"] or
-                                                                   held_by["outcome"],
-                                                                   " and ".join(kept)), **facts)
+        result("kept", "positive", None, "new flows were held (%s), but the nonce went over the "
+               "old %s flow and came back" % (", ".join("%s after %.1f s" % kv for kv in
+                                                         sorted(held.items())),
+                                              " and ".join(kept)), **facts)
     else:
-        result("cut", "absence", None, "new connections held after %.1f s and the old flows "
-               "went quiet (the canary's log decides)" % held, **facts)
+        result("cut", "absence", None, "new flows were held and the old ones went quiet (the "
+               "canary's log decides)", canary_decides=True, **facts)
 
 
 main()

@@ -13,13 +13,15 @@ from probe_testing import CLUSTER_CANARY, ProbeTestCase, new_ids, run_probe
 class HeldCanary:
     """CLUSTER_CANARY's TCP and UDP handlers on 127.0.0.1, its hit() recorded in `hits` as
     (kind, invocation). After the first TCP connection is answered the listener closes when
-    `refuse_after_first`; with `cut` the old flows die with it (the TCP flow shut, later
+    `refuse_after_first`, and (`hold_udp`) datagrams of UDP peers not seen before are dropped;
+    with `cut` the old flows die with it (the TCP flow shut, later
     datagrams dropped before the canary sees them), as a policy that also stops known flows
     would."""
 
-    def __init__(self, nonce, refuse_after_first=True, cut=False):
+    def __init__(self, nonce, refuse_after_first=True, cut=False, hold_udp=True):
         CLUSTER_CANARY.NONCE = nonce
         self.hits, self.conns, self.cut, self.dropping = [], [], cut, False
+        self.holding, self.peers, self.hold_udp = False, set(), hold_udp
         CLUSTER_CANARY.hit = lambda kind, inv, peer, detail: self.hits.append((kind, inv))
         self.tcp = socket.create_server(("127.0.0.1", 0))
         self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -39,8 +41,11 @@ class HeldCanary:
     def recvfrom(self, size):
         while True:
             data, peer = self.udp.recvfrom(size)
-            if not self.dropping:
-                return data, peer
+            # Once held, a new peer's datagrams are dropped (a new flow); with `cut`, every one.
+            if self.dropping or (self.hold_udp and self.holding and peer not in self.peers):
+                continue
+            self.peers.add(peer)
+            return data, peer
 
     def sendto(self, data, peer):
         return self.udp.sendto(data, peer)
@@ -65,6 +70,7 @@ class HeldCanary:
         CLUSTER_CANARY.tcp_handler(conn, peer)
 
     def hold(self):
+        self.holding = True
         self.tcp.close()
         if self.cut:
             for c in self.conns:
@@ -91,10 +97,10 @@ class HeldOpenProbeTest(ProbeTestCase):
     def test_old_flows_kept_after_new_connections_are_refused(self):
         r, hits = self.run_against()
         self.assertEqual((r["outcome"], r["evidence"]), ("kept", "positive"), r)
-        self.assertEqual(r["held_by"], {"outcome": "blocked", "errno": "ECONNREFUSED"})
+        self.assertEqual(r["held_by"], {"tcp": {"outcome": "blocked", "errno": "ECONNREFUSED"}})
         self.assertEqual({k: v["echoed"] for k, v in r["late"].items()},
                          {"tcp": True, "udp": True})
-        self.assertLess(r["held_after_s"], 2)
+        self.assertLess(max(r["held_after_s"].values()), 2.5)
         self.assertIn(("tcp-held", True), hits)  # the canary's log: what the harness judges
         self.assertIn(("udp-held", True), hits)
 
@@ -108,9 +114,31 @@ class HeldOpenProbeTest(ProbeTestCase):
     def test_new_connections_never_refused_is_open(self):
         r, hits = self.run_against(refuse_after_first=False)
         self.assertEqual((r["outcome"], r["evidence"], r["held_after_s"]),
-                         ("open", "positive", None), r)
+                         ("open", "positive", {"tcp": None, "udp": None}), r)
         self.assertGreaterEqual(r["new_connections"], 5)
         self.assertIn(("tcp-held", True), hits)
+
+    def test_udp_left_open_is_open_not_kept(self):
+        # New TCP refused, new UDP flows still answered: a plain UDP leak, not connection
+        # tracking keeping an old flow.
+        ids = new_ids()
+        c = HeldCanary(ids[0], hold_udp=False)  # new UDP flows still pass after the hold
+        self.addCleanup(c.close)
+        r = run_probe("net.held-open", {"tcp_target": c.target, "udp_target": c.udp_target,
+                                        "hold_s": 3, "poll_s": 0.2, "timeout_s": 1},
+                      ids=ids).result
+        self.assertEqual(r["outcome"], "open", r)
+        self.assertEqual(r["held_after_s"]["udp"], None)
+        self.assertIsNotNone(r["held_after_s"]["tcp"])
+        self.assertIn("new udp flows still opened", r["detail"])
+
+    def test_a_window_too_short_to_try_is_an_error(self):
+        ids = new_ids()
+        c = HeldCanary(ids[0], refuse_after_first=False)
+        self.addCleanup(c.close)
+        r = run_probe("net.held-open", {"tcp_target": c.target, "udp_target": "",
+                                        "hold_s": 0.1, "poll_s": 0.5}, ids=ids).result
+        self.assertEqual((r["outcome"], r["new_connections"]), ("error", 0), r)
 
     def test_refused_from_the_first_instant_is_never_opened(self):
         with socket.socket() as s:

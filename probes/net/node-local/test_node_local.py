@@ -36,11 +36,12 @@ class NodeLocalProbeTest(ProbeTestCase):
                                     "kubelet-read-only": False})
         self.assertEqual(r["addresses"], ["127.0.0.1"])  # the gateway only when asked
 
-    def test_refused_everywhere_is_held_with_positive_evidence(self):
+    def test_refused_everywhere_is_held_with_absence_evidence(self):
+        # A closed port refuses as a policy's REJECT does: the control decides, not the errno.
         targets = ["api-server=%d/https" % free_port(), "kubelet=%d/http" % free_port()]
         r = run_probe("net.node-local", {"targets": targets, "timeout_s": 1},
                       env=node_env()).result
-        self.assertEqual((r["outcome"], r["evidence"]), ("held", "positive"), r)
+        self.assertEqual((r["outcome"], r["evidence"]), ("held", "absence"), r)
         self.assertEqual({p["errno"] for p in r["pairs"]}, {"ECONNREFUSED"})
 
     def test_a_listener_that_never_answers_is_not_reached(self):
