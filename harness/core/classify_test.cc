@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/facts.h"
+
 namespace sandprobe::core {
 namespace {
 
@@ -103,10 +105,10 @@ TEST(ClassifyTest, CanarySilenceNeedsTheCanarysLog) {
   p.id = "net.held-open";
   p.classify.outcomes = {{"kept", Exposure::kExposed}, {"cut", Exposure::kContained}};
   p.classify.canary_hit_kinds = {"tcp-held", "udp-held"};
-  Observation o = Exited(
-      0, nlohmann::json{{"kind", "result"}, {"outcome", "cut"}, {"evidence", "absence"}});
+  Observation o =
+      Exited(0, nlohmann::json{{"kind", "result"}, {"outcome", "cut"}, {"evidence", "absence"}});
   EXPECT_EQ(Classify(p, o).exposure, Exposure::kContained);
-  o.driver_facts[fact::kClusterCanaryLog] = "pods/log: timed out";
+  o.driver_facts[sandprobe::core::fact::kClusterCanaryLog] = "pods/log: timed out";
   const auto c = Classify(p, o);
   EXPECT_EQ(c.exposure, Exposure::kUnknown);
   EXPECT_EQ(c.label, "canary log unread");
