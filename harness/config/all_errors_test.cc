@@ -79,6 +79,10 @@ const Case kCases[] = {
      "    probes: [net.tpc]\n",
      {{3, 5, "probes[0]", "expected a probe id or a mapping with id:"},
       {7, 14, "criteria[0].probes[0]", "did you mean net.tcp?"}}},
+    // An entry without id: an error of its own, never a crash (a const node's missing key).
+    {"suite",
+     "name: s\nprobes:\n  - i: net.dns\n  - {}\n",
+     {{3, 5, "probes[0].i", "did you mean id?"}, {4, 5, "probes[1].id", "required field"}}},
     // Expectations: each entry on its own.
     {"expectations",
      "expectations:\n  - {probe: a, reason: r, expires: 31.12.2026}\n"

@@ -147,7 +147,8 @@ Loaded<core::Suite> Parse(const std::string& text, const std::string& source,
       const YAML::Node p = probes[i];
       const std::string path = fmt::format("probes[{}]", i);
       if (p.IsScalar()) named.push_back(p.Scalar());
-      if (p.IsMap() && p["id"].IsScalar()) named.push_back(p["id"].Scalar());
+      // IsDefined first: on a const node a missing key is an invalid node, and IsScalar() throws.
+      if (p.IsMap() && p["id"].IsDefined() && p["id"].IsScalar()) named.push_back(p["id"].Scalar());
       core::SuiteEntry entry;
       auto at = [](const YAML::Node& n) {
         return std::pair<int, int>{n.Mark().line + 1, n.Mark().column + 1};

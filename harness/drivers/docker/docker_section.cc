@@ -65,11 +65,30 @@ std::string Expected(const EngineObject& o, const EngineField& f) {
   return "a value";
 }
 
-std::string Actual(const YAML::Node& node, const Json& value) {
+// Whether a wrong value may be a secret and must not be echoed: any value of an Env field
+// (NAME=value pairs), or a string with a word secrets are kept under (the words of
+// given_secrets.cc: TOKEN, KEY, SECRET, PASSWORD, PASSWD, CREDENTIAL).
+bool MayBeSecret(const std::string& field, const std::string& text) {
+  if (field.ends_with(".Env") || field.find(".Env[") != std::string::npos) return true;
+  std::string upper = text;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (const char* word : {"TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"}) {
+    if (upper.find(word) != std::string::npos) return true;
+  }
+  return false;
+}
+
+std::string Actual(const YAML::Node& node, const Json& value, const std::string& field) {
   if (node.IsMap()) return "a mapping";
   if (node.IsSequence()) return "a list";
   if (value.is_null()) return "an empty value (null)";
-  if (value.is_string()) return fmt::format("the string \"{}\"", value.get<std::string>());
+  if (value.is_string()) {
+    const std::string& text = value.get_ref<const std::string&>();
+    if (MayBeSecret(field, text)) {
+      return fmt::format("a string ({} characters, not shown: it may hold a secret)", text.size());
+    }
+    return fmt::format("the string \"{}\"", text);
+  }
   return value.dump();
 }
 
@@ -122,7 +141,7 @@ Result CheckScalar(const std::string& file, const YAML::Node& node, const YAML::
   }
   return std::unexpected(
       At(file, at, field,
-         fmt::format("expected {}, not {}{}", Expected(o, f), Actual(node, value), hint)));
+         fmt::format("expected {}, not {}{}", Expected(o, f), Actual(node, value, field), hint)));
 }
 
 // `node` against `f`, every mistake below it added to `errors`. `key`: where an empty value (no
@@ -218,11 +237,13 @@ void CheckValue(const std::string& file, const YAML::Node& node, const YAML::Nod
   if (f.type == JsonType::kArray && node.IsScalar() && value.is_string()) {
     const EngineField* item = FindField(o, std::string(f.path) + "[]");
     if (item != nullptr && item->type == JsonType::kString) {
-      hint = fmt::format("; write [{}]", node.Scalar());
+      hint = MayBeSecret(field, node.Scalar()) ? "; write it as a list: [NAME=value]"
+                                               : fmt::format("; write [{}]", node.Scalar());
     }
   }
-  errors.Add(At(file, at, field,
-                fmt::format("expected {}, not {}{}", Expected(o, f), Actual(node, value), hint)));
+  errors.Add(
+      At(file, at, field,
+         fmt::format("expected {}, not {}{}", Expected(o, f), Actual(node, value, field), hint)));
 }
 
 // A whole mapping of `o`'s fields at `field` (docker.hostConfig, docker.config), `visit` called
@@ -258,7 +279,7 @@ Result StringField(const std::string& file, const YAML::Node& section, const cha
     hint = fmt::format("; quote it: \"{}\"", node.Scalar());
   return std::unexpected(
       At(file, node, field,
-         fmt::format("expected a non-empty string, not {}{}", Actual(node, value), hint)));
+         fmt::format("expected a non-empty string, not {}{}", Actual(node, value, field), hint)));
 }
 
 // Every element on its own; the count of "{script}" only when every element is a string.

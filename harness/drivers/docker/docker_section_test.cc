@@ -107,7 +107,8 @@ const BadCase kBadCases[] = {
      "unknown field; env is a ContainerConfig field: write it under docker.config as Env"},
     {"docker:\n  image: sandprobe-probe:local\n  config: {Env: A_TOKEN=1}\n", 5, 17,
      "docker.config.Env",
-     "expected a list of strings, not the string \"A_TOKEN=1\"; write [A_TOKEN=1]"},
+     "expected a list of strings, not a string (9 characters, not shown: it may hold a secret); "
+     "write it as a list: [NAME=value]"},
     {"docker:\n  image: sandprobe-probe:local\n  config:\n    Env: [PATH=/bin, 7]\n", 6, 22,
      "docker.config.Env[1]", "expected a string, not 7; quote it: \"7\""},
     {"docker:\n  image: sandprobe-probe:local\n  config:\n    Env: [OPENAI_API_KEY]\n", 6, 11,

@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
+#include <string_view>
+#include <utility>
 
 #include "config/yaml_json.h"
 #include "config/yaml_util.h"
@@ -75,15 +78,78 @@ Result String(const std::string& file, const YAML::Node& v, const std::string& f
                                 : "expected a string"));
 }
 
+// Every leaf of a default object, list items of objects as "[]" ("spec.template.spec.containers
+// [].securityContext.readOnlyRootFilesystem"): what a template's null would delete.
+void Leaves(const nlohmann::json& j, const std::string& path, std::set<std::string>& out) {
+  if (j.is_object() && !j.empty()) {
+    for (const auto& [k, v] : j.items()) Leaves(v, path.empty() ? k : path + "." + k, out);
+  } else if (j.is_array() && !j.empty() && j[0].is_object()) {
+    for (const nlohmann::json& e : j) Leaves(e, path + "[]", out);
+  } else {
+    out.insert(path);
+  }
+}
+
+// The leaves of the driver's own Job (type "Job") or canary Pod ("Pod") before any template.
+const std::set<std::string>& DefaultLeaves(std::string_view type) {
+  static const auto* job = [] {
+    auto* out = new std::set<std::string>;
+    KubeSettings s;  // every limit the driver turns into a default claimed
+    s.image = "x";
+    s.limits.memory_bytes = s.limits.tmp_bytes = 1 << 20;
+    Leaves(BuildJob(s, JobRequest{}), "", *out);
+    return out;
+  }();
+  static const auto* pod = [] {
+    auto* out = new std::set<std::string>;
+    KubeSettings s;
+    s.image = "x";
+    Leaves(BuildCanaryPod(s, "r", "n", "", 1), "", *out);
+    return out;
+  }();
+  return type == "Job" ? *job : *pod;
+}
+
+// A null scalar in the template where the driver sets a default: the merge patch deletes it
+// (`readOnlyRootFilesystem: ~`, `automountServiceAccountToken: null`, `limits: {memory: ~}`), a
+// hardening the file seems to keep and drops. A null where the driver sets nothing only removes
+// what the template itself would not have (allowed). `reported`: marks already reported.
+void NullsDeletingDefaults(const std::string& file, const YAML::Node& node, const std::string& path,
+                           const std::string& field, const std::set<std::string>& leaves,
+                           const std::set<std::pair<int, int>>& reported,
+                           config::internal::Errors& errors) {
+  if (node.IsMap()) {
+    for (const auto& kv : node) {
+      const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "?";
+      NullsDeletingDefaults(file, kv.second, path.empty() ? key : path + "." + key,
+                            field + "." + key, leaves, reported, errors);
+    }
+  } else if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i) {
+      NullsDeletingDefaults(file, node[i], path + "[]", fmt::format("{}[{}]", field, i), leaves,
+                            reported, errors);
+    }
+  } else if (node.IsNull() && leaves.contains(path) &&
+             !reported.contains({node.Mark().line, node.Mark().column})) {
+    errors.Add(At(file, node, field,
+                  "empty: in the merge over the driver's defaults null deletes its default here; "
+                  "give a value or remove the line"));
+  }
+}
+
 Result Template(const std::string& file, const YAML::Node& v, const std::string& field,
                 const char* type) {
   if (!v.IsMap()) {
     return std::unexpected(At(file, v, field, fmt::format("expected a mapping (a {})", type)));
   }
   config::internal::Errors errors;  // every certain finding, each at its place
+  std::set<std::pair<int, int>> reported;
   for (const TemplateFinding& f : CheckTemplateFields(v, type)) {
-    if (f.certain) errors.Add(At(file, f.node, field + "." + f.field, f.problem));
+    if (!f.certain) continue;
+    errors.Add(At(file, f.node, field + "." + f.field, f.problem));
+    reported.insert({f.node.Mark().line, f.node.Mark().column});
   }
+  NullsDeletingDefaults(file, v, "", field, DefaultLeaves(type), reported, errors);
   if (!errors.empty()) return errors.Fail();
   return {};
 }

@@ -205,6 +205,28 @@ TEST(KubeSectionBase, NullInATemplateRemovesAFieldAndIsNoFinding) {
   EXPECT_TRUE(Parse(Text(lines)).has_value());
 }
 
+// A null where the driver sets a default deletes it (a merge patch): an error at its place,
+// each one, the hardening defaults kept (README: a null that deletes a default is refused).
+TEST(KubeSectionBase, NullDeletingADriverDefaultIsAnError) {
+  const std::string text =
+      "name: m\ndriver: kubernetes\nlimits: {memory: 64Mi}\nkubernetes:\n  image: x\n"
+      "  jobTemplate:\n    spec:\n      template:\n        spec:\n"
+      "          automountServiceAccountToken: null\n"
+      "          containers:\n            - name: probe\n"
+      "              securityContext: {readOnlyRootFilesystem: ~}\n"
+      "              resources: {limits: {memory: ~}}\n";
+  const auto r = Parse(text);
+  ASSERT_FALSE(r.has_value());
+  std::vector<std::string> got;
+  for (const auto& e : r.error().All()) got.push_back(e.field + " @" + std::to_string(e.line));
+  EXPECT_EQ(got, (std::vector<std::string>{
+                     "kubernetes.jobTemplate.spec.template.spec.automountServiceAccountToken @10",
+                     "kubernetes.jobTemplate.spec.template.spec.containers[0].securityContext."
+                     "readOnlyRootFilesystem @13",
+                     "kubernetes.jobTemplate.spec.template.spec.containers[0].resources.limits."
+                     "memory @14"}));
+}
+
 TEST(KubeSectionNotes, AnUnknownFieldFarFromEveryNameIsANoteNotAnError) {
   std::vector<std::string> lines = kBase;
   lines[16] = "          futureFeatureGate: true";  // a field of a newer Kubernetes, maybe

@@ -100,7 +100,9 @@ void ApplyTemplate(Json& job, Json patch) {
     if (cs->is_array()) {
       for (const Json& c : *cs) {
         if (!c.is_object()) continue;
-        const std::string name = c.value("name", "");
+        // A name that is not a string is no container of ours (the API server refuses it).
+        const auto n = c.find("name");
+        const std::string name = n == c.end() ? "" : n->is_string() ? n->get<std::string>() : "?";
         if (name == kContainerName || (name.empty() && cs->size() == 1)) {
           container_patch = c;
         } else {
@@ -445,7 +447,11 @@ std::expected<Json, std::string> PolicyFromYaml(const std::string& text, const s
                                                 const std::string& run_id, const std::string& arm) {
   auto j = config::YamlToJson(text, source);
   if (!j) return std::unexpected("network policy " + j.error().ToString());
-  if (!j->is_object() || j->value("kind", "") != "NetworkPolicy" || !j->contains("spec") ||
+  const auto is_string = [](const Json& o, const char* key, const char* want) {
+    const auto it = o.find(key);
+    return it != o.end() && it->is_string() && (want == nullptr || *it == want);
+  };
+  if (!j->is_object() || !is_string(*j, "kind", "NetworkPolicy") || !j->contains("spec") ||
       !(*j)["spec"].is_object()) {
     return std::unexpected(fmt::format(
         "network policy {}: expected one networking.k8s.io/v1 NetworkPolicy with a spec", source));
@@ -453,7 +459,17 @@ std::expected<Json, std::string> PolicyFromYaml(const std::string& text, const s
   Json p = *j;
   p["apiVersion"] = "networking.k8s.io/v1";
   if (!p.contains("metadata") || !p["metadata"].is_object()) p["metadata"] = Json::object();
-  const std::string original = p["metadata"].value("name", "");
+  for (const char* key : {"name", "labels", "annotations"}) {
+    const auto it = p["metadata"].find(key);
+    if (it == p["metadata"].end() || it->is_null()) continue;
+    if (std::string_view(key) == "name" ? !it->is_string() : !it->is_object()) {
+      return std::unexpected(
+          fmt::format("network policy {}: metadata.{}: expected {}", source, key,
+                      std::string_view(key) == "name" ? "a string" : "a mapping"));
+    }
+  }
+  const std::string original =
+      is_string(p["metadata"], "name", nullptr) ? p["metadata"]["name"].get<std::string>() : "";
   p["metadata"].erase("namespace");
   p["metadata"].erase("resourceVersion");
   p["metadata"].erase("uid");

@@ -246,6 +246,19 @@ TEST(BuildJob, NodeIpEnvReplacesTheTemplatesAndSurvivesOddEntries) {
   EXPECT_EQ(env[1]["valueFrom"]["fieldRef"]["fieldPath"], "status.hostIP") << env.dump();
 }
 
+// Containers whose name is not a string are left as they are (never a crash): the API server
+// refuses them.
+TEST(BuildJob, AContainerWithANonStringNameIsNoCrash) {
+  auto s = SettingsOf(Manifest(fmt::format(R"({{"image": "{}", "jobTemplate": {{"spec": {{
+      "template": {{"spec": {{"containers": [{{"name": 5}}, {{"name": 7}}]}}}}}}}}}})",
+                                           kImage)));
+  ASSERT_TRUE(s.has_value()) << s.error();
+  const Json cs = BuildJob(*s, Request())["spec"]["template"]["spec"]["containers"];
+  ASSERT_EQ(cs.size(), 3u) << cs.dump();
+  EXPECT_EQ(cs[0]["name"], "probe");
+  EXPECT_EQ(cs[1]["name"], 5);
+}
+
 TEST(GoldenObjects, TemplatedJob) {
   const Json job = BuildJob(Templated(), Request());
   ExpectGolden("job-templated", job);
@@ -303,6 +316,13 @@ spec:
   ExpectGolden("networkpolicy-user", *p);
   EXPECT_FALSE(PolicyFromYaml("kind: Pod\nspec: {}\n", "x.yaml", kRun, "a").has_value());
   EXPECT_FALSE(PolicyFromYaml("a: [\n", "x.yaml", kRun, "a").has_value());
+  // Odd shapes are errors that name the field, never a crash (json type_error).
+  for (const char* odd :
+       {"kind: 5\nspec: {}\n", "kind: NetworkPolicy\nmetadata: {name: 5}\nspec: {}\n",
+        "kind: NetworkPolicy\nmetadata: {labels: 5}\nspec: {}\n",
+        "kind: NetworkPolicy\nmetadata: {annotations: [a]}\nspec: {}\n"}) {
+    EXPECT_FALSE(PolicyFromYaml(odd, "x.yaml", kRun, "a").has_value()) << odd;
+  }
 }
 
 TEST(Names, Dns1123AndBounded) {
