@@ -53,6 +53,7 @@ def open_tcp(host, port):
 
 def open_udp(host, port):
     """The held datagram flow: one datagram out, its echo back -> (socket or None, facts)."""
+    sock = None
     try:
         sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET,
                              socket.SOCK_DGRAM)
@@ -61,10 +62,8 @@ def open_udp(host, port):
         sock.send((TAG + " hold").encode())
         reply = sock.recv(4096)
     except OSError as exc:
-        try:
+        if sock is not None:
             sock.close()
-        except NameError:
-            pass
         return None, dict(opened=False, errno=errno_name(exc))
     if ECHO not in reply:
         sock.close()
