@@ -251,6 +251,10 @@ TEST(ProbeTest, NeedsAndDeploy) {
   auto interfaces = LoadProbe(WriteProbe("interfaces", "measures: interfaces\n"));
   ASSERT_TRUE(interfaces) << interfaces.error().ToString();
   EXPECT_EQ(interfaces->measures, "interfaces");
+  EXPECT_FALSE(interfaces->beyond_policy);
+  auto beyond = LoadProbe(WriteProbe("beyond", "beyond_policy: true\n"));
+  ASSERT_TRUE(beyond) << beyond.error().ToString();
+  EXPECT_TRUE(beyond->beyond_policy);
 
   const struct {
     const char* extra;
@@ -263,6 +267,7 @@ TEST(ProbeTest, NeedsAndDeploy) {
       {"deploy: admission\n", 7, 9, "deploy"},
       {"deploy: [sandbox]\n", 7, 9, "deploy"},
       {"measures: traffic\n", 7, 11, "measures"},
+      {"beyond_policy: yes please\n", 7, 16, "beyond_policy"},
   };
   for (const auto& b : bad) {
     SCOPED_TRACE(b.extra);

@@ -220,8 +220,8 @@ std::expected<void, ConfigError> LoadClassify(const std::string& file, const YAM
   return {};
 }
 
-// needs: [planted-env, live-canary], deploy: sandbox | harness-admission and measures: interfaces
-// (all optional).
+// needs: [planted-env, live-canary], deploy: sandbox | harness-admission, beyond_policy: true|false
+// and measures: interfaces (all optional).
 void LoadNeedsAndDeploy(const std::string& file, const YAML::Node& y, core::ProbeDescriptor& p,
                         internal::Errors& errors) {
   const YAML::Node needs = y["needs"];
@@ -250,6 +250,14 @@ void LoadNeedsAndDeploy(const std::string& file, const YAML::Node& y, core::Prob
       errors.Add(At(file, d, "deploy", "expected sandbox or harness-admission"));
     }
   }
+  if (const YAML::Node b = y["beyond_policy"]; b.IsDefined()) {
+    const nlohmann::json v = YamlToJson(b);
+    if (!v.is_boolean()) {
+      errors.Add(At(file, b, "beyond_policy", "expected true or false"));
+    } else {
+      p.beyond_policy = v.get<bool>();
+    }
+  }
   if (const YAML::Node m = y["measures"]; m.IsDefined()) {
     if (!m.IsScalar() || m.Scalar() != "interfaces") {
       errors.Add(At(file, m, "measures", "expected interfaces"));
@@ -263,11 +271,11 @@ void LoadNeedsAndDeploy(const std::string& file, const YAML::Node& y, core::Prob
 // params: has read without a mistake.
 Loaded<core::ProbeDescriptor> ParseProbeDocument(const YAML::Node& y, const std::string& file) {
   internal::Errors errors;
-  internal::OnlyKeys(
-      file, y, "",
-      {"id", "label", "category", "description", "requires_control", "drivers", "params",
-       "classify", "calls", "concurrent", "after_call_s", "needs", "deploy", "measures", "claim"},
-      errors);
+  internal::OnlyKeys(file, y, "",
+                     {"id", "label", "category", "description", "requires_control", "drivers",
+                      "params", "classify", "calls", "concurrent", "after_call_s", "needs",
+                      "deploy", "measures", "claim", "beyond_policy"},
+                     errors);
   core::ProbeDescriptor p;
   p.source_path = file;
   bool names_read = true;

@@ -22,11 +22,14 @@ std::set<std::string> NetRows(const Matrix& m) {
 
 // Traffic seen, never inferred: positive evidence only (a canary hit, an answer), and never a
 // cell the arm's mechanism does not govern (net.interfaces under a policy: not judged).
-bool PolicyLeak(const Cell& c) {
+// `beyond_policy`: the row's exposed outcome is traffic the policy as written does not allow
+// (Row::beyond_policy), whatever else the policy allows.
+bool PolicyLeak(const Cell& c, bool beyond_policy = false) {
   return !StringField(c.observation.driver_facts, fact::kNetworkPolicy).empty() &&
          // A policy that allows some egress as written (DNS, say) is not contradicted by that
          // traffic: the report's note names what it allows.
-         c.observation.driver_facts.value(fact::kPolicyDeniesAllEgress, false) == true &&
+         (beyond_policy ||
+          c.observation.driver_facts.value(fact::kPolicyDeniesAllEgress, false) == true) &&
          // A policy that does not select the pod, or another policy that allows egress to it
          // (policies add up), explains the leak without any failure of enforcement.
          c.observation.driver_facts.value(fact::kPolicySelectsPod, true) == true &&
@@ -58,11 +61,18 @@ struct Late {
 
 std::map<std::string, Late> LatePairs(const Matrix& m) {
   const std::set<std::string> net_rows = NetRows(m);
+  std::set<std::string> beyond;  // rows whose leak is beyond any policy as written
+  for (const Row& r : m.rows) {
+    if (r.beyond_policy) beyond.insert(r.probe);
+  }
   std::map<std::string, Late> late;
   for (const Cell& c : m.cells) {
     const ArmInfo* arm = m.FindArm(c.observation.arm);
     if (arm == nullptr || arm->role != ArmRole::kCandidate) continue;
-    if (!net_rows.contains(c.observation.probe) || !PolicyLeak(c)) continue;
+    if (!net_rows.contains(c.observation.probe) ||
+        !PolicyLeak(c, beyond.contains(c.observation.probe))) {
+      continue;
+    }
     const Cell* settled = m.Find(c.observation.probe, SettledTwin(c.observation.arm));
     if (settled == nullptr || settled->classification.exposure != Exposure::kContained) continue;
     Late& l = late[c.observation.arm];

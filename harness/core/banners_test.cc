@@ -192,5 +192,43 @@ TEST(BannersTest, LateForNewPodsWhenTheSettledTwinHeld) {
   EXPECT_EQ(PolicyNotEnforcedBanners(plain).size(), 1u);
 }
 
+// An allow-list policy (some egress allowed as written): a leak counts only on a row whose exposed
+// outcome is beyond what any policy allows as written (Row::beyond_policy, a net.policy-* row's
+// outside pair), and then only for the late banner: a field ignored in the settled pod too is that
+// field's finding (the row FAILs), not "not enforced".
+TEST(BannersTest, AllowListPolicyLateOnlyOnRowsBeyondThePolicy) {
+  Matrix m;
+  m.arms = {Arm("k8s-open", ArmRole::kControl), Arm("k8s-fields", ArmRole::kCandidate),
+            Arm("k8s-fields-settled", ArmRole::kCandidate)};
+  m.rows = {{"net.policy-endport", "endPort", Level::kRequired, "net", true},
+            {"net.policy-named-port", "named port", Level::kRequired, "net", true},
+            {"net.tcp-by-ip", "tcp by ip", Level::kRequired, "net", false}};
+  const nlohmann::json fresh = {
+      {"network_policy", "p"}, {"policy_denies_all_egress", false}, {"policy_age_s", 12}};
+  const nlohmann::json settled = {{"network_policy", "p2"},
+                                  {"policy_denies_all_egress", false},
+                                  {"policy_age_s", 13},
+                                  {"pod_settle_s", 6}};
+  for (const char* probe : {"net.policy-endport", "net.policy-named-port", "net.tcp-by-ip"}) {
+    m.cells.push_back(MakeCell(probe, "k8s-open", Exposure::kExposed));
+    m.cells.push_back(MakeCell(probe, "k8s-fields", Exposure::kExposed, fresh));
+  }
+  m.cells.push_back(MakeCell("net.policy-endport", "k8s-fields-settled", Exposure::kContained,
+                             settled, Evidence::kAbsence));
+  m.cells.push_back(
+      MakeCell("net.policy-named-port", "k8s-fields-settled", Exposure::kExposed, settled));
+  m.cells.push_back(MakeCell("net.tcp-by-ip", "k8s-fields-settled", Exposure::kContained, settled,
+                             Evidence::kAbsence));
+  const auto late = PolicyLateBanners(m);
+  ASSERT_EQ(late.size(), 1u);
+  EXPECT_EQ(late[0],
+            "NetworkPolicy is enforced late for new pods on this cluster: k8s-fields (policy 12s "
+            "old) reached net.policy-endport in a fresh pod; k8s-fields-settled held them in pods "
+            "that waited 6s");
+  EXPECT_TRUE(PolicyNotEnforcedBanners(m).empty());
+  m.rows[0].beyond_policy = false;  // the same cells, an ordinary row: the policy allows some
+  EXPECT_TRUE(PolicyBanners(m).empty());
+}
+
 }  // namespace
 }  // namespace sandprobe::core

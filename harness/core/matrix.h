@@ -36,6 +36,9 @@ struct Row {
   // The probe's category ("net", "cred", ...), for run-level findings (core/banners.h). Not
   // rendered: reports name rows by probe id and label only.
   std::string category = "";
+  // ProbeDescriptor::beyond_policy: its exposed cells are traffic beyond the arm's own policy as
+  // written, so a fresh pod's leak there can be late enforcement under an allow-list policy too.
+  bool beyond_policy = false;
 };
 
 // One probe in one arm. Controls can hold several cells per probe: one per distinct parameter set

@@ -171,6 +171,11 @@ struct ProbeDescriptor {
   // parameter (sized from_limit noexec or seccomp). Without the claim the cells are reported, not
   // judged (core::UnclaimedReason). "" = judged whatever the limits say.
   std::string claim;
+  // probe.yaml `beyond_policy: true`: the probe's exposed outcome is traffic beyond what the arm's
+  // own NetworkPolicy allows as written (a net.policy-* row's outside pair), so a fresh pod's leak
+  // there that the settled twin does not repeat is late enforcement (core/banners.h) even under a
+  // policy that allows some egress. false = only a deny-all-egress policy makes a leak late.
+  bool beyond_policy = false;
   std::string script;       // probe.py body (the preamble is added at deployment)
   std::string source_path;  // where the descriptor was read from, for messages
 

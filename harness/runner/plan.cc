@@ -91,7 +91,7 @@ std::expected<Plan, std::string> PlanRun(const core::Suite& suite,
                       suite.source_path, entry.probe));
     }
     const core::ProbeDescriptor& probe = *it;
-    plan.rows.push_back({probe.id, probe.label, entry.level, probe.category});
+    plan.rows.push_back({probe.id, probe.label, entry.level, probe.category, probe.beyond_policy});
     std::vector<Task> control_tasks, candidate_tasks;
     for (const auto& cand : candidates) {
       if (!probe.AppliesTo(cand.driver)) {

@@ -465,6 +465,50 @@ class UntargetedAndRefusedTests:
         self.assertRefusedOnLoopbackIsBlocked(self.PROBE, self.TARGET_KEY, self.KIND)
 
 
+class PolicyFieldTests:
+    """A mixin for the net.policy-* probes' ProbeTestCase (preamble policy_field): inside and
+    outside pairs against loopback echo canaries and closed ports. Set PROBE, FIELD (the field's
+    name in every reason) and PROTO (tcp or udp)."""
+    PROBE, FIELD, PROTO = None, None, "tcp"
+
+    def pair(self, name, port):
+        return "%s=127.0.0.1:%d/%s" % (name, port, self.PROTO)
+
+    def echo(self):
+        return self.canary(udp_canary() if self.PROTO == "udp" else tcp_canary()).port
+
+    def closed(self):
+        return free_port(socket.SOCK_DGRAM if self.PROTO == "udp" else socket.SOCK_STREAM)
+
+    def field(self, inside, outside):
+        return run_probe(self.PROBE, {"inside": inside, "outside": outside, "timeout_s": 1}).result
+
+    def test_inside_answered_outside_held_is_honored(self):
+        r = self.field([self.pair("in", self.echo())], [self.pair("out", self.closed())])
+        self.assertEqual((r["outcome"], r["evidence"]), ("honored", "absence"), r)
+        self.assertTrue(r["detail"].startswith(self.FIELD + " honored: inside answered"), r)
+        self.assertEqual([(p["side"], p["answered"]) for p in r["pairs"]],
+                         [("inside", True), ("outside", False)])
+
+    def test_an_outside_answer_is_ignored_and_named(self):
+        port = self.echo()
+        r = self.field([self.pair("in", self.echo())], [self.pair("just-out", port)])
+        self.assertEqual((r["outcome"], r["evidence"]), ("ignored", "positive"), r)
+        self.assertEqual(r["detail"], "%s not honored: outside answered: just-out 127.0.0.1:%d/%s"
+                         % (self.FIELD, port, self.PROTO))
+
+    def test_inside_refused_with_outside_held_is_over_blocking(self):
+        r = self.field([self.pair("in", self.closed())], [self.pair("out", self.closed())])
+        self.assertEqual((r["outcome"], r["errno"]), ("over_blocking", "ECONNREFUSED"), r)
+        self.assertIn("over-blocks: inside not answered: in 127.0.0.1:", r["detail"])
+
+    def test_a_missing_side_or_a_malformed_pair_is_an_error(self):
+        for inside, outside in (([self.pair("in", 7)], []), (["in=127.0.0.1/tcp"], ["x"]),
+                                ([self.pair("in", 7)], ["out=127.0.0.1:7/icmp"])):
+            r = self.field(inside, outside)
+            self.assertEqual((r["outcome"], r["errno"]), ("error", "EINVAL"), (inside, outside))
+
+
 class MetadataShapeTests(UntargetedAndRefusedTests):
     """A mixin for the net.metadata-* probes' ProbeTestCase: the requests their cloud's metadata
     service wants, against the HTTP canary (which answers as the clouds do) and a plain server;

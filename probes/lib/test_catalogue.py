@@ -59,7 +59,9 @@ class DescriptorTest(unittest.TestCase):
                     "net.gateway", "net.held-open", "net.host-loopback", "net.http-by-name",
                     "net.icmp", "net.interfaces", "net.k8s-api", "net.metadata",
                     "net.metadata-alt", "net.metadata-azure", "net.metadata-gcp",
-                    "net.metadata-imdsv2", "net.metadata-ipv6", "net.node-local", "net.sibling",
+                    "net.metadata-imdsv2", "net.metadata-ipv6", "net.node-local",
+                    "net.policy-endport", "net.policy-ipblock-except", "net.policy-named-port",
+                    "net.policy-peer-and", "net.policy-sctp", "net.sibling",
                     "net.tcp-by-ip",
                     "net.udp",
                     "platform.runtime-class", "priv.capabilities", "priv.no-new-privs",
@@ -75,7 +77,8 @@ class DescriptorTest(unittest.TestCase):
     # multi-call probes; late evidence (http driver); what the harness plants; how it deploys;
     # what it measures when that is not traffic (not judged where the mechanism cannot change it);
     # the claim of limits it judges (not judged without it)
-    OPTIONAL = ["calls", "concurrent", "after_call_s", "needs", "deploy", "measures", "claim"]
+    OPTIONAL = ["calls", "concurrent", "after_call_s", "needs", "deploy", "measures", "claim",
+                "beyond_policy"]
 
     def test_catalogue_is_complete(self):
         self.assertEqual(all_probe_ids(), self.EXPECTED_IDS)
@@ -89,10 +92,15 @@ class DescriptorTest(unittest.TestCase):
                 self.assertEqual(d.get("measures"),
                                  "interfaces" if pid == "net.interfaces" else None)
                 self.assertEqual(d["category"], pid.split(".")[0])
+                # An outside pair of an allow-list policy: traffic beyond the policy as written.
+                self.assertEqual(d.get("beyond_policy"), True if pid.startswith("net.policy-")
+                                 else None)
                 self.assertTrue(0 < len(d["label"]) <= 32 and d["description"])
                 # net.held-open needs the in-cluster canary, the one canary that holds flows;
-                # net.node-local the node address only the kubernetes driver gives.
-                kube = pid in ("platform.runtime-class", "net.held-open", "net.node-local")
+                # net.node-local the node address only the kubernetes driver gives; a
+                # net.policy-* row asks about one field of a NetworkPolicy.
+                kube = pid in ("platform.runtime-class", "net.held-open", "net.node-local") or \
+                    pid.startswith("net.policy-")
                 # Judged on the API server's own answer (admission, the token's reviews).
                 self.assertIs(d["requires_control"], pid not in self.NO_CONTROL)
                 # The terminal mode exists in the process drivers only (command and local).
@@ -188,6 +196,9 @@ class SandboxedTest(unittest.TestCase):
                   "net.dns": {"server": "127.0.0.1:53", "timeout_s": 1},
                   "net.http-by-name": {"url": "http://127.0.0.1:80/", "timeout_s": 1},
                   "res.memory-balloon": {"target_mib": 32},
+                  **{"net.policy-" + f: {"inside": ["in=127.0.0.1:9/tcp"],
+                                         "outside": ["out=127.0.0.1:9/udp"], "timeout_s": 1}
+                     for f in ("endport", "named-port", "ipblock-except", "peer-and", "sctp")},
                   "fs.fill-tmp": {"target_mib": 8},
                   "fs.dev-shm": {"target_mib": 8},
                   "res.fork-bomb": {"target": 16, "hold_s": 0.1},

@@ -17,6 +17,7 @@ import unittest
 
 import cluster_util as c
 from cluster_util import u
+import policy_fields as pf
 import real_manifests as rm
 
 
@@ -43,6 +44,7 @@ class K3sQuestion(u.ReportReading, unittest.TestCase):
             cls.left = (cls.cluster.wait_objects_gone(cls.report["run_id"])
                         if cls.report else None)
             cls.policy_stored = cls.cluster.get("-n", c.NS, "networkpolicies")["items"]
+            cls.fields = cls.fields_run(os.path.join(d, "fields"))
             cls.packets = cls.watch.count()
         except BaseException:
             cls.cluster.stop()
@@ -51,6 +53,23 @@ class K3sQuestion(u.ReportReading, unittest.TestCase):
         cls.down_rc, cls.down_err = cls.cluster.stop()
         cls.run_netns_after = os.path.exists("/run/netns")
         cls.tmp.cleanup()
+
+    @classmethod
+    def fields_run(cls, d):
+        """The policy-fields table (policy_fields.py) on this cluster: (result, report, left)."""
+        os.mkdir(d)
+        cleanups = []
+        try:
+            args = pf.run_args(d, cls.cluster, lambda *a, **k: cleanups.append((a, k)),
+                               extra=["minPolicyAge: 5s", "settledRerun: 6s"])
+            res = u.run_sandprobe(["run", "--out", os.path.join(d, "out"), "--canary-dir",
+                                   os.path.join(d, "canary"), "--no-color"] + args,
+                                  timeout=600, env=cls.cluster.env())
+        finally:
+            for (fn, *a), k in reversed(cleanups):
+                fn(*a, **k)
+        report = u.report_or_none(os.path.join(d, "out"))
+        return res, report, cls.cluster.wait_objects_gone(report["run_id"]) if report else None
 
     def test_exit_1_three_columns_and_the_matrix(self):
         self.assertEqual(self.res.returncode, 1, self.res.describe())
@@ -99,6 +118,26 @@ class K3sQuestion(u.ReportReading, unittest.TestCase):
                                         "kubelet %s:10250" % node_ip], (arm, o["reason"]))
             self.assertEqual(o["exposure"], "exposed", arm)
             self.assertIn("%s api-server:6443 (HTTP" % node_ip, o["reason"])
+
+    def test_every_policy_field_ignored_in_every_column(self):
+        # Nothing enforces the allow-list: each judged row's outside pair answers in the fresh
+        # and the settled pod alike (FAIL, and no "late" banner: the settled pod leaked too);
+        # the SCTP row stays not testable.
+        res, report, left = self.fields
+        self.assertEqual((res.returncode, left), (1, []), res.describe())
+        for arm in ("k8s-open", "k8s-fields", "k8s-fields-settled"):
+            cells = u.observations(report, arm)
+            for probe in pf.JUDGED:
+                o = cells[probe]
+                self.assertEqual((o["exposure"], o["label"]), ("exposed", "IGNORED"),
+                                 (arm, probe, o["reason"]))
+            self.assertEqual(cells["net.policy-sctp"]["label"], "not testable", arm)
+        for arm in ("k8s-fields", "k8s-fields-settled"):
+            verdicts = u.verdicts(report, arm)
+            self.assertEqual({p: verdicts[p]["verdict"] for p in pf.JUDGED},
+                             dict.fromkeys(pf.JUDGED, "FAIL"), arm)
+        self.assertFalse([b for b in report["banners"] if b.startswith(rm.LATE)],
+                         report["banners"])
 
     def test_banner_accepted_but_not_enforced(self):
         banners = self.report["banners"]
