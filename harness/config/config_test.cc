@@ -307,6 +307,20 @@ TEST(ProbeTest, CanaryHitKinds) {
   }
 }
 
+// classify.live_change: true or false, nothing else.
+TEST(ProbeTest, LiveChange) {
+  auto live = LoadProbe(WriteProbe("live", "  live_change: true\n"));
+  ASSERT_TRUE(live) << live.error().ToString();
+  EXPECT_TRUE(live->classify.live_change);
+  auto plain = LoadProbe(WriteProbe("live-none", ""));
+  ASSERT_TRUE(plain) << plain.error().ToString();
+  EXPECT_FALSE(plain->classify.live_change);
+  auto bad = LoadProbe(WriteProbe("live-bad", "  live_change: sometimes\n"));
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().line, 7) << bad.error().ToString();
+  EXPECT_EQ(bad.error().field, "classify.live_change") << bad.error().ToString();
+}
+
 TEST(ProbeTest, LiveTarget) {
   auto write = [](const std::string& name, const std::string& rule) {
     const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "probes" / name;

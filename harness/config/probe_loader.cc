@@ -73,10 +73,11 @@ std::expected<void, ConfigError> LoadClassify(const std::string& file, const YAM
   // IsDefined() first (found by the probe fuzz target, docs/design.md "Fuzzing").
   if (!node.IsDefined() || !node.IsMap())
     return std::unexpected(At(file, node, "classify", "required mapping is missing"));
-  if (auto r = internal::OnlyKeys(file, node, "classify",
-                                  {"outcomes", "killed", "timed_out", "deadline", "crashed",
-                                   "canary_hit", "canary_hit_kinds", "exceeds", "fact", "output",
-                                   "quiet_after_call", "still_running", "live_target"});
+  if (auto r =
+          internal::OnlyKeys(file, node, "classify",
+                             {"outcomes", "killed", "timed_out", "deadline", "crashed",
+                              "canary_hit", "canary_hit_kinds", "exceeds", "fact", "output",
+                              "quiet_after_call", "still_running", "live_target", "live_change"});
       !r) {
     return r;
   }
@@ -99,6 +100,12 @@ std::expected<void, ConfigError> LoadClassify(const std::string& file, const YAM
     auto e = ExposureAt(file, node[key], std::string("classify.") + key);
     if (!e) return std::unexpected(e.error());
     *out = *e;
+  }
+  if (const YAML::Node lc = node["live_change"]; lc.IsDefined()) {
+    const nlohmann::json v = YamlToJson(lc);
+    if (!v.is_boolean())
+      return std::unexpected(At(file, lc, "classify.live_change", "expected true or false"));
+    p.classify.live_change = v.get<bool>();
   }
   if (const YAML::Node kinds = node["canary_hit_kinds"]; kinds.IsDefined()) {
     // The kinds canary.h's listeners log (Hit::kind), and the in-cluster canary's held-open

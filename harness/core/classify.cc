@@ -188,6 +188,67 @@ std::optional<Classification> StillRunning(const ClassifyRules& rules, const Obs
   return std::nullopt;
 }
 
+// rules.live_change: the canary's hits against the time the driver changed the running pod
+// (facts live_change_unix_ms on the harness's clock, the hits on the canary's: one clock on one
+// machine, and the settle absorbs a small skew elsewhere). nullopt when the arm changed nothing.
+std::optional<Classification> FromLiveChange(const ClassifyRules& rules, const Observation& obs) {
+  const std::string change = StringField(obs.driver_facts, fact::kLiveChange);
+  if (!rules.live_change || change.empty()) return std::nullopt;
+  const auto unknown = [](std::string why) {
+    return Classification{Exposure::kUnknown, Evidence::kNone, "no change", std::move(why)};
+  };
+  const std::string error = StringField(obs.driver_facts, fact::kLiveChangeError);
+  const auto at = obs.driver_facts.find(fact::kLiveChangeUnixMs);
+  if (!error.empty() || at == obs.driver_facts.end() || !at->is_number_integer()) {
+    return unknown(fmt::format("the driver did not make the live change ({}): {}", change,
+                               error.empty() ? "no time recorded" : Bounded(error, 300)));
+  }
+  const int64_t t = at->get<int64_t>();
+  const auto s = obs.driver_facts.find(fact::kLiveChangeSettleS);
+  const double settle = s != obs.driver_facts.end() && s->is_number() ? s->get<double>() : 0;
+  const int64_t after = t + static_cast<int64_t>(settle * 1000);
+  size_t before = 0, late = 0;
+  int64_t first = 0, last = 0;
+  for (const CanaryHit& h : obs.canary_hits) {
+    if (h.unix_ms <= 0) continue;
+    if (h.unix_ms < t) ++before;
+    if (h.unix_ms <= after) continue;
+    if (late++ == 0) first = h.unix_ms;
+    last = std::max(last, h.unix_ms);
+  }
+  const auto secs = [t](int64_t ms) { return static_cast<double>(ms - t) / 1000; };
+  if (late > 0) {
+    return Classification{
+        Exposure::kExposed, Evidence::kPositive, "REACHED AFTER CHANGE",
+        fmt::format("{}, and the canary logged {} hit(s) of this invocation {:.1f}s to {:.1f}s "
+                    "after the API server took it (settle {:g}s)",
+                    change, late, secs(first), secs(last), settle)};
+  }
+  if (before == 0) {
+    return unknown(
+        fmt::format("{}: the canary logged no hit before the change and none from {:g}s "
+                    "after it: nothing shows the change made a difference",
+                    change, settle));
+  }
+  int64_t tried = 0;  // the probe's own record (a number of its clock, or nothing)
+  if (obs.result && obs.result->is_object()) {
+    const auto it = obs.result->find("last_try_unix_ms");
+    if (it != obs.result->end() && it->is_number_integer()) tried = it->get<int64_t>();
+  }
+  if (tried <= after) {
+    return unknown(
+        fmt::format("{}: the probe's last try was {:.1f}s after the change, before the "
+                    "{:g}s settle ended: nothing shows what held after it",
+                    change, secs(tried), settle));
+  }
+  return Classification{
+      Exposure::kContained, Evidence::kAbsence, "held after change",
+      fmt::format(
+          "{}: the canary logged {} hit(s) of this invocation before it and none from {:g}s "
+          "after it to the probe's last try, {:.1f}s after it",
+          change, before, settle, secs(tried))};
+}
+
 // A containment read from the ending alone (timed_out, killed, crashed) holds only if the probe
 // really stopped when the sandbox said so. The harness knows that from a survivors count
 // (sandprobe-reaper, a private PID namespace) or, for a probe with a heartbeat, from beats heard
@@ -240,6 +301,7 @@ Classification ClassifyEnding(const ProbeDescriptor& probe, const Observation& o
       break;
   }
   if (auto running = StillRunning(rules, obs)) return *running;
+  if (auto live = FromLiveChange(rules, obs)) return *live;
   // A still-running probe's hits are its heartbeats: liveness during the call, not reach.
   // A probe whose evidence is a heartbeat after the call (rules.quiet_after_call) counts only
   // beats logged after the driver's call_ended_unix_ms: one logged before it was sent while the

@@ -747,5 +747,99 @@ TEST(ClassifyTest, ServiceDiedTable) {
   }
 }
 
+// classify.live_change: the canary's hits against the driver's change of the running pod (at
+// t = 1'000'000 ms, settle 5 s). One table: the hits' times (ms after t), the probe's last try,
+// the driver's facts -> exposure, label and the reason's start.
+TEST(ClassifyTest, LiveChangeJudgesHitsByTheirTimeAfterTheChange) {
+  ProbeDescriptor p;
+  p.id = "net.live-change";
+  p.classify.outcomes = {{"sent", Exposure::kUnknown}};
+  p.classify.live_change = true;
+  constexpr int64_t kT = 1'000'000;
+  const struct {
+    const char* name;
+    std::vector<int64_t> hits;  // ms relative to the change
+    int64_t last_try;           // ms relative to the change
+    bool changed;               // the driver's PATCH was answered
+    Exposure exposure;
+    const char* label;
+    const char* reason;
+  } cases[] = {
+      {"cut within the settle",
+       {-2000, -1000, 1000, 4900},
+       8000,
+       true,
+       Exposure::kContained,
+       "held after change",
+       "added label s=1: the canary logged 2 hit(s) of this invocation before it and none from 5s "
+       "after it to the probe's last try, 8.0s after it"},
+      {"still reached after the settle",
+       {-2000, 6000, 7500},
+       8000,
+       true,
+       Exposure::kExposed,
+       "REACHED AFTER CHANGE",
+       "added label s=1, and the canary logged 2 hit(s) of this invocation 6.0s to 7.5s after the "
+       "API server took it (settle 5s)"},
+      {"stopped trying inside the settle",
+       {-2000},
+       4000,
+       true,
+       Exposure::kUnknown,
+       "no change",
+       "added label s=1: the probe's last try was 4.0s after the change, before the 5s settle "
+       "ended: nothing shows what held after it"},
+      {"never reached at all",
+       {},
+       8000,
+       true,
+       Exposure::kUnknown,
+       "no change",
+       "added label s=1: the canary logged no hit before the change and none from 5s after it: "
+       "nothing shows the change made a difference"},
+      {"the change was not made",
+       {-2000, 7000},
+       8000,
+       false,
+       Exposure::kUnknown,
+       "no change",
+       "the driver did not make the live change (added label s=1): the probe container ended "
+       "before the change"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    Observation o = Started(Exited(0, nlohmann::json{{"kind", "result"},
+                                                     {"outcome", "sent"},
+                                                     {"evidence", "absence"},
+                                                     {"last_try_unix_ms", kT + c.last_try}}));
+    for (int64_t h : c.hits) o.canary_hits.push_back({"tcp", "10.0.0.9:4000", "SANDPROBE", kT + h});
+    o.driver_facts[fact::kLiveChange] = "added label s=1";
+    o.driver_facts[fact::kLiveChangeSettleS] = 5;
+    if (c.changed) {
+      o.driver_facts[fact::kLiveChangeUnixMs] = kT;
+    } else {
+      o.driver_facts[fact::kLiveChangeError] = "the probe container ended before the change";
+    }
+    const Classification got = Classify(p, o);
+    EXPECT_EQ(got.exposure, c.exposure);
+    EXPECT_EQ(got.label, c.label);
+    EXPECT_EQ(got.reason, c.reason);
+  }
+  // Without a change (a plain control) the hits decide as for any probe; a probe that does not
+  // declare live_change ignores the facts.
+  Observation plain = Started(Exited(0, nlohmann::json{{"kind", "result"}, {"outcome", "sent"}}));
+  plain.canary_hits.push_back({"tcp", "10.0.0.9:4000", "SANDPROBE", kT});
+  EXPECT_EQ(Classify(p, plain).label, "REACHED");
+  plain.driver_facts[fact::kLiveChange] = "added label s=1";
+  plain.driver_facts[fact::kLiveChangeUnixMs] = kT + 10'000;
+  p.classify.live_change = false;
+  EXPECT_EQ(Classify(p, plain).label, "REACHED");
+  // A hostile result's last_try_unix_ms that is not a number is no try.
+  p.classify.live_change = true;
+  plain.canary_hits[0].unix_ms = kT + 9'000;
+  plain.result = nlohmann::json{{"kind", "result"}, {"outcome", "sent"}, {"last_try_unix_ms", "x"}};
+  EXPECT_EQ(Classify(p, plain).exposure, Exposure::kUnknown);
+}
+
 }  // namespace
 }  // namespace sandprobe::core

@@ -110,9 +110,16 @@ inline constexpr char kStartWaitS[] = "start_wait_s";    // s: Job created to ru
 // no banner).
 inline constexpr char kHostNetwork[] = "host_network";
 inline constexpr char kPodSettleS[] = "pod_settle_s";  // s the pod waited before probing (-settled)
-inline constexpr char kPodRelists[] = "pod_relists";   // int: watch re-lists
-inline constexpr char kWatchGone[] = "watch_gone";     // int: 410 Gone seen
-inline constexpr char kLogs[] = "logs";                // string: how logs were read
+// kubernetes.liveChange (drivers/kubernetes/live_change.h): what the driver changed on the running
+// pod ("added label a=b"), when the API server accepted the PATCH (int, ms since the epoch, the
+// harness's clock), the settle the judgment allows after it (s), or why the change was not made.
+inline constexpr char kLiveChange[] = "live_change";
+inline constexpr char kLiveChangeUnixMs[] = "live_change_unix_ms";
+inline constexpr char kLiveChangeSettleS[] = "live_change_settle_s";
+inline constexpr char kLiveChangeError[] = "live_change_error";
+inline constexpr char kPodRelists[] = "pod_relists";              // int: watch re-lists
+inline constexpr char kWatchGone[] = "watch_gone";                // int: 410 Gone seen
+inline constexpr char kLogs[] = "logs";                           // string: how logs were read
 inline constexpr char kTerminatedReason[] = "terminated_reason";  // terminated.reason
 inline constexpr char kPodReason[] = "pod_reason";                // Pod status.reason
 inline constexpr char kPodMessage[] = "pod_message";              // Pod status.message

@@ -115,6 +115,12 @@ struct ClassifyRules {
   std::optional<QuietAfterCallRule> quiet_after_call;
   std::optional<StillRunningRule> still_running;
   std::optional<LiveTargetRule> live_target;
+  // probe.yaml `classify.live_change: true`: in an arm whose driver changed the running pod
+  // (driver facts live_change_unix_ms, live_change_settle_s; drivers/kubernetes/live_change.h),
+  // the canary's hits decide by their time: one logged more than the settle after the change is
+  // exposed; none then, with hits before the change and the probe still trying after the settle,
+  // is contained (core/classify.h FromLiveChange). Without a change the hits decide as usual.
+  bool live_change = false;
 };
 
 // How a probe reaches its arm (probe.yaml `deploy:`).

@@ -97,7 +97,11 @@ std::expected<ApiResponse, ApiError> ApiClient::SendStreaming(
   req.url = base_url_ + path;
   req.headers = {{"Accept", "application/json"}, {"User-Agent", "sandprobe/0.1"}};
   if (!conn_.token.empty()) req.headers.emplace_back("Authorization", "Bearer " + conn_.token);
-  if (!body.empty()) req.headers.emplace_back("Content-Type", "application/json");
+  // A PATCH body is an RFC 7386 merge patch (the API server refuses application/json there).
+  if (!body.empty()) {
+    req.headers.emplace_back(
+        "Content-Type", method == "PATCH" ? "application/merge-patch+json" : "application/json");
+  }
   req.body = body;
   req.deadline = deadline;
   req.connect_timeout_s = options_.connect_timeout_s;

@@ -61,8 +61,13 @@ std::vector<core::CanaryHit> ParseCanaryHits(std::string_view log, std::string_v
         hit["invocation"].get_ref<const std::string&>() != invocation) {
       continue;
     }
+    // The canary's clock (the node's), ms since the epoch: what classify.live_change judges by.
+    const auto ms = hit.find("unix_ms");
     out.push_back({Printable(hit.value("kind", Json())), Printable(hit.value("peer", Json())),
-                   Printable(hit.value("detail", Json()))});
+                   Printable(hit.value("detail", Json())),
+                   ms != hit.end() && ms->is_number_integer() && ms->get<int64_t>() > 0
+                       ? ms->get<int64_t>()
+                       : 0});
   }
   return out;
 }

@@ -33,7 +33,8 @@ std::string_view ClusterCanaryScript();
 
 // Hits in a canary log (pods/log text) carrying `invocation`: lines "SANDPROBE-HIT {json}" with
 // string kind/peer/detail and a non-empty invocation equal to `invocation`; fields bounded to
-// 200 printable bytes. Anything else in the log is ignored. Pure.
+// 200 printable bytes; unix_ms when it is a positive integer (the canary's clock), else 0.
+// Anything else in the log is ignored. Pure.
 std::vector<core::CanaryHit> ParseCanaryHits(std::string_view log, std::string_view invocation);
 
 class ClusterCanary {

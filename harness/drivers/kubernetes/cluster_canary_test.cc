@@ -29,11 +29,14 @@ TEST(ClusterCanaryTest, ParseCanaryHitsTable) {
       R"(SANDPROBE-HIT {"kind":"http","invocation":"i001ab","peer":"1.2.3.4:5","detail":"GET /\u001b]0;owned\u0007 )"
       R"(xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"})"
       "\n"
-      R"(SANDPROBE-HIT {"kind":"tcp","invocation":"i001ab","peer":"10.42.0.7:4243","detail":"last line, no newline"})";
+      R"(SANDPROBE-HIT {"kind":"tcp","invocation":"i001ab","peer":"10.42.0.7:4243","detail":"last line, no newline","unix_ms":"soon"})";
   const auto hits = ParseCanaryHits(log, "i001ab");
   ASSERT_EQ(hits.size(), 3u);
   EXPECT_EQ(hits[0].kind, "tcp");
   EXPECT_EQ(hits[0].peer, "10.42.0.7:4242");
+  EXPECT_EQ(hits[0].unix_ms, 1);  // the canary's time, for classify.live_change
+  EXPECT_EQ(hits[1].unix_ms, 0);  // none given
+  EXPECT_EQ(hits[2].unix_ms, 0);  // not a number: none
   EXPECT_EQ(hits[1].kind, "http");
   EXPECT_EQ(hits[1].detail.size(), 200u);                     // bounded
   EXPECT_EQ(hits[1].detail.find('\x1b'), std::string::npos);  // printable only

@@ -123,6 +123,58 @@ KubernetesDriver::JobRun::JobRun(KubernetesDriver& driver, const Invocation& inv
   start_ = Clock::now();
 }
 
+KubernetesDriver::JobRun::~JobRun() {
+  if (live_change_.joinable()) {
+    live_change_stop_ = true;
+    live_change_.join();
+  }
+}
+
+void KubernetesDriver::JobRun::StartLiveChange() {
+  const auto& change = driver_.settings_.live_change;
+  if (!change || !running_since_ || live_change_.joinable()) return;
+  const std::string pod = StringAt(pod_, "/metadata/name");
+  const auto at = *running_since_ + std::chrono::milliseconds(
+                                        static_cast<int64_t>(std::llround(change->after_s * 1000)));
+  live_change_ = std::thread([this, pod, at, patch = change->Patch()] {
+    while (Clock::now() < at) {
+      if (live_change_stop_.load() || cancel_.load()) {
+        live_change_error_ = cancel_.load() ? "the run was interrupted before the change"
+                                            : "the probe container ended before the change";
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    auto done = driver_.client_->Call("PATCH", driver_.Path("/api/v1", "pods", pod), patch,
+                                      After(driver_.settings_.api_timeout_s), &cancel_);
+    if (!done) {
+      live_change_error_ = "PATCH pods/" + pod + ": " + done.error().ToString();
+      return;
+    }
+    live_change_ms_ = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  });
+}
+
+void KubernetesDriver::JobRun::FinishLiveChange() {
+  const auto& change = driver_.settings_.live_change;
+  if (!change) return;
+  if (live_change_.joinable()) {
+    live_change_stop_ = true;
+    live_change_.join();
+  } else {
+    live_change_error_ = "no probe container ran";
+  }
+  obs_.driver_facts[core::fact::kLiveChange] = change->Describe();
+  obs_.driver_facts[core::fact::kLiveChangeSettleS] = change->settle_s;
+  if (live_change_ms_ > 0) {
+    obs_.driver_facts[core::fact::kLiveChangeUnixMs] = live_change_ms_;
+  } else {
+    obs_.driver_facts[core::fact::kLiveChangeError] = core::SanitizeUtf8(live_change_error_);
+  }
+}
+
 void KubernetesDriver::JobRun::MarkFailed(std::string why) {
   obs_.ending = core::Ending::kHarnessError;
   obs_.harness_error = core::SanitizeUtf8(why);
@@ -276,6 +328,7 @@ void KubernetesDriver::JobRun::WatchPods() {
       driver_.Path("/api/v1", "pods") + "?labelSelector=" + QueryEscape("job-name=" + name_);
   last_check_ = Clock::now() - std::chrono::seconds(10);
   while (true) {
+    StartLiveChange();  // kubernetes.liveChange, once a container runs
     if (cancel_.load()) break;
     if (PodFinished()) break;
     if (Clock::now() >= HarnessDeadline()) break;
@@ -395,6 +448,7 @@ bool KubernetesDriver::JobRun::OnWatchEvent(const std::string& type, const Json&
 }
 
 void KubernetesDriver::JobRun::RecordPodFacts() {
+  FinishLiveChange();
   obs_.driver_facts[core::fact::kPodRelists] = relists_;
   if (gone_ > 0) obs_.driver_facts[core::fact::kWatchGone] = gone_;
   pod_name_ = StringAt(pod_, "/metadata/name");

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "core/observation.h"
 #include "drivers/kubernetes/kubernetes_driver.h"
@@ -38,6 +39,10 @@ class KubernetesDriver::JobRun {
   // Starts the run's clock (duration_s of every early ending) and writes the facts each
   // invocation carries, admission dry runs too: driver, namespace, warnings (Prepare()'s).
   JobRun(KubernetesDriver& driver, const Invocation& inv, const std::atomic<bool>& cancel);
+  // Stops and joins the live change's thread, if one runs.
+  ~JobRun();
+  JobRun(const JobRun&) = delete;
+  JobRun& operator=(const JobRun&) = delete;
 
   // The observation, handed over; the run is done with it.
   core::Observation Take() { return std::move(obs_); }
@@ -66,8 +71,13 @@ class KubernetesDriver::JobRun {
   //    (Pod status.containerStatuses[probe].state.running or terminated, or phase
   //    Succeeded/Failed), and the run's pod, job failure, FailedCreate message and setup failure.
   void WatchPods();
+  //    With kubernetes.liveChange, the first time a container runs the watch starts a thread
+  //    that PATCHes the pod (LiveChange::Patch) `after` seconds later, unless stopped first.
   // 5. Writes pod_relists, watch_gone (410s, when any), pod (metadata.name) and node (Pod
   //    spec.nodeName) of the pod the watch ended on; notes whether its container finished.
+  //    With kubernetes.liveChange: stops the change's thread if it has not acted yet (the
+  //    container ended first) and writes live_change, live_change_settle_s and either
+  //    live_change_unix_ms (when the API server answered the PATCH) or live_change_error.
   void RecordPodFacts();
   // 6. The harness stopped an unfinished container: ending kDeadline (ended_by "harness
   //    deadline") when its deadline passed, kInterrupted on cancel.
@@ -129,6 +139,10 @@ class KubernetesDriver::JobRun {
   // GET the Job: its Failed / FailureTarget condition's reason into job_failure_ (batch/v1 Job
   // status.conditions, e.g. DeadlineExceeded), when the API answers.
   void ReadJobCondition();
+  // kubernetes.liveChange: starts the change's thread once a container runs (once per run).
+  void StartLiveChange();
+  // Stops the thread if it has not acted, joins it, writes the live_change facts.
+  void FinishLiveChange();
   // One watch of the Job's pods from resourceVersion `rv`, up to 60 s. False when the server
   // refused it (setup failure "watching pods: ...").
   bool WatchFrom(const std::string& rv);
@@ -161,6 +175,10 @@ class KubernetesDriver::JobRun {
   bool harness_stop_ = false;  // deadline or cancel ended an unfinished container
   bool logs_ok_ = false;
   std::expected<void, std::string> deleted_;
+  std::thread live_change_;  // the PATCH of kubernetes.liveChange
+  std::atomic<bool> live_change_stop_{false};
+  int64_t live_change_ms_ = 0;     // written by the thread; read after join
+  std::string live_change_error_;  // written by the thread; read after join
 };
 
 }  // namespace sandprobe::drivers

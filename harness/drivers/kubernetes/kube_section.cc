@@ -157,6 +157,12 @@ Result Template(const std::string& file, const YAML::Node& v, const std::string&
 // One key of the section, checked and stored in `s`.
 Result Key(const std::string& file, const std::string& key, const YAML::Node& v, KubeSettings& s) {
   const std::string field = "kubernetes." + key;
+  if (key == "liveChange") {
+    auto c = ReadLiveChange(file, v);
+    if (!c) return std::unexpected(c.error());
+    s.live_change = std::move(*c);
+    return {};
+  }
   if (key == "jobTemplate" || key == "canaryTemplate") {
     const bool job = key == "jobTemplate";
     if (auto r = Template(file, v, field, job ? "Job" : "Pod"); !r) return r;

@@ -125,6 +125,18 @@ const Case kCases[] = {
      "kubernetes.jobTemplate.spec.template.spec.containers", "expected a list of Container"},
     {"canaryTemplate spec a string", 21, "  canaryTemplate: {spec: runc}", 21, 26,
      "kubernetes.canaryTemplate.spec", "mapping"},
+    {"liveChange both kinds", 11, "  liveChange: {addLabels: {a: b}, removeLabels: [a]}", 11, 15,
+     "kubernetes.liveChange", "give exactly one of addLabels and removeLabels"},
+    {"liveChange the driver's label", 11, "  liveChange: {addLabels: {sandprobe.io/arm: x}}", 11,
+     28, "kubernetes.liveChange.addLabels.sandprobe.io/arm", "the driver's own label"},
+    {"liveChange value not a string", 11, "  liveChange: {addLabels: {sandboxed: true}}", 11, 39,
+     "kubernetes.liveChange.addLabels.sandboxed", "quote it"},
+    {"liveChange after too long", 11, "  liveChange: {after: 2m, removeLabels: [a]}", 11, 23,
+     "kubernetes.liveChange.after", "at least 0s and at most 60s"},
+    {"liveChange typo", 11, "  liveChange: {afterr: 3s, removeLabels: [a]}", 11, 16,
+     "kubernetes.liveChange.afterr", "did you mean after?"},
+    {"liveChange bad key", 11, "  liveChange: {removeLabels: [\"-x\"]}", 11, 31,
+     "kubernetes.liveChange.removeLabels[0]", "not a label key"},
     {"canaryTemplate typo", 21, "  canaryTemplate: {spec: {runtimeClasName: runc}}", 21, 27,
      "kubernetes.canaryTemplate.spec.runtimeClasName", "did you mean runtimeClassName?"},
 };
@@ -191,6 +203,30 @@ TEST(KubeSectionBase, EveryMistakeOfTheSectionIsReported) {
       "m.yaml:17:11: kubernetes.jobTemplate.spec.template.spec.RestartPolicy: unknown field; did "
       "you mean restartPolicy?"))
       << got[2];
+}
+
+// kubernetes.liveChange: the merge patch the driver sends and the fact it records.
+TEST(KubeSectionBase, LiveChangeReadsAsAPatchOfLabels) {
+  std::vector<std::string> lines = kBase;
+  lines[10] = "  liveChange: {after: 2s, settle: 4s, addLabels: {example.com/sandboxed: \"true\"}}";
+  auto m = Parse(Text(lines));
+  ASSERT_TRUE(m.has_value()) << m.error().ToString();
+  auto s = SettingsOf(*m);
+  ASSERT_TRUE(s && s->live_change);
+  EXPECT_EQ(s->live_change->after_s, 2);
+  EXPECT_EQ(s->live_change->settle_s, 4);
+  EXPECT_EQ(s->live_change->Patch().dump(),
+            R"({"metadata":{"labels":{"example.com/sandboxed":"true"}}})");
+  EXPECT_EQ(s->live_change->Describe(), "added label example.com/sandboxed=true");
+  lines[10] = "  liveChange: {removeLabels: [a, b]}";  // after 3s, settle 5s by default
+  m = Parse(Text(lines));
+  ASSERT_TRUE(m.has_value()) << m.error().ToString();
+  s = SettingsOf(*m);
+  ASSERT_TRUE(s && s->live_change);
+  EXPECT_EQ(s->live_change->after_s, 3);
+  EXPECT_EQ(s->live_change->Patch().dump(), R"({"metadata":{"labels":{"a":null,"b":null}}})");
+  EXPECT_EQ(s->live_change->Describe(), "removed labels a, b");
+  EXPECT_FALSE(SettingsOf(*Parse(Text(kBase)))->live_change);
 }
 
 TEST(KubeSectionBase, ANumberIsADurationInSeconds) {

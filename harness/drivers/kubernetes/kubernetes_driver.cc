@@ -94,9 +94,18 @@ std::vector<std::string> KubernetesDriver::RunNotes() {
     view.pod_labels = stored_pod_labels_;
     view.host_network = stored_pod_host_network_;
   }
-  notes.push_back(
+  std::string line =
       kube::CheckPolicyArm(*client_, view, After(std::max(20.0, settings_.api_timeout_s * 2)))
-          .Line());
+          .Line();
+  // The stored labels the line names are the pods' first; the driver changed them. Said first,
+  // so that a terminal's cut of the long line keeps it.
+  if (const size_t at = line.find(": "); settings_.live_change && at != std::string::npos) {
+    line.insert(at + 2,
+                fmt::format("kubernetes.liveChange {} on each running probe pod {:g}s in "
+                            "(the labels below are the pods' first); ",
+                            settings_.live_change->Describe(), settings_.live_change->after_s));
+  }
+  notes.push_back(std::move(line));
   return notes;
 }
 

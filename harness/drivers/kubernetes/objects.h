@@ -34,6 +34,7 @@
 
 #include "core/manifest.h"
 #include "drivers/kubernetes/kubeconfig.h"
+#include "drivers/kubernetes/live_change.h"
 
 namespace sandprobe::drivers::kube {
 
@@ -60,10 +61,10 @@ inline constexpr size_t kProbeCommandAt = 7;
 inline constexpr char kDenyAllEgress[] = "deny-all-egress";
 // The keys of the `kubernetes:` section (kube_section.h reads them on load).
 inline constexpr const char* kSectionKeys[] = {
-    "kubeconfig",  "context",       "namespace",    "image",
-    "jobTemplate", "networkPolicy", "minPolicyAge", "podStartTimeout",
-    "apiTimeout",  "logLimit",      "node",         "inClusterRoot",
-    "agedRerun",   "settledRerun",  "podSettle",    "canaryTemplate"};
+    "kubeconfig",     "context",       "namespace",       "image",        "jobTemplate",
+    "networkPolicy",  "minPolicyAge",  "podStartTimeout", "apiTimeout",   "logLimit",
+    "node",           "inClusterRoot", "agedRerun",       "settledRerun", "podSettle",
+    "canaryTemplate", "liveChange"};
 
 struct KubeSettings {
   std::string namespace_name;  // "" = the kubeconfig context's, else "default"
@@ -86,7 +87,8 @@ struct KubeSettings {
   // The arm's twins (arms.h ArmVariants): re-run once the policy is this old (agedRerun), re-run
   // with pods that wait this long (settledRerun); seconds, unset = no twin.
   std::optional<double> aged_rerun_s, settled_rerun_s;
-  core::Limits limits;  // the manifest's claims (memory, tmp, timeout)
+  core::Limits limits;                    // the manifest's claims (memory, tmp, timeout)
+  std::optional<LiveChange> live_change;  // kubernetes.liveChange: a change to each running pod
 };
 
 // One Job's inputs.

@@ -1,7 +1,7 @@
 """Runs several real-cluster test modules on ONE start of the cluster: ci/cluster/up with the
 given arguments once, every module's tests against it, ci/cluster/down once after the last
 (cluster_util.Fixture). A cluster takes 20-35 s to start and 15-25 s to stop here, and modules
-that need the same configuration (test_cluster_enforce, test_cluster_fields,
+that need the same configuration (test_cluster_enforce, test_cluster_fields, test_cluster_live,
 test_cluster_workloads, test_cluster_token) need not pay for it again.
 
 Each module still leaves the cluster as it found it: its tearDownModule fails when an object of

@@ -18,6 +18,7 @@ import unittest
 import cluster_util as c
 from cluster_util import u
 import policy_fields as pf
+import test_cluster_live as live
 import real_manifests as rm
 
 
@@ -45,6 +46,7 @@ class K3sQuestion(u.ReportReading, unittest.TestCase):
                         if cls.report else None)
             cls.policy_stored = cls.cluster.get("-n", c.NS, "networkpolicies")["items"]
             cls.fields = cls.fields_run(os.path.join(d, "fields"))
+            cls.live = cls.live_run(os.path.join(d, "live"))
             cls.packets = cls.watch.count()
         except BaseException:
             cls.cluster.stop()
@@ -70,6 +72,21 @@ class K3sQuestion(u.ReportReading, unittest.TestCase):
                 fn(*a, **k)
         report = u.report_or_none(os.path.join(d, "out"))
         return res, report, cls.cluster.wait_objects_gone(report["run_id"]) if report else None
+
+    @classmethod
+    def live_run(cls, d):
+        """net.live-change with a label added 3 s in (test_cluster_live): (result, report)."""
+        os.mkdir(d)
+        suite = u.write_suite(d, "live", ["net.live-change"], params={
+            "net.live-change": {"target": "{canary.cluster.tcp}", "window_s": 14}})
+        res = u.run_sandprobe(["run", "--out", os.path.join(d, "out"), "--canary-dir",
+                               os.path.join(d, "canary"), "--no-color", "--suite", suite,
+                               "--sandbox", live.write_arms(d)] + rm.FAST,
+                              timeout=600, env=cls.cluster.env())
+        report = u.report_or_none(os.path.join(d, "out"))
+        if report:
+            cls.cluster.wait_objects_gone(report["run_id"])
+        return res, report
 
     def test_exit_1_three_columns_and_the_matrix(self):
         self.assertEqual(self.res.returncode, 1, self.res.describe())
@@ -138,6 +155,17 @@ class K3sQuestion(u.ReportReading, unittest.TestCase):
                              dict.fromkeys(pf.JUDGED, "FAIL"), arm)
         self.assertFalse([b for b in report["banners"] if b.startswith(rm.LATE)],
                          report["banners"])
+
+    def test_a_label_change_changes_nothing(self):
+        # Nothing enforces the policy: the candidate reaches after its label came (FAIL), the
+        # control after its label went, as before.
+        res, report = self.live
+        self.assertEqual(res.returncode, 1, res.describe())
+        for arm in ("k8s-live-add", "k8s-live-remove"):
+            o = u.observations(report, arm)["net.live-change"]
+            self.assertEqual((o["exposure"], o["label"]), ("exposed", "REACHED AFTER CHANGE"),
+                             (arm, o["reason"]))
+        self.assertEqual(u.verdicts(report, "k8s-live-add")["net.live-change"]["verdict"], "FAIL")
 
     def test_banner_accepted_but_not_enforced(self):
         banners = self.report["banners"]

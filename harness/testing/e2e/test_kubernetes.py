@@ -130,9 +130,9 @@ class CiManifests(unittest.TestCase):
 
     def test_every_file_parses_and_names_the_namespace(self):
         names = sorted(n for n in os.listdir(CI_KUBE) if n.endswith(".yaml"))
-        self.assertEqual(names, ["job.yaml", "namespace.yaml", "rbac-cluster.yaml", "rbac.yaml",
-                                 "resourcequota.yaml", "sandbox-deny-egress.yaml",
-                                 "sandbox-open.yaml"])
+        self.assertEqual(names, ["job.yaml", "namespace.yaml", "rbac-cluster.yaml",
+                                 "rbac-live-change.yaml", "rbac.yaml", "resourcequota.yaml",
+                                 "sandbox-deny-egress.yaml", "sandbox-open.yaml"])
         for n in names:
             docs = self.load(n)
             self.assertTrue(docs, n)
@@ -163,6 +163,12 @@ class CiManifests(unittest.TestCase):
         rules = {(r["resources"][0], tuple(r["verbs"])) for r in cluster["ClusterRole"]["rules"]}
         self.assertEqual(rules, {("nodes", ("list",)), ("namespaces", ("get",)),
                                  ("networkpolicies", ("list",)), ("daemonsets", ("list",))})
+        # kubernetes.liveChange only: patch on pods (their labels), bound to the same account.
+        live = {d["kind"]: d for d in self.load("rbac-live-change.yaml")}
+        self.assertEqual(live["Role"]["rules"],
+                         [{"apiGroups": [""], "resources": ["pods"], "verbs": ["patch"]}])
+        self.assertEqual(live["RoleBinding"]["subjects"],
+                         [{"kind": "ServiceAccount", "name": sa, "namespace": NS}])
 
     def test_job_runs_sandprobe_in_cluster_as_the_service_account(self):
         docs = self.load("job.yaml")
