@@ -38,7 +38,10 @@ bool PolicyLeak(const Cell& c, bool beyond_policy = false) {
          c.classification.evidence == Evidence::kPositive && c.observation.not_judged.empty() &&
          // A host-network pod is outside every NetworkPolicy: its leak is the template's doing
          // (a report note names it), not evidence about enforcement.
-         c.observation.driver_facts.value(fact::kHostNetwork, false) != true;
+         c.observation.driver_facts.value(fact::kHostNetwork, false) != true &&
+         // A pod the driver changed while it ran (kubernetes.liveChange) was reached before
+         // or after the policy came to select it: its own row judges that, not the banner.
+         !c.observation.driver_facts.contains(fact::kLiveChange);
 }
 
 constexpr std::string_view kSettled = "-settled";

@@ -230,5 +230,19 @@ TEST(BannersTest, AllowListPolicyLateOnlyOnRowsBeyondThePolicy) {
   EXPECT_TRUE(PolicyBanners(m).empty());
 }
 
+// A pod the driver changed while it ran (kubernetes.liveChange) reached its target before or
+// after the policy came to select it: its own row judges that (classify.live_change), never a
+// banner, even under a deny-all policy that selects its labels as they ended.
+TEST(BannersTest, ALiveChangedPodIsNoEvidenceAboutEnforcement) {
+  Matrix m = TwoArms();
+  nlohmann::json live = kPolicy;
+  live["live_change"] = "added label s=1";
+  m.cells = {MakeCell("net.dns", "k8s-open", Exposure::kExposed),
+             MakeCell("net.dns", "k8s-deny", Exposure::kExposed, live)};
+  EXPECT_TRUE(PolicyBanners(m).empty());
+  m.cells[1] = MakeCell("net.dns", "k8s-deny", Exposure::kExposed, kPolicy);
+  EXPECT_EQ(PolicyNotEnforcedBanners(m).size(), 1u);
+}
+
 }  // namespace
 }  // namespace sandprobe::core

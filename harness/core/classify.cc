@@ -189,34 +189,46 @@ std::optional<Classification> StillRunning(const ClassifyRules& rules, const Obs
 }
 
 // rules.live_change: the canary's hits against the time the driver changed the running pod
-// (facts live_change_unix_ms on the harness's clock, the hits on the canary's: one clock on one
-// machine, and the settle absorbs a small skew elsewhere). nullopt when the arm changed nothing.
+// (live_change_sent_unix_ms .. live_change_unix_ms, the PATCH's round trip on the harness's
+// clock; the hits on the canary's: one clock on one machine, and the settle absorbs a small skew
+// elsewhere). A hit later than the answer plus the settle is certainly late; one inside the round
+// trip's own margin is neither. "Still trying after the settle" rests on the probe's last try,
+// bounded by when the harness saw its container end (live_change_ended_unix_ms). nullopt when the
+// arm changed nothing.
 std::optional<Classification> FromLiveChange(const ClassifyRules& rules, const Observation& obs) {
   const std::string change = StringField(obs.driver_facts, fact::kLiveChange);
   if (!rules.live_change || change.empty()) return std::nullopt;
   const auto unknown = [](std::string why) {
     return Classification{Exposure::kUnknown, Evidence::kNone, "no change", std::move(why)};
   };
+  const auto ms = [](const nlohmann::json& j, const char* key) -> int64_t {
+    const auto it = j.is_object() ? j.find(key) : j.end();
+    return it != j.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
+  };
   const std::string error = StringField(obs.driver_facts, fact::kLiveChangeError);
-  const auto at = obs.driver_facts.find(fact::kLiveChangeUnixMs);
-  if (!error.empty() || at == obs.driver_facts.end() || !at->is_number_integer()) {
+  const int64_t t = ms(obs.driver_facts, fact::kLiveChangeUnixMs);
+  if (!error.empty() || t <= 0) {
     return unknown(fmt::format("the driver did not make the live change ({}): {}", change,
                                error.empty() ? "no time recorded" : Bounded(error, 300)));
   }
-  const int64_t t = at->get<int64_t>();
+  const int64_t sent = std::min(t, ms(obs.driver_facts, fact::kLiveChangeSentUnixMs) > 0
+                                       ? ms(obs.driver_facts, fact::kLiveChangeSentUnixMs)
+                                       : t);
   const auto s = obs.driver_facts.find(fact::kLiveChangeSettleS);
   const double settle = s != obs.driver_facts.end() && s->is_number() ? s->get<double>() : 0;
-  const int64_t after = t + static_cast<int64_t>(settle * 1000);
-  size_t before = 0, late = 0;
+  const auto settle_ms = static_cast<int64_t>(settle * 1000);
+  const int64_t after = t + settle_ms;
+  size_t before = 0, late = 0, margin = 0;
   int64_t first = 0, last = 0;
   for (const CanaryHit& h : obs.canary_hits) {
     if (h.unix_ms <= 0) continue;
-    if (h.unix_ms < t) ++before;
+    if (h.unix_ms < sent) ++before;
+    if (h.unix_ms > sent + settle_ms && h.unix_ms <= after) ++margin;
     if (h.unix_ms <= after) continue;
     if (late++ == 0) first = h.unix_ms;
     last = std::max(last, h.unix_ms);
   }
-  const auto secs = [t](int64_t ms) { return static_cast<double>(ms - t) / 1000; };
+  const auto secs = [t](int64_t when) { return static_cast<double>(when - t) / 1000; };
   if (late > 0) {
     return Classification{
         Exposure::kExposed, Evidence::kPositive, "REACHED AFTER CHANGE",
@@ -224,29 +236,40 @@ std::optional<Classification> FromLiveChange(const ClassifyRules& rules, const O
                     "after the API server took it (settle {:g}s)",
                     change, late, secs(first), secs(last), settle)};
   }
+  if (margin > 0) {
+    return unknown(
+        fmt::format("{}: {} hit(s) landed within the PATCH's own round trip ({} ms) "
+                    "after the {:g}s settle: neither surely late nor surely not",
+                    change, margin, t - sent, settle));
+  }
   if (before == 0) {
     return unknown(
         fmt::format("{}: the canary logged no hit before the change and none from {:g}s "
                     "after it: nothing shows the change made a difference",
                     change, settle));
   }
-  int64_t tried = 0;  // the probe's own record (a number of its clock, or nothing)
-  if (obs.result && obs.result->is_object()) {
-    const auto it = obs.result->find("last_try_unix_ms");
-    if (it != obs.result->end() && it->is_number_integer()) tried = it->get<int64_t>();
-  }
-  if (tried <= after) {
+  const int64_t tried = obs.result ? ms(*obs.result, "last_try_unix_ms") : 0;
+  if (tried <= 0) {
     return unknown(
-        fmt::format("{}: the probe's last try was {:.1f}s after the change, before the "
+        fmt::format("{}: the probe recorded no time of its last try: nothing shows it "
+                    "still tried after the {:g}s settle",
+                    change, settle));
+  }
+  const int64_t ended = ms(obs.driver_facts, fact::kLiveChangeEndedUnixMs);
+  const int64_t until = ended > 0 ? std::min(tried, ended) : tried;
+  if (until <= after) {
+    return unknown(
+        fmt::format("{}: the probe's last try was {:.1f}s after the change{}, before the "
                     "{:g}s settle ended: nothing shows what held after it",
-                    change, secs(tried), settle));
+                    change, secs(until),
+                    ended > 0 && ended < tried ? " (its container had ended)" : "", settle));
   }
   return Classification{
       Exposure::kContained, Evidence::kAbsence, "held after change",
       fmt::format(
           "{}: the canary logged {} hit(s) of this invocation before it and none from {:g}s "
           "after it to the probe's last try, {:.1f}s after it",
-          change, before, settle, secs(tried))};
+          change, before, settle, secs(until))};
 }
 
 // A containment read from the ending alone (timed_out, killed, crashed) holds only if the probe

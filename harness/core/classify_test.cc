@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>  // INT64_MIN
+
 #include "core/facts.h"
 
 namespace sandprobe::core {
@@ -747,26 +749,27 @@ TEST(ClassifyTest, ServiceDiedTable) {
   }
 }
 
-// classify.live_change: the canary's hits against the driver's change of the running pod (at
-// t = 1'000'000 ms, settle 5 s). One table: the hits' times (ms after t), the probe's last try,
-// the driver's facts -> exposure, label and the reason's start.
+// classify.live_change: the canary's hits against the driver's change of the running pod (the
+// PATCH sent at t - 100 ms, answered at t = 1'000'000 ms; settle 5 s; the container seen ended at
+// t + 9 s). One table: the hits' times (ms after t; 0 = a hit without a time), the probe's last
+// try, the driver's facts -> exposure, label and reason.
 TEST(ClassifyTest, LiveChangeJudgesHitsByTheirTimeAfterTheChange) {
   ProbeDescriptor p;
   p.id = "net.live-change";
   p.classify.outcomes = {{"sent", Exposure::kUnknown}};
   p.classify.live_change = true;
-  constexpr int64_t kT = 1'000'000;
+  constexpr int64_t kT = 1'000'000, kNoTime = INT64_MIN;
   const struct {
     const char* name;
-    std::vector<int64_t> hits;  // ms relative to the change
-    int64_t last_try;           // ms relative to the change
+    std::vector<int64_t> hits;  // ms relative to the change; kNoTime: unix_ms 0
+    int64_t last_try;           // ms relative to the change; kNoTime: no last_try_unix_ms
     bool changed;               // the driver's PATCH was answered
     Exposure exposure;
     const char* label;
     const char* reason;
   } cases[] = {
       {"cut within the settle",
-       {-2000, -1000, 1000, 4900},
+       {-2000, -1000, 1000, 4900, kNoTime},
        8000,
        true,
        Exposure::kContained,
@@ -781,6 +784,14 @@ TEST(ClassifyTest, LiveChangeJudgesHitsByTheirTimeAfterTheChange) {
        "REACHED AFTER CHANGE",
        "added label s=1, and the canary logged 2 hit(s) of this invocation 6.0s to 7.5s after the "
        "API server took it (settle 5s)"},
+      {"a hit inside the PATCH's round trip after the settle",
+       {-2000, 4950},
+       8000,
+       true,
+       Exposure::kUnknown,
+       "no change",
+       "added label s=1: 1 hit(s) landed within the PATCH's own round trip (100 ms) after the 5s "
+       "settle: neither surely late nor surely not"},
       {"stopped trying inside the settle",
        {-2000},
        4000,
@@ -789,6 +800,22 @@ TEST(ClassifyTest, LiveChangeJudgesHitsByTheirTimeAfterTheChange) {
        "no change",
        "added label s=1: the probe's last try was 4.0s after the change, before the 5s settle "
        "ended: nothing shows what held after it"},
+      {"a last try after the container ended is bounded by it",
+       {-2000},
+       900'000,
+       true,
+       Exposure::kContained,
+       "held after change",
+       "added label s=1: the canary logged 1 hit(s) of this invocation before it and none from 5s "
+       "after it to the probe's last try, 9.0s after it"},
+      {"no last try recorded",
+       {-2000},
+       kNoTime,
+       true,
+       Exposure::kUnknown,
+       "no change",
+       "added label s=1: the probe recorded no time of its last try: nothing shows it still tried "
+       "after the 5s settle"},
       {"never reached at all",
        {},
        8000,
@@ -808,14 +835,17 @@ TEST(ClassifyTest, LiveChangeJudgesHitsByTheirTimeAfterTheChange) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
-    Observation o = Started(Exited(0, nlohmann::json{{"kind", "result"},
-                                                     {"outcome", "sent"},
-                                                     {"evidence", "absence"},
-                                                     {"last_try_unix_ms", kT + c.last_try}}));
-    for (int64_t h : c.hits) o.canary_hits.push_back({"tcp", "10.0.0.9:4000", "SANDPROBE", kT + h});
+    nlohmann::json result = {{"kind", "result"}, {"outcome", "sent"}, {"evidence", "absence"}};
+    if (c.last_try != kNoTime) result["last_try_unix_ms"] = kT + c.last_try;
+    Observation o = Started(Exited(0, result));
+    for (int64_t h : c.hits) {
+      o.canary_hits.push_back({"tcp", "10.0.0.9:4000", "SANDPROBE", h == kNoTime ? 0 : kT + h});
+    }
     o.driver_facts[fact::kLiveChange] = "added label s=1";
     o.driver_facts[fact::kLiveChangeSettleS] = 5;
+    o.driver_facts[fact::kLiveChangeEndedUnixMs] = kT + 9000;
     if (c.changed) {
+      o.driver_facts[fact::kLiveChangeSentUnixMs] = kT - 100;
       o.driver_facts[fact::kLiveChangeUnixMs] = kT;
     } else {
       o.driver_facts[fact::kLiveChangeError] = "the probe container ended before the change";

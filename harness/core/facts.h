@@ -111,10 +111,14 @@ inline constexpr char kStartWaitS[] = "start_wait_s";    // s: Job created to ru
 inline constexpr char kHostNetwork[] = "host_network";
 inline constexpr char kPodSettleS[] = "pod_settle_s";  // s the pod waited before probing (-settled)
 // kubernetes.liveChange (drivers/kubernetes/live_change.h): what the driver changed on the running
-// pod ("added label a=b"), when the API server accepted the PATCH (int, ms since the epoch, the
-// harness's clock), the settle the judgment allows after it (s), or why the change was not made.
+// pod ("added label a=b"), when the API server answered the PATCH (int, ms since the epoch, the
+// harness's clock; sent: when it was sent), the settle the judgment allows after it (s), or why
+// the change was not made.
 inline constexpr char kLiveChange[] = "live_change";
 inline constexpr char kLiveChangeUnixMs[] = "live_change_unix_ms";
+inline constexpr char kLiveChangeSentUnixMs[] = "live_change_sent_unix_ms";  // the PATCH sent
+// The harness saw the probe container ended by then (same clock): the bound on its tries.
+inline constexpr char kLiveChangeEndedUnixMs[] = "live_change_ended_unix_ms";
 inline constexpr char kLiveChangeSettleS[] = "live_change_settle_s";
 inline constexpr char kLiveChangeError[] = "live_change_error";
 inline constexpr char kPodRelists[] = "pod_relists";              // int: watch re-lists

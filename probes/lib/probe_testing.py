@@ -503,10 +503,43 @@ class PolicyFieldTests:
         self.assertIn("over-blocks: inside not answered: in 127.0.0.1:", r["detail"])
 
     def test_a_missing_side_or_a_malformed_pair_is_an_error(self):
-        for inside, outside in (([self.pair("in", 7)], []), (["in=127.0.0.1/tcp"], ["x"]),
-                                ([self.pair("in", 7)], ["out=127.0.0.1:7/icmp"])):
+        ok = self.pair("in", 7)
+        for inside, outside in (([ok], []), (["in=127.0.0.1/tcp"], ["x"]),
+                                ([ok], ["out=127.0.0.1:7/icmp"]),
+                                ([ok], ["out=localhost:7/tcp"]),   # a name: nothing is looked up
+                                ([ok], ["out=127.0.0.1:\u00b2/tcp"]),  # not ASCII digits
+                                ([ok], ["out=127.0.0.1:%s/tcp" % ("9" * 5000)]),
+                                ([ok], [ok] * 33),                 # more than 32 a side
+                                ([ok], ["%s=127.0.0.1:7/tcp" % ("n" * 64)])):
             r = self.field(inside, outside)
             self.assertEqual((r["outcome"], r["errno"]), ("error", "EINVAL"), (inside, outside))
+        r = run_probe(self.PROBE, {"inside": [ok], "outside": [ok], "timeout_s": 0}).result
+        self.assertEqual((r["outcome"], r["errno"]), ("error", "EINVAL"), r)
+
+    def test_a_pair_still_running_at_the_bound_is_unchecked_never_held(self):
+        if self.PROTO == "udp":
+            self.skipTest("a datagram pair has no connection to keep open")
+        with socket.create_server(("127.0.0.1", 0)) as trickle, \
+                socket.create_server(("127.0.0.1", 0)) as mute:
+            def drip():  # a byte every 0.4 s for 5 s: each read returns, the bound comes first
+                conn = trickle.accept()[0]
+                with conn:
+                    for _ in range(12):
+                        time.sleep(0.4)
+                        conn.sendall(b"x")
+            threading.Thread(target=drip, daemon=True).start()
+            r = run_probe(self.PROBE, {"inside": [self.pair("in", self.echo())],
+                                       "outside": [self.pair("trickle", trickle.getsockname()[1])],
+                                       "timeout_s": 1}).result
+            self.assertEqual((r["outcome"], r["evidence"]), ("unchecked", "absence"), r)
+            self.assertFalse(r["pairs"][1]["done"])
+            # Connected, then silent until the read timed out: held (absence), as a policy's
+            # silence is.
+            r = run_probe(self.PROBE, {"inside": [self.pair("in", self.echo())],
+                                       "outside": [self.pair("mute", mute.getsockname()[1])],
+                                       "timeout_s": 1}).result
+        self.assertEqual(r["outcome"], "honored", r)
+        self.assertEqual(r["pairs"][1]["errno"], "TimeoutError")
 
 
 class MetadataShapeTests(UntargetedAndRefusedTests):

@@ -134,8 +134,12 @@ void KubernetesDriver::JobRun::StartLiveChange() {
   const auto& change = driver_.settings_.live_change;
   if (!change || !running_since_ || live_change_.joinable()) return;
   const std::string pod = StringAt(pod_, "/metadata/name");
-  const auto at = *running_since_ + std::chrono::milliseconds(
-                                        static_cast<int64_t>(std::llround(change->after_s * 1000)));
+  labels_before_change_ = pod_.value("/metadata/labels"_json_pointer, nlohmann::json::object());
+  // `after` counts from the probe's start: the container first seen running, plus the seconds
+  // stderr_tail.py sleeps first (podSettle, the -settled twin's wait).
+  const auto at = *running_since_ +
+                  std::chrono::milliseconds(static_cast<int64_t>(
+                      std::llround((change->after_s + driver_.settings_.pod_settle_s) * 1000)));
   live_change_ = std::thread([this, pod, at, patch = change->Patch()] {
     while (Clock::now() < at) {
       if (live_change_stop_.load() || cancel_.load()) {
@@ -145,6 +149,9 @@ void KubernetesDriver::JobRun::StartLiveChange() {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
+    live_change_sent_ms_ = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
     auto done = driver_.client_->Call("PATCH", driver_.Path("/api/v1", "pods", pod), patch,
                                       After(driver_.settings_.api_timeout_s), &cancel_);
     if (!done) {
@@ -160,15 +167,22 @@ void KubernetesDriver::JobRun::StartLiveChange() {
 void KubernetesDriver::JobRun::FinishLiveChange() {
   const auto& change = driver_.settings_.live_change;
   if (!change) return;
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
   if (live_change_.joinable()) {
     live_change_stop_ = true;
     live_change_.join();
   } else {
-    live_change_error_ = "no probe container ran";
+    live_change_error_ = "no probe container was seen running";
   }
   obs_.driver_facts[core::fact::kLiveChange] = change->Describe();
   obs_.driver_facts[core::fact::kLiveChangeSettleS] = change->settle_s;
+  // The harness's own bound on how long the probe could try: the container was seen ended by
+  // now (this runs right after the watch), on the same clock as the change.
+  if (PodFinished()) obs_.driver_facts[core::fact::kLiveChangeEndedUnixMs] = now_ms;
   if (live_change_ms_ > 0) {
+    obs_.driver_facts[core::fact::kLiveChangeSentUnixMs] = live_change_sent_ms_;
     obs_.driver_facts[core::fact::kLiveChangeUnixMs] = live_change_ms_;
   } else {
     obs_.driver_facts[core::fact::kLiveChangeError] = core::SanitizeUtf8(live_change_error_);
@@ -344,6 +358,7 @@ void KubernetesDriver::JobRun::WatchPods() {
       break;
     }
     AbsorbNewest(list->body);
+    StartLiveChange();  // a container first seen running through a re-list
     if (PodFinished()) break;
     if (!running_since_ && SecondsSince(last_check_) >= 2 && CheckWhyNoPodRuns()) break;
     if (!WatchFrom(StringAt(list->body, "/metadata/resourceVersion"))) break;
@@ -456,8 +471,14 @@ void KubernetesDriver::JobRun::RecordPodFacts() {
   if (pod_.is_object() && pod_.value("/spec/hostNetwork"_json_pointer, nlohmann::json()) == true) {
     obs_.driver_facts[core::fact::kHostNetwork] = true;
   }
+  // The pod's labels before any live change (the thread's copy from when it started), else as
+  // last seen: what the policy selected when the probe began.
+  const nlohmann::json first_labels =
+      !labels_before_change_.is_null() ? labels_before_change_
+      : pod_.is_object() ? pod_.value("/metadata/labels"_json_pointer, nlohmann::json())
+                         : nlohmann::json();
   if (!driver_.policy_name_.empty() && pod_.is_object()) {
-    const nlohmann::json labels = pod_.value("/metadata/labels"_json_pointer, nlohmann::json());
+    const nlohmann::json& labels = first_labels;
     if (auto selects = kube::SelectorMatches(driver_.policy_selector_, labels)) {
       obs_.driver_facts[core::fact::kPolicySelectsPod] = *selects;
     }
@@ -465,8 +486,8 @@ void KubernetesDriver::JobRun::RecordPodFacts() {
   if (!pod_name_.empty()) {  // for the policy arm's "ruled out" note: labels as stored
     std::lock_guard lock(driver_.mu_);
     if (driver_.stored_pod_labels_.is_null() && pod_.is_object()) {
-      const nlohmann::json labels = pod_.value("/metadata/labels"_json_pointer, nlohmann::json());
-      driver_.stored_pod_labels_ = labels.is_object() ? labels : nlohmann::json::object();
+      driver_.stored_pod_labels_ =
+          first_labels.is_object() ? first_labels : nlohmann::json::object();
       driver_.stored_pod_host_network_ =
           pod_.value("/spec/hostNetwork"_json_pointer, nlohmann::json()) == true;
     }

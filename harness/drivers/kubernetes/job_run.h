@@ -76,8 +76,11 @@ class KubernetesDriver::JobRun {
   // 5. Writes pod_relists, watch_gone (410s, when any), pod (metadata.name) and node (Pod
   //    spec.nodeName) of the pod the watch ended on; notes whether its container finished.
   //    With kubernetes.liveChange: stops the change's thread if it has not acted yet (the
-  //    container ended first) and writes live_change, live_change_settle_s and either
-  //    live_change_unix_ms (when the API server answered the PATCH) or live_change_error.
+  //    container ended first) and writes live_change, live_change_settle_s,
+  //    live_change_ended_unix_ms (the container was seen ended by then) and either
+  //    live_change_sent_unix_ms and live_change_unix_ms (the PATCH sent, answered) or
+  //    live_change_error. policy_selects_pod and the note's stored labels are the labels
+  //    before the change.
   void RecordPodFacts();
   // 6. The harness stopped an unfinished container: ending kDeadline (ended_by "harness
   //    deadline") when its deadline passed, kInterrupted on cancel.
@@ -177,8 +180,10 @@ class KubernetesDriver::JobRun {
   std::expected<void, std::string> deleted_;
   std::thread live_change_;  // the PATCH of kubernetes.liveChange
   std::atomic<bool> live_change_stop_{false};
-  int64_t live_change_ms_ = 0;     // written by the thread; read after join
-  std::string live_change_error_;  // written by the thread; read after join
+  int64_t live_change_ms_ = 0;       // the PATCH answered; written by the thread, read after join
+  int64_t live_change_sent_ms_ = 0;  // the PATCH sent; written by the thread, read after join
+  nlohmann::json labels_before_change_;  // the pod's labels when the change's thread started
+  std::string live_change_error_;        // written by the thread; read after join
 };
 
 }  // namespace sandprobe::drivers

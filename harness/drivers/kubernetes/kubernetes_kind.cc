@@ -40,8 +40,20 @@ DriverKind KubernetesKind() {
         placeholders_used, [](const std::string& p) { return p.starts_with("canary.cluster."); });
     auto objects = RenderArm(manifest, run_id, invocations, canary);
     if (!objects) return std::unexpected(objects.error());
+    // kubernetes.liveChange is no object: what the driver will do to each Job's running pod is
+    // said above the Job, as a YAML comment.
+    const auto settings = kube::SettingsOf(manifest);
+    std::string live;
+    if (settings && settings->live_change) {
+      live = fmt::format(
+          "# kubernetes.liveChange: PATCH this Job's pod {:g}s into the probe (settle {:g}s): {}\n",
+          settings->live_change->after_s, settings->live_change->settle_s,
+          settings->live_change->Patch().dump());
+    }
     std::vector<std::string> documents;
-    for (const nlohmann::json& o : *objects) documents.push_back(kube::JsonToYaml(o));
+    for (const nlohmann::json& o : *objects) {
+      documents.push_back((o.value("kind", "") == "Job" ? live : "") + kube::JsonToYaml(o));
+    }
     return documents;
   };
   k.sweep_leftovers = kube::SweepLeftovers;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <string_view>
 
 #include "config/yaml_json.h"
@@ -18,19 +19,20 @@ using config::internal::At;
 
 constexpr std::string_view kField = "kubernetes.liveChange";
 
-// A duration from 0 (or more than 0) to max_s seconds.
+constexpr size_t kMaxLabels = 16;  // a change of a few labels; the fact names every one
+
+// A duration from min_s to max_s seconds.
 std::expected<double, ConfigError> Seconds(const std::string& file, const YAML::Node& v,
-                                           const std::string& field, bool zero_ok, double max_s,
+                                           const std::string& field, double min_s, double max_s,
                                            const char* why) {
   auto s = v.IsScalar()
                ? core::ParseSeconds(v.Scalar())
                : std::expected<double, std::string>(std::unexpected("expected a duration"));
   if (!s) return std::unexpected(At(file, v, field, s.error() + ", such as 3s"));
-  if (*s > max_s || *s < 0 || (!zero_ok && *s == 0)) {
+  if (*s > max_s || *s < min_s) {
     return std::unexpected(
         At(file, v, field,
-           fmt::format("must be {} and at most {:g}s ({}), not {}",
-                       zero_ok ? "at least 0s" : "more than 0s", max_s, why, v.Scalar())));
+           fmt::format("must be at least {:g}s and at most {:g}s ({})", min_s, max_s, why)));
   }
   return *s;
 }
@@ -45,11 +47,22 @@ std::expected<void, ConfigError> Key(const std::string& file, const YAML::Node& 
                                           "characters of A-Z a-z 0-9 - _ .)",
                                           key)));
   }
-  if (key.starts_with("sandprobe.io/run") || key.starts_with("sandprobe.io/arm") ||
-      key.starts_with("sandprobe.io/invocation") || key.starts_with("sandprobe.io/probe")) {
+  if (key.starts_with("sandprobe.io/")) {
     return std::unexpected(At(file, node, field,
                               fmt::format("{} is the driver's own label (it selects the arm's "
                                           "pods); change a label of your own",
+                                          key)));
+  }
+  // The Job controller's labels, by which it and the driver find the Job's pods (job-name,
+  // controller-uid, batch.kubernetes.io/...): changing one orphans the pod. And Kubernetes' own.
+  const std::string_view prefix = std::string_view(key).substr(0, key.find('/'));
+  if (key == "job-name" || key == "controller-uid" || prefix == "k8s.io" ||
+      prefix == "kubernetes.io" || prefix.ends_with(".k8s.io") ||
+      prefix.ends_with(".kubernetes.io")) {
+    return std::unexpected(At(file, node, field,
+                              fmt::format("{} is Kubernetes' own label (the Job controller and "
+                                          "the driver find the Job's pods by such labels); "
+                                          "change a label of your own",
                                           key)));
   }
   return {};
@@ -87,14 +100,14 @@ std::expected<LiveChange, ConfigError> ReadLiveChange(const std::string& file,
                              errors);
   LiveChange c;
   if (const YAML::Node a = node["after"]; a.IsDefined()) {
-    if (auto s = Seconds(file, a, field + ".after", true, 60,
+    if (auto s = Seconds(file, a, field + ".after", 0, 60,
                          "from the probe container first seen running to the change");
         errors.Check(s)) {
       c.after_s = *s;
     }
   }
   if (const YAML::Node a = node["settle"]; a.IsDefined()) {
-    if (auto s = Seconds(file, a, field + ".settle", false, 60,
+    if (auto s = Seconds(file, a, field + ".settle", 0.1, 60,
                          "how long the policy may take to follow the change");
         errors.Check(s)) {
       c.settle_s = *s;
@@ -105,32 +118,45 @@ std::expected<LiveChange, ConfigError> ReadLiveChange(const std::string& file,
     errors.Add(At(file, node, field, "give exactly one of addLabels and removeLabels"));
   }
   if (add.IsDefined()) {
-    if (!add.IsMap() || add.size() == 0) {
-      errors.Add(At(file, add, field + ".addLabels", "expected a mapping of label: value"));
+    if (!add.IsMap() || add.size() == 0 || add.size() > kMaxLabels) {
+      errors.Add(At(file, add, field + ".addLabels",
+                    fmt::format("expected a mapping of 1 to {} label: value", kMaxLabels)));
     } else {
       for (const auto& kv : add) {
         const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "";
         const std::string at = field + ".addLabels." + key;
         if (!errors.Check(Key(file, kv.first, at, key))) continue;
         const nlohmann::json v = config::YamlToJson(kv.second);
-        if (!v.is_string() || !IsLabelValue(v.get<std::string>())) {
+        if (!v.is_string()) {
+          errors.Add(At(file, kv.second, at, "expected a label value as a string (quote it)"));
+        } else if (!IsLabelValue(v.get<std::string>())) {
           errors.Add(At(file, kv.second, at,
-                        "expected a label value as a string (quote it: \"true\"), at most 63 "
-                        "characters of A-Z a-z 0-9 - _ ."));
-          continue;
+                        "not a label value: at most 63 characters of A-Z a-z 0-9 - _ ., "
+                        "starting and ending with a letter or digit"));
+        } else {
+          c.add_labels[key] = v.get<std::string>();
         }
-        c.add_labels[key] = v.get<std::string>();
       }
     }
   }
   if (remove.IsDefined()) {
-    if (!remove.IsSequence() || remove.size() == 0) {
-      errors.Add(At(file, remove, field + ".removeLabels", "expected a list of label keys"));
+    if (!remove.IsSequence() || remove.size() == 0 || remove.size() > kMaxLabels) {
+      errors.Add(At(file, remove, field + ".removeLabels",
+                    fmt::format("expected a list of 1 to {} label keys", kMaxLabels)));
     } else {
       for (size_t i = 0; i < remove.size(); ++i) {
         const std::string at = fmt::format("{}.removeLabels[{}]", field, i);
-        const std::string key = remove[i].IsScalar() ? remove[i].Scalar() : "";
-        if (errors.Check(Key(file, remove[i], at, key))) c.remove_labels.push_back(key);
+        if (!remove[i].IsScalar() || !config::YamlToJson(remove[i]).is_string()) {
+          errors.Add(At(file, remove[i], at, "expected a label key as a string"));
+          continue;
+        }
+        const std::string key = remove[i].Scalar();
+        if (!errors.Check(Key(file, remove[i], at, key))) continue;
+        if (std::ranges::find(c.remove_labels, key) != c.remove_labels.end()) {
+          errors.Add(At(file, remove[i], at, key + " is listed twice"));
+          continue;
+        }
+        c.remove_labels.push_back(key);
       }
     }
   }

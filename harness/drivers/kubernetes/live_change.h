@@ -21,7 +21,7 @@
 namespace sandprobe::drivers::kube {
 
 struct LiveChange {
-  double after_s = 3;   // seconds from the container first seen running to the PATCH
+  double after_s = 3;   // seconds from the probe's start (running + podSettle) to the PATCH
   double settle_s = 5;  // seconds the policy may take to follow the change
   std::map<std::string, std::string> add_labels;  // key -> value
   std::vector<std::string> remove_labels;         // keys
@@ -34,8 +34,10 @@ struct LiveChange {
 
 // kubernetes.liveChange: {after: 3s, settle: 5s, addLabels: {k: v}} or {..., removeLabels: [k]},
 // exactly one of the two, label keys and values as the API takes them (names.h), none of the
-// driver's own sandprobe.io/ labels; after 0-60 s, settle more than 0 and at most 60 s. Errors
-// name the file, line and field.
+// driver's own sandprobe.io/ labels nor Kubernetes' (job-name, controller-uid, k8s.io/ and
+// kubernetes.io/ prefixes: the Job controller finds its pods by them); after 0-60 s (counted from
+// the probe's start: the container first seen running plus podSettle), settle more than 0 and at
+// most 60 s. Errors name the file, line and field.
 std::expected<LiveChange, config::ConfigError> ReadLiveChange(const std::string& file,
                                                               const YAML::Node& node);
 

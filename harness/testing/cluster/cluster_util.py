@@ -253,6 +253,45 @@ def run_objects_anywhere():
                                 i["metadata"]["name"]) for i in items)
 
 
+# A TCP and UDP echo server for canaries a test stands up itself (a host-network service on the
+# node's address, the policy-fields peers): argv = address, TCP ports, UDP ports (comma lists,
+# either may be ""), seconds to live. "SANDPROBE <rest>" -> "SANDPROBE-ECHO <rest>", as the
+# harness's echo canaries answer; it prints every line it got (the test's own record of who
+# reached it) and READY once every port listens.
+ECHO_SERVER = r"""
+import socket, sys, threading
+def serve(conn, port):
+    with conn:
+        conn.settimeout(5)
+        try:
+            line = conn.recv(512).split(b"\n")[0].decode("latin-1")
+        except OSError:
+            return
+        print("tcp", port, line, flush=True)
+        if line.startswith("SANDPROBE "):
+            conn.sendall(("SANDPROBE-ECHO %s\n" % line[10:]).encode())
+def tcp(srv, port):
+    while True:
+        threading.Thread(target=serve, args=(srv.accept()[0], port), daemon=True).start()
+def udp(s, port):
+    while True:
+        data, peer = s.recvfrom(512)
+        line = data.split(b"\n")[0].decode("latin-1")
+        print("udp", port, line, flush=True)
+        if line.startswith("SANDPROBE "):
+            s.sendto(("SANDPROBE-ECHO %s\n" % line[10:]).encode(), peer)
+for p in filter(None, sys.argv[2].split(",")):
+    srv = socket.create_server((sys.argv[1], int(p)))
+    threading.Thread(target=tcp, args=(srv, int(p)), daemon=True).start()
+for p in filter(None, sys.argv[3].split(",")):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind((sys.argv[1], int(p)))
+    threading.Thread(target=udp, args=(s, int(p)), daemon=True).start()
+print("READY", flush=True)
+threading.Event().wait(float(sys.argv[4]))
+"""
+
+
 class Fixture:
     """A started cluster with its egress capture and a temporary folder, for test modules.
 

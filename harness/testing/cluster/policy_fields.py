@@ -21,40 +21,6 @@ import cluster_util as c
 import real_manifests as rm
 from cluster_util import u
 
-# A TCP and UDP echo server on the given ports: "SANDPROBE <rest>" -> "SANDPROBE-ECHO <rest>",
-# as the harness's echo canaries answer. Exits by itself after argv[3] seconds.
-PEER_ECHO = r"""
-import socket, sys, threading
-def serve(conn, port):
-    with conn:
-        conn.settimeout(5)
-        try:
-            line = conn.recv(512).split(b"\n")[0].decode("latin-1")
-        except OSError:
-            return
-        print("tcp", port, line, flush=True)
-        if line.startswith("SANDPROBE "):
-            conn.sendall(("SANDPROBE-ECHO %s\n" % line[10:]).encode())
-def tcp(port):
-    srv = socket.create_server(("0.0.0.0", port))
-    while True:
-        threading.Thread(target=serve, args=(srv.accept()[0], port), daemon=True).start()
-def udp(port):
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind(("0.0.0.0", port))
-    while True:
-        data, peer = s.recvfrom(512)
-        line = data.split(b"\n")[0].decode("latin-1")
-        print("udp", port, line, flush=True)
-        if line.startswith("SANDPROBE "):
-            s.sendto(("SANDPROBE-ECHO %s\n" % line[10:]).encode(), peer)
-for p in sys.argv[1].split(","):
-    threading.Thread(target=tcp, args=(int(p),), daemon=True).start()
-for p in sys.argv[2].split(","):
-    threading.Thread(target=udp, args=(int(p),), daemon=True).start()
-print("READY", flush=True)
-threading.Event().wait(float(sys.argv[3]))
-"""
 TCP_PORTS, UDP_PORTS = "7000,7001,7100,7101,7300", "7200"
 PEER_LABEL = "sandprobe.io/field-peer"
 ROWS = ["net.policy-endport", "net.policy-named-port", "net.policy-ipblock-except",
@@ -64,9 +30,10 @@ JUDGED = ROWS[:4]  # SCTP is not in this kernel: never judged here (../shared fa
 
 def peer_pod(name, role, named_port):
     """A Pod Security restricted pod of the probe image with runtimeClassName runc (the cluster's
-    admission policy requires one), serving PEER_ECHO for 15 minutes at most."""
+    admission policy requires one), serving cluster_util.ECHO_SERVER for 15 minutes at most."""
     container = {"name": "peer", "image": rm.IMAGE,
-                 "command": ["python3", "-u", "-c", PEER_ECHO, TCP_PORTS, UDP_PORTS, "900"],
+                 "command": ["python3", "-u", "-c", c.ECHO_SERVER, "0.0.0.0", TCP_PORTS,
+                             UDP_PORTS, "900"],
                  "securityContext": {"allowPrivilegeEscalation": False,
                                      "readOnlyRootFilesystem": True,
                                      "capabilities": {"drop": ["ALL"]}}}

@@ -244,26 +244,8 @@ class Port53Allowed(RealRun):
         self.assert_nothing_left()
 
 
-# The host-network canary: a TCP echo server in the node's own network namespace on the node's
-# address, as a host-network service listens there. It prints each line it gets (the harness's own
-# record of who reached it).
-HOST_ECHO = r"""
-import socket, sys, threading
-srv = socket.create_server((sys.argv[1], int(sys.argv[2])))
-print("READY", flush=True)
-def serve(conn):
-    with conn:
-        conn.settimeout(5)
-        try:
-            line = conn.recv(512).split(b"\n")[0].decode("latin-1")
-        except OSError:
-            return
-        print(line, flush=True)
-        if line.startswith("SANDPROBE "):
-            conn.sendall(("SANDPROBE-ECHO %s\n" % line[10:]).encode())
-while True:
-    threading.Thread(target=serve, args=(srv.accept()[0],), daemon=True).start()
-"""
+# The host-network canary: cluster_util.ECHO_SERVER in the node's own network namespace on the
+# node's address, as a host-network service listens there.
 HOST_ECHO_PORT, NODE_PORT = 7100, 30700
 
 
@@ -277,8 +259,8 @@ class NodeLocal(RealRun):
     def run_args(cls):
         node_ip = c.lib_value("NODE_IP")
         cls.host_echo = subprocess.Popen(
-            ["nsenter", "--net=/run/netns/" + c.NETNS, sys.executable, "-u", "-c", HOST_ECHO,
-             node_ip, str(HOST_ECHO_PORT)], stdout=subprocess.PIPE, text=True)
+            ["nsenter", "--net=/run/netns/" + c.NETNS, sys.executable, "-u", "-c", c.ECHO_SERVER,
+             node_ip, str(HOST_ECHO_PORT), "", "900"], stdout=subprocess.PIPE, text=True)
         cls.addClassCleanup(cls.host_echo.wait, 10)
         cls.addClassCleanup(cls.host_echo.kill)
         assert cls.host_echo.stdout.readline().strip() == "READY"

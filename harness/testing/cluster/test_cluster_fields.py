@@ -16,18 +16,8 @@ import policy_fields as pf
 import real_manifests as rm
 import test_cluster_enforce as enforce
 
-FIXTURE = None
-
-
-def setUpModule():
-    global FIXTURE
-    enforce.u.require_sandprobe()
-    FIXTURE = c.Fixture.for_module("--network-policy", "enforce")
-
-
-def tearDownModule():
-    if FIXTURE:
-        FIXTURE.done()
+# The enforce module's cluster: run_modules.py's shared one, or one of this module's own.
+from test_cluster_enforce import setUpModule, tearDownModule  # noqa: E402,F401
 
 
 def answered(cell, side):

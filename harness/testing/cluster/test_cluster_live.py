@@ -21,20 +21,11 @@ import cluster_util as c
 import real_manifests as rm
 import test_cluster_enforce as enforce
 
-FIXTURE = None
+# The enforce module's cluster: run_modules.py's shared one, or one of this module's own.
+from test_cluster_enforce import setUpModule, tearDownModule  # noqa: E402,F401
+
 LABEL = "example.com/sandboxed"
 SETTLE_S = 5
-
-
-def setUpModule():
-    global FIXTURE
-    enforce.u.require_sandprobe()
-    FIXTURE = c.Fixture.for_module("--network-policy", "enforce")
-
-
-def tearDownModule():
-    if FIXTURE:
-        FIXTURE.done()
 
 
 def write_arms(d, control="live-remove", selects="true"):
@@ -107,6 +98,21 @@ class LiveLabels(LiveRun):
         self.assertEqual(tries[0][1], "ok")    # unselected at first: reached
         self.assertNotEqual(tries[-1][1], "ok")  # selected at the end: held (REJECT)
         self.assertEqual(self.res.returncode, 0, self.res.describe())
+        self.assertEqual(self.report["banners"], [])  # a changed pod is no banner's evidence
+        for arm, flip in (("k8s-live-add", "first try not answered"),
+                          ("k8s-live-remove", "first try answered")):
+            print("[live labels] %s: %s %s after the change (the probe's own tries)" % (
+                arm, flip, self.flip_after_change(arm)), file=sys.stderr)
+
+    def flip_after_change(self, arm):
+        """Seconds from the API server's answer to the PATCH to the probe's first try after it
+        that flipped (not answered in the add arm, answered in the remove arm), as "0.13 s"."""
+        cell = self.cell(arm, "net.live-change")
+        r, f = cell["evidence"]["result"], cell["evidence"]["driver_facts"]
+        t = f["live_change_unix_ms"] - r["first_try_unix_ms"]
+        want_ok = arm == "k8s-live-remove"
+        after = [ms for ms, got in r["tries"] if ms > t and (got == "ok") == want_ok]
+        return "%.2f s" % ((after[0] - t) / 1000) if after else "never"
 
     def test_nothing_left(self):
         self.assert_nothing_left()
@@ -159,6 +165,8 @@ class HeldOpen(LiveRun):
         self.assertEqual(r.get("outcome"), "kept", cell["reason"])
         self.assertEqual((cell["exposure"], v["verdict"]), ("exposed", "FAIL"))
         self.assertTrue(enforce.held_hits(cell), cell["evidence"]["canary_hits"])
+        # The leak is the row's finding, not "accepted but not enforced": the pod was changed.
+        self.assertEqual(self.report["banners"], [], self.report["banners"])
         self.assert_nothing_left()
 
 

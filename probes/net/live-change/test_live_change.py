@@ -1,6 +1,7 @@
 """net.live-change: a new connection per try for the whole window, each try's time and answer
 reported; the canary logs one hit per answered try; the probe judges nothing itself (outcome
 sent: the canary's log and the driver's change decide)."""
+import time
 import unittest
 
 from probe_testing import ProbeTestCase, free_port, run_probe, tcp_canary
@@ -29,8 +30,20 @@ class LiveChangeProbeTest(ProbeTestCase):
         self.assertEqual({t[1] for t in r["tries"]}, {"ECONNREFUSED"})
 
     def test_no_target_sends_nothing(self):
-        r = run_probe("net.live-change", {"target": ""}).result
-        self.assertEqual(r["outcome"], "no_target", r)
+        for target in ("", "{canary.cluster.tcp}"):  # blank, or a placeholder nobody filled
+            r = run_probe("net.live-change", {"target": target}).result
+            self.assertEqual(r["outcome"], "no_target", r)
+
+    def test_the_window_bounds_the_run_whatever_the_interval(self):
+        echo = self.canary(tcp_canary())
+        t0 = time.monotonic()
+        r = run_probe("net.live-change", {"target": echo.target, "window_s": 1,
+                                          "interval_s": 1}).result
+        self.assertLess(time.monotonic() - t0, 4)
+        self.assertEqual(len(r["tries"]), 1, r)
+        for bad in ({"timeout_s": 0}, {"window_s": 1, "interval_s": 5}, {"window_s": 1e9}):
+            r = run_probe("net.live-change", dict(bad, target=echo.target)).result
+            self.assertEqual((r["outcome"], r["errno"]), ("error", "EINVAL"), bad)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,14 @@ class PolicySctpTest(ProbeTestCase):
         self.assertEqual(echo.hits, [])
         self.assertEqual({p["connected"] for p in r["pairs"]}, {False})
 
+    @unittest.skipIf(kernel_has_sctp(), "this kernel has SCTP: the not-testable path cannot happen")
+    def test_an_outside_answer_beside_an_sctp_pair_is_still_a_leak(self):
+        echo = self.canary(tcp_canary())
+        r = run_probe("net.policy-sctp", {"inside": ["in=127.0.0.1:%d/sctp" % echo.port],
+                                          "outside": ["out=127.0.0.1:%d/tcp" % echo.port],
+                                          "timeout_s": 1}).result
+        self.assertEqual(r["outcome"], "ignored", r)  # positive evidence is never thrown away
+
 
 if __name__ == "__main__":
     unittest.main()
