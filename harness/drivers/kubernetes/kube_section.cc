@@ -254,6 +254,21 @@ std::expected<KubeSettings, ConfigError> ReadKubernetesSection(const std::string
     return std::unexpected(At(file, section, "kubernetes.image",
                               "required (the probe image, by digest: registry/name@sha256:...)"));
   }
+  // A live change the probe cannot outlast is never judged: its container's `timeout` (the
+  // manifest's limits.timeout) must end after the change and its settle.
+  if (const YAML::Node limits = root["limits"]; s.live_change && limits.IsDefined() &&
+                                                limits.IsMap() && limits["timeout"].IsDefined() &&
+                                                limits["timeout"].IsScalar()) {
+    const auto timeout = core::ParseSeconds(limits["timeout"].Scalar());
+    const double end = s.live_change->after_s + s.live_change->settle_s;
+    if (timeout && end >= *timeout) {
+      return std::unexpected(At(
+          file, section["liveChange"], "kubernetes.liveChange",
+          fmt::format("after + settle ({:g}s) must end before limits.timeout ({:g}s): the probe "
+                      "has to go on trying after the settle (raise the timeout, or shorten them)",
+                      end, *timeout)));
+    }
+  }
   const bool policy = !s.network_policy.empty();
   for (const char* key : {"minPolicyAge", "agedRerun", "settledRerun"}) {
     const YAML::Node v = section[key];

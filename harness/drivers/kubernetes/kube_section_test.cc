@@ -231,7 +231,16 @@ TEST(KubeSectionBase, LiveChangeReadsAsAPatchOfLabels) {
   EXPECT_EQ(s->live_change->Patch().dump(),
             R"({"metadata":{"labels":{"example.com/sandboxed":"true"}}})");
   EXPECT_EQ(s->live_change->Describe(), "added label example.com/sandboxed=true");
+  lines.push_back("limits: {timeout: 8s}");            // 3s + 5s would end with the probe: refused
   lines[10] = "  liveChange: {removeLabels: [a, b]}";  // after 3s, settle 5s by default
+  auto short_timeout = Parse(Text(lines));
+  ASSERT_FALSE(short_timeout.has_value());
+  EXPECT_EQ(short_timeout.error().field, "kubernetes.liveChange");
+  EXPECT_NE(short_timeout.error().message.find("after + settle (8s) must end before "
+                                               "limits.timeout (8s)"),
+            std::string::npos)
+      << short_timeout.error().ToString();
+  lines.back() = "limits: {timeout: 20s}";
   m = Parse(Text(lines));
   ASSERT_TRUE(m.has_value()) << m.error().ToString();
   s = SettingsOf(*m);

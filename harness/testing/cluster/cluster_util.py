@@ -260,6 +260,11 @@ def run_objects_anywhere():
 # reached it) and READY once every port listens.
 ECHO_SERVER = r"""
 import socket, sys, threading
+LOCK = threading.Lock()
+def say(*parts):  # one write per line: print() from threads interleaves its pieces
+    with LOCK:
+        sys.stdout.write(" ".join(map(str, parts)) + "\n")
+        sys.stdout.flush()
 def serve(conn, port):
     with conn:
         conn.settimeout(5)
@@ -267,7 +272,7 @@ def serve(conn, port):
             line = conn.recv(512).split(b"\n")[0].decode("latin-1")
         except OSError:
             return
-        print("tcp", port, line, flush=True)
+        say("tcp", port, line)
         if line.startswith("SANDPROBE "):
             conn.sendall(("SANDPROBE-ECHO %s\n" % line[10:]).encode())
 def tcp(srv, port):
@@ -277,7 +282,7 @@ def udp(s, port):
     while True:
         data, peer = s.recvfrom(512)
         line = data.split(b"\n")[0].decode("latin-1")
-        print("udp", port, line, flush=True)
+        say("udp", port, line)
         if line.startswith("SANDPROBE "):
             s.sendto(("SANDPROBE-ECHO %s\n" % line[10:]).encode(), peer)
 for p in filter(None, sys.argv[2].split(",")):
@@ -287,7 +292,7 @@ for p in filter(None, sys.argv[3].split(",")):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.bind((sys.argv[1], int(p)))
     threading.Thread(target=udp, args=(s, int(p)), daemon=True).start()
-print("READY", flush=True)
+say("READY")
 threading.Event().wait(float(sys.argv[4]))
 """
 

@@ -96,6 +96,27 @@ class FieldsTable(FieldRun):
             self.assertEqual(self.res.returncode, 0, self.res.describe())
         self.assertNotIn(rm.BANNER, self.res.stdout)
 
+    def test_the_peers_own_logs_agree(self):
+        # Server-side: each peer prints every line it got. An outside pair's line arrives at its
+        # peer from the control's pod and never from the settled pod's; an inside pair's from
+        # both.
+        cluster = c.Fixture.current.cluster
+        logs = {}  # pod IP -> the lines its peer printed
+        for pod in ("field-peer-in", "field-peer-out"):
+            ip = cluster.get("-n", c.NS, "pod", pod)["status"]["podIP"]
+            logs[ip] = cluster.kubectl("-n", c.NS, "logs", pod).stdout.splitlines()
+        for probe in pf.JUDGED:
+            params = self.cell("k8s-open", probe)["params"]
+            for side in ("inside", "outside"):
+                where, proto = params[side][0].split("=", 1)[1].rsplit("/", 1)
+                ip, port = where.rsplit(":", 1)
+                for arm, arrives in (("k8s-open", True),
+                                     (self.ARM + "-settled", side == "inside")):
+                    inv = self.cell(arm, probe)["invocation"]
+                    got = any(l.startswith("%s %s SANDPROBE " % (proto, port)) and
+                              l.endswith(" " + inv) for l in logs[ip])
+                    self.assertEqual(got, arrives, (probe, side, arm, ip, port, proto, inv))
+
     def test_sctp_not_testable_here_and_the_other_rows_still_judged(self):
         # kube-router #1245: one field a controller cannot program may stop its policy sync. The
         # SCTP rule is in the same policy as the others: their settled rows above show whether
