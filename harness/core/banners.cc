@@ -39,8 +39,9 @@ bool PolicyLeak(const Cell& c, bool beyond_policy = false) {
          // A host-network pod is outside every NetworkPolicy: its leak is the template's doing
          // (a report note names it), not evidence about enforcement.
          c.observation.driver_facts.value(fact::kHostNetwork, false) != true &&
-         // A pod the driver changed while it ran (kubernetes.liveChange) was reached before
-         // or after the policy came to select it: its own row judges that, not the banner.
+         // An arm that changes its pods while they run (kubernetes.liveChange: the fact is
+         // there even when the change failed, since a PATCH that timed out may still have
+         // landed) says nothing about enforcement as configured: its own row judges it.
          !c.observation.driver_facts.contains(fact::kLiveChange);
 }
 

@@ -167,9 +167,6 @@ void KubernetesDriver::JobRun::StartLiveChange() {
 void KubernetesDriver::JobRun::FinishLiveChange() {
   const auto& change = driver_.settings_.live_change;
   if (!change) return;
-  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
   if (live_change_.joinable()) {
     live_change_stop_ = true;
     live_change_.join();
@@ -178,9 +175,9 @@ void KubernetesDriver::JobRun::FinishLiveChange() {
   }
   obs_.driver_facts[core::fact::kLiveChange] = change->Describe();
   obs_.driver_facts[core::fact::kLiveChangeSettleS] = change->settle_s;
-  // The harness's own bound on how long the probe could try: the container was seen ended by
-  // now (this runs right after the watch), on the same clock as the change.
-  if (PodFinished()) obs_.driver_facts[core::fact::kLiveChangeEndedUnixMs] = now_ms;
+  // The harness's own bound on how long the probe could try: when the watch first saw the
+  // container ended, on the same clock as the change.
+  if (finished_ms_ > 0) obs_.driver_facts[core::fact::kLiveChangeEndedUnixMs] = finished_ms_;
   if (live_change_ms_ > 0) {
     obs_.driver_facts[core::fact::kLiveChangeSentUnixMs] = live_change_sent_ms_;
     obs_.driver_facts[core::fact::kLiveChangeUnixMs] = live_change_ms_;
@@ -291,6 +288,11 @@ void KubernetesDriver::JobRun::Absorb(const Json& p) {
     return;  // an older pod of the same Job
   }
   pod_ = p;
+  if (finished_ms_ == 0 && Finished(pod_)) {  // when the harness first saw the container ended
+    finished_ms_ = std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  }
   if (!running_since_ && Running(pod_)) {
     running_since_ = Clock::now();
     obs_.driver_facts[core::fact::kStartWaitS] = Round1(SecondsSince(created_at_));

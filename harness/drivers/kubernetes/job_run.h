@@ -183,7 +183,8 @@ class KubernetesDriver::JobRun {
   int64_t live_change_ms_ = 0;       // the PATCH answered; written by the thread, read after join
   int64_t live_change_sent_ms_ = 0;  // the PATCH sent; written by the thread, read after join
   nlohmann::json labels_before_change_;  // the pod's labels when the change's thread started
-  std::string live_change_error_;        // written by the thread; read after join
+  int64_t finished_ms_ = 0;        // ms since the epoch when a pod's container was first seen ended
+  std::string live_change_error_;  // written by the thread; read after join
 };
 
 }  // namespace sandprobe::drivers

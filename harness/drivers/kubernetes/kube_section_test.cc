@@ -146,6 +146,8 @@ const Case kCases[] = {
      "kubernetes.liveChange.removeLabels[1]", "listed twice"},
     {"liveChange a null key", 11, "  liveChange: {removeLabels: [~]}", 11, 31,
      "kubernetes.liveChange.removeLabels[0]", "expected a label key as a string"},
+    {"liveChange a kubernetes.io label", 11, "  liveChange: {removeLabels: [kubernetes.io/x]}", 11,
+     31, "kubernetes.liveChange.removeLabels[0]", "Kubernetes' own label"},
     {"liveChange typo", 11, "  liveChange: {afterr: 3s, removeLabels: [a]}", 11, 16,
      "kubernetes.liveChange.afterr", "did you mean after?"},
     {"liveChange bad key", 11, "  liveChange: {removeLabels: [\"-x\"]}", 11, 31,
@@ -249,6 +251,10 @@ TEST(KubeSectionBase, LiveChangeReadsAsAPatchOfLabels) {
   EXPECT_EQ(s->live_change->Patch().dump(), R"({"metadata":{"labels":{"a":null,"b":null}}})");
   EXPECT_EQ(s->live_change->Describe(), "removed labels a, b");
   EXPECT_FALSE(SettingsOf(*Parse(Text(kBase)))->live_change);
+  // The recommended labels are the user's to change.
+  lines[10] = "  liveChange: {addLabels: {app.kubernetes.io/component: sandboxed}}";
+  m = Parse(Text(lines));
+  ASSERT_TRUE(m.has_value()) << m.error().ToString();
 }
 
 TEST(KubeSectionBase, ANumberIsADurationInSeconds) {

@@ -54,11 +54,13 @@ std::expected<void, ConfigError> Key(const std::string& file, const YAML::Node& 
                                           key)));
   }
   // The Job controller's labels, by which it and the driver find the Job's pods (job-name,
-  // controller-uid, batch.kubernetes.io/...): changing one orphans the pod. And Kubernetes' own.
-  const std::string_view prefix = std::string_view(key).substr(0, key.find('/'));
-  if (key == "job-name" || key == "controller-uid" || prefix == "k8s.io" ||
-      prefix == "kubernetes.io" || prefix.ends_with(".k8s.io") ||
-      prefix.ends_with(".kubernetes.io")) {
+  // controller-uid, batch.kubernetes.io/...): changing one orphans the pod. And the reserved
+  // kubernetes.io/ and k8s.io/ prefixes; app.kubernetes.io/ and the like stay the user's.
+  const size_t slash = key.find('/');
+  const std::string_view prefix =
+      slash == std::string::npos ? "" : std::string_view(key).substr(0, slash);
+  if (key == "job-name" || key == "controller-uid" || prefix == "batch.kubernetes.io" ||
+      prefix == "kubernetes.io" || prefix == "k8s.io") {
     return std::unexpected(At(file, node, field,
                               fmt::format("{} is Kubernetes' own label (the Job controller and "
                                           "the driver find the Job's pods by such labels); "
@@ -147,7 +149,7 @@ std::expected<LiveChange, ConfigError> ReadLiveChange(const std::string& file,
       for (size_t i = 0; i < remove.size(); ++i) {
         const std::string at = fmt::format("{}.removeLabels[{}]", field, i);
         if (!remove[i].IsScalar() || !config::YamlToJson(remove[i]).is_string()) {
-          errors.Add(At(file, remove[i], at, "expected a label key as a string"));
+          errors.Add(At(file, remove[i], at, "expected a label key as a string (quote it)"));
           continue;
         }
         const std::string key = remove[i].Scalar();

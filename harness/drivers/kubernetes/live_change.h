@@ -34,8 +34,8 @@ struct LiveChange {
 
 // kubernetes.liveChange: {after: 3s, settle: 5s, addLabels: {k: v}} or {..., removeLabels: [k]},
 // exactly one of the two, label keys and values as the API takes them (names.h), none of the
-// driver's own sandprobe.io/ labels nor Kubernetes' (job-name, controller-uid, k8s.io/ and
-// kubernetes.io/ prefixes: the Job controller finds its pods by them); after 0-60 s (counted from
+// driver's own sandprobe.io/ labels nor Kubernetes' (job-name, controller-uid, batch.kubernetes.io/,
+// kubernetes.io/ and k8s.io/: the Job controller finds its pods by them); after 0-60 s (counted from
 // the probe's start: the container first seen running plus podSettle), settle more than 0 and at
 // most 60 s. Errors name the file, line and field.
 std::expected<LiveChange, config::ConfigError> ReadLiveChange(const std::string& file,

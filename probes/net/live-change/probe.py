@@ -18,6 +18,8 @@ MIN_INTERVAL_S = 0.05
 
 def main():
     emit("start", target=TARGET, window_s=WINDOW_S, interval_s=INTERVAL_S)
+    if not isinstance(TARGET, str):
+        return result("error", "absence", "EINVAL", "target must be a string host:port")
     if not TARGET or "{" in TARGET:  # blank, or a placeholder nobody filled: send nothing
         return result("no_target", "absence", None, "no target given (set params.target, e.g. "
                       "{canary.cluster.tcp})")
