@@ -23,6 +23,19 @@ std::expected<core::Exposure, ConfigError> ExposureAt(const std::string& file,
   return *e;
 }
 
+// An optional `key: true|false` of `map`: absent leaves `out` as it was; a value that is no
+// boolean is an error at `field` and leaves `out` too.
+std::expected<void, ConfigError> OptionalBool(const std::string& file, const YAML::Node& map,
+                                              const char* key, const std::string& field,
+                                              bool& out) {
+  const YAML::Node v = map[key];
+  if (!v.IsDefined()) return {};
+  const nlohmann::json b = YamlToJson(v);
+  if (!b.is_boolean()) return std::unexpected(At(file, v, field, "expected true or false"));
+  out = b.get<bool>();
+  return {};
+}
+
 // Each parameter on its own; every mistake is added to `errors`.
 void LoadParams(const std::string& file, const YAML::Node& node, core::ProbeDescriptor& p,
                 internal::Errors& errors) {
@@ -101,11 +114,10 @@ std::expected<void, ConfigError> LoadClassify(const std::string& file, const YAM
     if (!e) return std::unexpected(e.error());
     *out = *e;
   }
-  if (const YAML::Node lc = node["live_change"]; lc.IsDefined()) {
-    const nlohmann::json v = YamlToJson(lc);
-    if (!v.is_boolean())
-      return std::unexpected(At(file, lc, "classify.live_change", "expected true or false"));
-    p.classify.live_change = v.get<bool>();
+  if (auto r =
+          OptionalBool(file, node, "live_change", "classify.live_change", p.classify.live_change);
+      !r) {
+    return r;
   }
   if (const YAML::Node kinds = node["canary_hit_kinds"]; kinds.IsDefined()) {
     // The kinds canary.h's listeners log (Hit::kind), and the in-cluster canary's held-open
@@ -257,14 +269,7 @@ void LoadNeedsAndDeploy(const std::string& file, const YAML::Node& y, core::Prob
       errors.Add(At(file, d, "deploy", "expected sandbox or harness-admission"));
     }
   }
-  if (const YAML::Node b = y["beyond_policy"]; b.IsDefined()) {
-    const nlohmann::json v = YamlToJson(b);
-    if (!v.is_boolean()) {
-      errors.Add(At(file, b, "beyond_policy", "expected true or false"));
-    } else {
-      p.beyond_policy = v.get<bool>();
-    }
-  }
+  errors.Check(OptionalBool(file, y, "beyond_policy", "beyond_policy", p.beyond_policy));
   if (const YAML::Node m = y["measures"]; m.IsDefined()) {
     if (!m.IsScalar() || m.Scalar() != "interfaces") {
       errors.Add(At(file, m, "measures", "expected interfaces"));
@@ -300,14 +305,7 @@ Loaded<core::ProbeDescriptor> ParseProbeDocument(const YAML::Node& y, const std:
   if (names_read && (p.id.find('.') == std::string::npos || !p.id.starts_with(p.category + "."))) {
     errors.Add(At(file, y["id"], "id", "expected <category>.<name> matching category:"));
   }
-  if (const YAML::Node rc = y["requires_control"]; rc.IsDefined()) {
-    const nlohmann::json v = YamlToJson(rc);
-    if (!v.is_boolean()) {
-      errors.Add(At(file, rc, "requires_control", "expected true or false"));
-    } else {
-      p.requires_control = v.get<bool>();
-    }
-  }
+  errors.Check(OptionalBool(file, y, "requires_control", "requires_control", p.requires_control));
   const YAML::Node drivers = y["drivers"];
   if (drivers.IsDefined()) {
     if (!drivers.IsSequence()) {
@@ -317,16 +315,8 @@ Loaded<core::ProbeDescriptor> ParseProbeDocument(const YAML::Node& y, const std:
     }
   }
   if (p.drivers.empty()) p.drivers = {"all"};
-  bool concurrent_read = true;
-  if (const YAML::Node c = y["concurrent"]; c.IsDefined()) {
-    const nlohmann::json v = YamlToJson(c);
-    if (!v.is_boolean()) {
-      errors.Add(At(file, c, "concurrent", "expected true or false"));
-      concurrent_read = false;
-    } else {
-      p.concurrent = v.get<bool>();
-    }
-  }
+  const bool concurrent_read =
+      errors.Check(OptionalBool(file, y, "concurrent", "concurrent", p.concurrent));
   if (const YAML::Node c = y["calls"]; c.IsDefined() && concurrent_read) {
     const nlohmann::json v = YamlToJson(c);
     const int least = p.concurrent ? 0 : 1;  // a concurrent pair needs no sequential call first

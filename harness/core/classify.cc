@@ -201,19 +201,14 @@ std::optional<Classification> FromLiveChange(const ClassifyRules& rules, const O
   const auto unknown = [](std::string why) {
     return Classification{Exposure::kUnknown, Evidence::kNone, "no change", std::move(why)};
   };
-  const auto ms = [](const nlohmann::json& j, const char* key) -> int64_t {
-    const auto it = j.is_object() ? j.find(key) : j.end();
-    return it != j.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
-  };
   const std::string error = StringField(obs.driver_facts, fact::kLiveChangeError);
-  const int64_t t = ms(obs.driver_facts, fact::kLiveChangeUnixMs);
+  const int64_t t = IntField(obs.driver_facts, fact::kLiveChangeUnixMs);
   if (!error.empty() || t <= 0) {
     return unknown(fmt::format("the driver did not make the live change ({}): {}", change,
                                error.empty() ? "no time recorded" : Bounded(error, 300)));
   }
-  const int64_t sent = std::min(t, ms(obs.driver_facts, fact::kLiveChangeSentUnixMs) > 0
-                                       ? ms(obs.driver_facts, fact::kLiveChangeSentUnixMs)
-                                       : t);
+  const int64_t sent_at = IntField(obs.driver_facts, fact::kLiveChangeSentUnixMs);
+  const int64_t sent = sent_at > 0 ? std::min(t, sent_at) : t;
   const auto s = obs.driver_facts.find(fact::kLiveChangeSettleS);
   const double settle = s != obs.driver_facts.end() && s->is_number() ? s->get<double>() : 0;
   const auto settle_ms = static_cast<int64_t>(settle * 1000);
@@ -248,14 +243,14 @@ std::optional<Classification> FromLiveChange(const ClassifyRules& rules, const O
                     "after it: nothing shows the change made a difference",
                     change, settle));
   }
-  const int64_t tried = obs.result ? ms(*obs.result, "last_try_unix_ms") : 0;
+  const int64_t tried = obs.result ? IntField(*obs.result, "last_try_unix_ms") : 0;
   if (tried <= 0) {
     return unknown(
         fmt::format("{}: the probe recorded no time of its last try: nothing shows it "
                     "still tried after the {:g}s settle",
                     change, settle));
   }
-  const int64_t ended = ms(obs.driver_facts, fact::kLiveChangeEndedUnixMs);
+  const int64_t ended = IntField(obs.driver_facts, fact::kLiveChangeEndedUnixMs);
   const int64_t until = ended > 0 ? std::min(tried, ended) : tried;
   if (until <= after) {
     return unknown(

@@ -16,4 +16,11 @@ bool BoolField(const nlohmann::json& j, std::string_view key, bool fallback) {
   return it->get<bool>();
 }
 
+int64_t IntField(const nlohmann::json& j, std::string_view key, int64_t fallback) {
+  if (!j.is_object()) return fallback;
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number_integer()) return fallback;
+  return it->get<int64_t>();
+}
+
 }  // namespace sandprobe::core

@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <ctime>
 #include <mutex>
 #include <utility>
 
+#include "core/json_field.h"
 #include "drivers/kubernetes/cluster_canary_script.h"
 #include "drivers/kubernetes/job_run.h"
 
@@ -62,12 +64,9 @@ std::vector<core::CanaryHit> ParseCanaryHits(std::string_view log, std::string_v
       continue;
     }
     // The canary's clock (the node's), ms since the epoch: what classify.live_change judges by.
-    const auto ms = hit.find("unix_ms");
     out.push_back({Printable(hit.value("kind", Json())), Printable(hit.value("peer", Json())),
                    Printable(hit.value("detail", Json())),
-                   ms != hit.end() && ms->is_number_integer() && ms->get<int64_t>() > 0
-                       ? ms->get<int64_t>()
-                       : 0});
+                   std::max<int64_t>(0, core::IntField(hit, "unix_ms"))});
   }
   return out;
 }

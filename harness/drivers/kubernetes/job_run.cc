@@ -149,18 +149,14 @@ void KubernetesDriver::JobRun::StartLiveChange() {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    live_change_sent_ms_ = std::chrono::duration_cast<std::chrono::milliseconds>(
-                               std::chrono::system_clock::now().time_since_epoch())
-                               .count();
+    live_change_sent_ms_ = UnixMsNow();
     auto done = driver_.client_->Call("PATCH", driver_.Path("/api/v1", "pods", pod), patch,
                                       After(driver_.settings_.api_timeout_s), &cancel_);
     if (!done) {
       live_change_error_ = "PATCH pods/" + pod + ": " + done.error().ToString();
       return;
     }
-    live_change_ms_ = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count();
+    live_change_ms_ = UnixMsNow();
   });
 }
 
@@ -289,9 +285,7 @@ void KubernetesDriver::JobRun::Absorb(const Json& p) {
   }
   pod_ = p;
   if (finished_ms_ == 0 && Finished(pod_)) {  // when the harness first saw the container ended
-    finished_ms_ = std::chrono::duration_cast<std::chrono::milliseconds>(
-                       std::chrono::system_clock::now().time_since_epoch())
-                       .count();
+    finished_ms_ = UnixMsNow();
   }
   if (!running_since_ && Running(pod_)) {
     running_since_ = Clock::now();

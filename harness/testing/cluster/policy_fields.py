@@ -25,7 +25,7 @@ TCP_PORTS, UDP_PORTS = "7000,7001,7100,7101,7300", "7200"
 PEER_LABEL = "sandprobe.io/field-peer"
 ROWS = ["net.policy-endport", "net.policy-named-port", "net.policy-ipblock-except",
         "net.policy-peer-and", "net.policy-sctp"]
-JUDGED = ROWS[:4]  # SCTP is not in this kernel: never judged here (../shared facts, docs/cluster.md)
+JUDGED = ROWS[:4]  # SCTP is not in this kernel: never judged here (docs/probes.md, net.policy-*)
 
 
 def peer_pod(name, role, named_port):
@@ -55,7 +55,8 @@ def start_peers(cluster, cleanup):
             "--ignore-not-found", "--wait=true", check=False)
     cluster.kubectl("apply", "-f", "-", input=json.dumps({
         "apiVersion": "v1", "kind": "List",
-        "items": [peer_pod("field-peer-in", "in", False), peer_pod("field-peer-out", "out", True)]}))
+        "items": [peer_pod("field-peer-in", "in", False),
+                  peer_pod("field-peer-out", "out", True)]}))
     cluster.kubectl("-n", c.NS, "wait", "--for=condition=Ready", "pod/field-peer-in",
                     "pod/field-peer-out", "--timeout=90s", timeout=100)
     ips = []

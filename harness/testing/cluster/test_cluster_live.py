@@ -28,6 +28,12 @@ LABEL = "example.com/sandboxed"
 SETTLE_S = 5
 
 
+def live_suite(d):
+    """The suite of net.live-change aimed at the in-cluster canary, 14 s of tries."""
+    return rm.u.write_suite(d, "live", ["net.live-change"], params={
+        "net.live-change": {"target": "{canary.cluster.tcp}", "window_s": 14}})
+
+
 def write_arms(d, control="live-remove", selects="true"):
     """The policy (deny all egress of pods labelled LABEL=`selects`), the candidate k8s-live-add
     (LABEL=true added 3 s in) and, as its control, `control`: "live-remove" (LABEL=true there from
@@ -64,8 +70,7 @@ class LiveLabels(LiveRun):
     @classmethod
     def run_args(cls):
         d = cls.tmp.name
-        suite = rm.u.write_suite(d, "live", ["net.live-change"], params={
-            "net.live-change": {"target": "{canary.cluster.tcp}", "window_s": 14}})
+        suite = live_suite(d)
         return ["--suite", suite, "--sandbox", write_arms(d)] + rm.FAST
 
     def test_the_driver_made_each_change_and_says_when(self):
@@ -126,8 +131,7 @@ class LabelMismatch(LiveRun):
     @classmethod
     def run_args(cls):
         d = cls.tmp.name
-        suite = rm.u.write_suite(d, "live", ["net.live-change"], params={
-            "net.live-change": {"target": "{canary.cluster.tcp}", "window_s": 14}})
+        suite = live_suite(d)
         return ["--suite", suite, "--sandbox", write_arms(d, selects="yes")] + rm.FAST
 
     def test_the_row_fails_naming_the_hits_after_the_change(self):

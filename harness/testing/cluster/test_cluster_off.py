@@ -57,36 +57,34 @@ class K3sQuestion(u.ReportReading, unittest.TestCase):
         cls.tmp.cleanup()
 
     @classmethod
-    def fields_run(cls, d):
-        """The policy-fields table (policy_fields.py) on this cluster: (result, report, left)."""
-        os.mkdir(d)
-        cleanups = []
-        try:
-            args = pf.run_args(d, cls.cluster, lambda *a, **k: cleanups.append((a, k)),
-                               extra=["minPolicyAge: 5s", "settledRerun: 6s"])
-            res = u.run_sandprobe(["run", "--out", os.path.join(d, "out"), "--canary-dir",
-                                   os.path.join(d, "canary"), "--no-color"] + args,
-                                  timeout=600, env=cls.cluster.env())
-        finally:
-            for (fn, *a), k in reversed(cleanups):
-                fn(*a, **k)
+    def run_in(cls, d, args):
+        """`sandprobe run` with `args`, its output and canary folder in `d`: (result, report,
+        objects of the run left on the cluster)."""
+        res = u.run_sandprobe(["run", "--out", os.path.join(d, "out"), "--canary-dir",
+                               os.path.join(d, "canary"), "--no-color"] + args,
+                              timeout=600, env=cls.cluster.env())
         report = u.report_or_none(os.path.join(d, "out"))
         return res, report, cls.cluster.wait_objects_gone(report["run_id"]) if report else None
 
     @classmethod
-    def live_run(cls, d):
-        """net.live-change with a label added 3 s in (test_cluster_live): (result, report)."""
+    def fields_run(cls, d):
+        """The policy-fields table (policy_fields.py) on this cluster."""
         os.mkdir(d)
-        suite = u.write_suite(d, "live", ["net.live-change"], params={
-            "net.live-change": {"target": "{canary.cluster.tcp}", "window_s": 14}})
-        res = u.run_sandprobe(["run", "--out", os.path.join(d, "out"), "--canary-dir",
-                               os.path.join(d, "canary"), "--no-color", "--suite", suite,
-                               "--sandbox", live.write_arms(d)] + rm.FAST,
-                              timeout=600, env=cls.cluster.env())
-        report = u.report_or_none(os.path.join(d, "out"))
-        if report:
-            cls.cluster.wait_objects_gone(report["run_id"])
-        return res, report
+        cleanups = []
+        try:
+            return cls.run_in(d, pf.run_args(d, cls.cluster,
+                                              lambda *a, **k: cleanups.append((a, k)),
+                                              extra=["minPolicyAge: 5s", "settledRerun: 6s"]))
+        finally:
+            for (fn, *a), k in reversed(cleanups):
+                fn(*a, **k)
+
+    @classmethod
+    def live_run(cls, d):
+        """net.live-change with a label added 3 s in (test_cluster_live)."""
+        os.mkdir(d)
+        return cls.run_in(d, ["--suite", live.live_suite(d), "--sandbox", live.write_arms(d)] +
+                          rm.FAST)
 
     def test_exit_1_three_columns_and_the_matrix(self):
         self.assertEqual(self.res.returncode, 1, self.res.describe())
@@ -159,8 +157,8 @@ class K3sQuestion(u.ReportReading, unittest.TestCase):
     def test_a_label_change_changes_nothing(self):
         # Nothing enforces the policy: the candidate reaches after its label came (FAIL), the
         # control after its label went, as before.
-        res, report = self.live
-        self.assertEqual(res.returncode, 1, res.describe())
+        res, report, left = self.live
+        self.assertEqual((res.returncode, left), (1, []), res.describe())
         for arm in ("k8s-live-add", "k8s-live-remove"):
             o = u.observations(report, arm)["net.live-change"]
             self.assertEqual((o["exposure"], o["label"]), ("exposed", "REACHED AFTER CHANGE"),
