@@ -218,20 +218,26 @@ class HarnessKilled(unittest.TestCase):
                                      "--canary-dir", canary_dir], stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=env)
             try:
-                # Wait until probes are in flight (the cpu-loop sandboxes run for 15 s).
-                deadline, nonce_hash = time.monotonic() + 10, None
-                while time.monotonic() < deadline:
+                # Wait until a cpu-loop probe is in flight: it runs for 15 s, so the kill below
+                # lands while it runs. Waiting for "two processes" and sampling once after a 10 s
+                # deadline read [] in CI once (2 busy cores: the sample fell between two probes).
+                deadline, nonce_hash, loop_seen = time.monotonic() + 40, None, False
+                while time.monotonic() < deadline and not loop_seen:
                     nonce_hash = nonce_hash or u.nonce_hash_of_tagged(tag)
-                    if nonce_hash and len(u.sandprobe_processes(tag=tag)) >= 2:
-                        break
-                    time.sleep(0.1)
-                running = u.sandprobe_processes(tag=tag)
+                    cmdlines = [u._read("/proc/%d/cmdline" % pid) or b""
+                                for pid, _ in u.sandprobe_processes(tag=tag)]
+                    loop_seen = nonce_hash is not None and any(
+                        b"# sandprobe probe res.cpu-loop" in c for c in cmdlines)
+                    if not loop_seen:
+                        time.sleep(0.1)
                 time.sleep(1.0)  # let the loops start inside their sandboxes
+                running = u.sandprobe_processes(tag=tag)  # what the kill below cuts
             finally:
                 proc.kill()
                 proc.wait()
             self.assertIsNotNone(nonce_hash, "no probe of the run was seen running")
-            self.assertTrue(running)
+            self.assertTrue(loop_seen, "no res.cpu-loop probe of the run was seen within 40 s")
+            self.assertTrue(running, "nothing of the run was running when it was killed")
             # Reapers get SIGTERM from the kernel, give their trees the 2 s grace, then SIGKILL.
             deadline, left = time.monotonic() + 10, None
             while time.monotonic() < deadline:
