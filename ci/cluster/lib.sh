@@ -42,6 +42,13 @@ CLUSTER_POD_CIDR=10.252.0.0/16
 SERVICE_CIDR=10.253.0.0/24
 API_SERVICE_IP=10.253.0.1
 DNS_SERVICE_IP=10.253.0.10
+# --ip-family dual: a second, IPv6 range beside each IPv4 one, unique-local (fd00::/8) and
+# routed nowhere off the machine (the namespace has no IPv6 default route either).
+NODE_IP6=fd00:251::2
+LINK_CIDR6=fd00:251::/64
+POD_CIDR6=fd00:252::/64
+CLUSTER_POD_CIDR6=fd00:252::/56
+SERVICE_CIDR6=fd00:253::/112
 NODE_NAME=sandprobe-node
 CGROUP_ROOT=/sandprobe-cluster
 CONTAINERD_SOCK=$CLUSTER_RUN/containerd/containerd.sock

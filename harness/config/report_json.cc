@@ -116,6 +116,7 @@ core::ArmInfo ReadArm(const Json& j, const std::string& path) {
   a.source_path = Str(j, "source", path);
   a.weakens = Strings(j, "weakens", path);
   a.control = Str(j, "control", path);
+  if (j.contains("ip_family")) a.ip_family = Str(j, "ip_family", path);  // only when declared
   const Json& l = Get(j, "limits", path);
   const std::string lp = path + "/limits";
   if (!l.is_object()) throw BadField{lp, "expected an object"};

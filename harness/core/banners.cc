@@ -63,6 +63,12 @@ struct Late {
   double min_age = -1;
 };
 
+// The arm as banners name it: with its address family when it measures one.
+std::string Titled(const Matrix& m, const std::string& arm) {
+  const ArmInfo* info = m.FindArm(arm);
+  return info != nullptr ? ArmTitle(*info) : arm;
+}
+
 std::map<std::string, Late> LatePairs(const Matrix& m) {
   const std::set<std::string> net_rows = NetRows(m);
   std::set<std::string> beyond;  // rows whose leak is beyond any policy as written
@@ -102,9 +108,10 @@ std::vector<std::string> PolicyLateBanners(const Matrix& m) {
   std::vector<std::string> parts;
   for (const auto& [arm, l] : late) {
     parts.push_back(
-        fmt::format("{}{} reached {} in a fresh pod; {} held them in pods that waited {:g}s", arm,
+        fmt::format("{}{} reached {} in a fresh pod; {} held them in pods that waited {:g}s",
+                    Titled(m, arm),
                     l.min_age >= 0 ? fmt::format(" (policy {:.0f}s old)", l.min_age) : "",
-                    fmt::join(l.rows, ", "), SettledTwin(arm), l.settle_s));
+                    fmt::join(l.rows, ", "), Titled(m, SettledTwin(arm)), l.settle_s));
   }
   return {fmt::format("NetworkPolicy is enforced late for new pods on this cluster: {}",
                       fmt::join(parts, "; "))};
@@ -154,8 +161,9 @@ std::vector<std::string> PolicyNotEnforcedBanners(const Matrix& m) {
     std::string rows;
     for (const std::string& r : leak.rows) rows += (rows.empty() ? "" : ", ") + r;
     parts.push_back(leak.min_age >= 0
-                        ? fmt::format("{} (policy {:.0f}s old) reached {}", arm, leak.min_age, rows)
-                        : fmt::format("{} reached {}", arm, rows));
+                        ? fmt::format("{} (policy {:.0f}s old) reached {}", Titled(m, arm),
+                                      leak.min_age, rows)
+                        : fmt::format("{} reached {}", Titled(m, arm), rows));
   }
   std::string joined;
   for (const std::string& p : parts) joined += (joined.empty() ? "" : "; ") + p;

@@ -192,6 +192,32 @@ TEST(BannersTest, LateForNewPodsWhenTheSettledTwinHeld) {
   EXPECT_EQ(PolicyNotEnforcedBanners(plain).size(), 1u);
 }
 
+// An arm that measures one address family (kubernetes.ipFamily) is named with it: the banner says
+// which family leaked.
+TEST(BannersTest, TheFamilyThatLeakedIsNamed) {
+  Matrix m = TwoArms();
+  m.arms[1].ip_family = "IPv6";
+  m.arms.push_back(Arm("k8s-deny-settled", ArmRole::kCandidate));
+  m.arms.back().ip_family = "IPv6";
+  nlohmann::json settled = kPolicy;
+  settled["pod_settle_s"] = 6;
+  m.cells = {MakeCell("net.dns", "k8s-open", Exposure::kExposed),
+             MakeCell("net.tcp-by-ip", "k8s-open", Exposure::kExposed),
+             MakeCell("net.dns", "k8s-deny", Exposure::kExposed, kPolicy),
+             MakeCell("net.dns", "k8s-deny-settled", Exposure::kContained, settled),
+             MakeCell("net.tcp-by-ip", "k8s-deny", Exposure::kExposed, kPolicy),
+             MakeCell("net.tcp-by-ip", "k8s-deny-settled", Exposure::kExposed, settled)};
+  const auto banners = PolicyBanners(m);
+  ASSERT_EQ(banners.size(), 2u);
+  EXPECT_NE(banners[0].find("k8s-deny (IPv6) (policy 3s old) reached net.dns in a fresh pod; "
+                            "k8s-deny-settled (IPv6) held them"),
+            std::string::npos)
+      << banners[0];
+  EXPECT_NE(banners[1].find("k8s-deny-settled (IPv6) (policy 3s old) reached net.tcp-by-ip"),
+            std::string::npos)
+      << banners[1];
+}
+
 // An allow-list policy (some egress allowed as written): a leak counts only on a row whose exposed
 // outcome is beyond what any policy allows as written (Row::beyond_policy, a net.policy-* row's
 // outside pair), and then only for the late banner: a field ignored in the settled pod too is that

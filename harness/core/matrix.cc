@@ -2,6 +2,10 @@
 
 namespace sandprobe::core {
 
+std::string ArmTitle(const ArmInfo& arm) {
+  return arm.ip_family.empty() ? arm.name : arm.name + " (" + arm.ip_family + ")";
+}
+
 std::string_view ToString(ArmRole r) { return r == ArmRole::kControl ? "control" : "candidate"; }
 
 std::string_view ToString(Level l) { return l == Level::kRequired ? "required" : "advisory"; }

@@ -27,7 +27,13 @@ struct ArmInfo {
   std::vector<std::string> weakens;  // declared isolation-weakening options
   std::string control;               // for candidates: the control named by the manifest
   Limits limits;                     // what the manifest claims (probes size attacks from it)
+  // The one address family the arm measures (drivers::Driver::AddressFamily, kubernetes.ipFamily:
+  // "IPv4" | "IPv6"), "" = none declared. Shown beside the arm's name in columns and banners.
+  std::string ip_family = "";
 };
+
+// "name", or "name (IPv6)" for an arm that measures one address family.
+std::string ArmTitle(const ArmInfo& arm);
 
 struct Row {
   std::string probe;  // probe id

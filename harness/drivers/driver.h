@@ -131,8 +131,16 @@ class Driver {
   // whatever the nice inside).
   virtual bool IndependentSandboxes() const { return false; }
   // "{name}" placeholders this arm fills for the suite once Prepare() succeeded (kubernetes: the
-  // in-cluster canary's addresses, canary.cluster.*), name -> value. Empty by default.
+  // in-cluster canary's addresses, canary.cluster.*, of the arm's address family), name -> value.
+  // Empty by default.
   virtual std::map<std::string, std::string> Placeholders() const { return {}; }
+  // What filled Placeholders() (kubernetes: the canary Pod, "<server>|<namespace>|<pod>"), "" =
+  // nothing. Arms of one source may fill them differently (one canary, two address families):
+  // each candidate's rows then use its own, and its control sends what the candidate sends.
+  virtual std::string PlaceholderSource() const { return ""; }
+  // The one address family the arm measures ("IPv4" | "IPv6": kubernetes.ipFamily), "" = none
+  // declared (core::ArmInfo::ip_family, shown beside the arm's name).
+  virtual std::string AddressFamily() const { return ""; }
   // Why a probe measuring `measures` (core::ProbeDescriptor::measures, e.g. "interfaces") is
   // reported but not judged in this arm: its mechanism cannot change what the probe measures (a
   // NetworkPolicy filters packets; it never removes interfaces). "" = judged.

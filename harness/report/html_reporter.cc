@@ -204,7 +204,8 @@ void WriteTable(std::string& out, const core::Matrix& m) {
     const bool control = arm->role == core::ArmRole::kControl;
     out +=
         fmt::format("<th class=\"arm\" data-arm=\"{}\">{}{}</th>", HtmlAttr(arm->name, kNameBytes),
-                    HtmlBody(arm->name, kCellBytes), control ? " <small>(control)</small>" : "");
+                    HtmlBody(core::ArmTitle(*arm), kCellBytes),
+                    control ? " <small>(control)</small>" : "");
   }
   out += "</tr></thead>\n<tbody>\n";
   for (const core::Row& row : m.rows) {

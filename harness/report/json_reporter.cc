@@ -40,14 +40,16 @@ Json LimitsJson(const core::Limits& l) {
 }
 
 Json ArmJson(const core::ArmInfo& arm) {
-  return Json{{"name", JsonText(arm.name, kNameBytes)},
-              {"role", core::ToString(arm.role)},
-              {"driver", JsonText(arm.driver, kNameBytes)},
-              {"description", JsonText(arm.description, kTextBytes)},
-              {"source", JsonText(arm.source_path, kTextBytes)},
-              {"weakens", Strings(arm.weakens, kTextBytes)},
-              {"control", JsonText(arm.control, kNameBytes)},
-              {"limits", LimitsJson(arm.limits)}};
+  Json out{{"name", JsonText(arm.name, kNameBytes)},
+           {"role", core::ToString(arm.role)},
+           {"driver", JsonText(arm.driver, kNameBytes)},
+           {"description", JsonText(arm.description, kTextBytes)},
+           {"source", JsonText(arm.source_path, kTextBytes)},
+           {"weakens", Strings(arm.weakens, kTextBytes)},
+           {"control", JsonText(arm.control, kNameBytes)},
+           {"limits", LimitsJson(arm.limits)}};
+  if (!arm.ip_family.empty()) out["ip_family"] = JsonText(arm.ip_family, kNameBytes);
+  return out;
 }
 
 Json EvidenceJson(const core::Observation& obs) {

@@ -77,7 +77,7 @@ void WriteTable(MarkdownWriter& w, const core::Matrix& m) {
   const auto arms = ColumnArms(m);
   w.Markup("| probe |");
   for (const core::ArmInfo* arm : arms) {
-    w.Markup(" ").Text(arm->name, kCellBytes);
+    w.Markup(" ").Text(core::ArmTitle(*arm), kCellBytes);
     w.Markup(arm->role == core::ArmRole::kControl ? " (control) |" : " |");
   }
   w.Markup("\n|---|");

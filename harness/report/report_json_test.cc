@@ -63,6 +63,26 @@ TEST(ReportJsonTest, TimelineAndCostSurviveTheRoundTrip) {
   EXPECT_NE(refused.error().find("timeline/1"), std::string::npos) << refused.error();
 }
 
+// An arm's address family (kubernetes.ipFamily) reads back and is shown beside its name in every
+// table; an arm without one writes no key.
+TEST(ReportJsonTest, AnArmsAddressFamilySurvivesAndIsShown) {
+  core::Matrix m = fixtures::NormalMatrix();
+  EXPECT_EQ(RenderJson(m).find("\"ip_family\""), std::string::npos);
+  core::ArmInfo* cand = nullptr;
+  for (core::ArmInfo& a : m.arms) {
+    if (a.role == core::ArmRole::kCandidate) cand = &a;
+  }
+  ASSERT_NE(cand, nullptr);
+  cand->ip_family = "IPv6";
+  const std::string title = cand->name + " (IPv6)";
+  auto back = config::ParseReportJson(RenderJson(m), "run.json");
+  ASSERT_TRUE(back) << back.error();
+  EXPECT_EQ(back->FindArm(cand->name)->ip_family, "IPv6");
+  EXPECT_EQ(RenderJson(*back), RenderJson(m));
+  EXPECT_NE(RenderMarkdown(*back).find("| " + title), std::string::npos);
+  EXPECT_NE(Text(*back).find(title), std::string::npos) << Text(*back);
+}
+
 TEST(ReportJsonTest, GateMarksSurviveTheRoundTrip) {
   auto back = config::ParseReportJson(RenderJson(fixtures::GateMatrix()), "run.json");
   ASSERT_TRUE(back) << back.error();

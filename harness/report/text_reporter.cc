@@ -39,8 +39,9 @@ std::string VerdictMark(const core::VerdictCell* v) {
 }
 
 std::string Header(const core::ArmInfo& arm) {
-  if (arm.role == core::ArmRole::kCandidate) return TerminalText(arm.name, kMaxCell);
-  return TerminalText(arm.name, kMaxCell - kControlSuffix.size()) + std::string(kControlSuffix);
+  if (arm.role == core::ArmRole::kCandidate) return TerminalText(core::ArmTitle(arm), kMaxCell);
+  return TerminalText(core::ArmTitle(arm), kMaxCell - kControlSuffix.size()) +
+         std::string(kControlSuffix);
 }
 
 // Words of single-line `text` wrapped at `width` columns; continuation lines indented by

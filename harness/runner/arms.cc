@@ -102,15 +102,21 @@ std::expected<void, RunError> Arms::Preflight(const std::string& preamble, const
   return {};
 }
 
-std::expected<std::map<std::string, std::string>, RunError> Arms::Substitutions(
+std::expected<Arms::Filled, RunError> Arms::Substitutions(
     std::map<std::string, std::string> session, const std::set<std::string>& used) const {
   std::map<std::string, std::string> filled_by;  // placeholder -> the first arm that filled it
+  std::map<std::string, std::map<std::string, std::string>> own;  // arm -> what it filled
   for (const core::Manifest* m : order_) {
-    for (const auto& [key, value] : drivers_.at(m->name)->Placeholders()) {
+    const drivers::Driver& d = *drivers_.at(m->name);
+    const std::string source = d.PlaceholderSource();
+    for (const auto& [key, value] : d.Placeholders()) {
+      own[m->name][key] = value;
       const auto [it, fresh] = session.try_emplace(key, value);
+      const bool one_source = !source.empty() && filled_by.contains(key) &&
+                              drivers_.at(filled_by[key])->PlaceholderSource() == source;
       if (fresh) {
         filled_by[key] = m->name;
-      } else if (it->second != value && used.contains(key)) {
+      } else if (it->second != value && used.contains(key) && !one_source) {
         return std::unexpected(RunError{
             fmt::format("arms {} and {} fill {{{}}} differently ({} vs {}): a control and its "
                         "candidates must send identical parameters",
@@ -128,7 +134,13 @@ std::expected<std::map<std::string, std::string>, RunError> Arms::Substitutions(
           "run this suite with kubernetes manifests, or aim the rows at {canary.http} etc."});
     }
   }
-  return session;
+  Filled filled{.common = session, .by_arm = {}};
+  for (auto& [arm, values] : own) {
+    std::map<std::string, std::string> mine = session;
+    for (auto& [key, value] : values) mine[key] = std::move(value);
+    filled.by_arm.emplace(arm, std::move(mine));
+  }
+  return filled;
 }
 
 std::vector<std::pair<std::string, std::string>> Arms::GivenSecrets() const {

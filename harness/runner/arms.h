@@ -45,13 +45,20 @@ class Arms {
   std::expected<void, RunError> Preflight(const std::string& preamble, const Session& session,
                                           RunObserver& observer, const std::atomic<bool>& cancel);
 
-  // The run's placeholder map: `session` (the runner's canaries and secrets) plus what each arm
-  // fills (drivers::Driver::Placeholders, e.g. the in-cluster canary). Errors (exit code 3): a
-  // placeholder in `used` that two arms fill with different values (controls and candidates
-  // must get identical parameters), or an arm placeholder (kArmPlaceholders) in `used` that no
-  // arm fills, naming which kind of arm provides it.
-  std::expected<std::map<std::string, std::string>, RunError> Substitutions(
-      std::map<std::string, std::string> session, const std::set<std::string>& used) const;
+  // The run's placeholder maps. `common`: `session` (the runner's canaries and secrets) plus
+  // what the arms fill (drivers::Driver::Placeholders, e.g. the in-cluster canary), the first
+  // filler's value; `by_arm`: for each arm that fills a placeholder, `common` with its own values
+  // (one canary's address of the arm's family, kubernetes.ipFamily). Errors (exit code 3): a
+  // placeholder in `used` that two arms of different sources (Driver::PlaceholderSource) fill
+  // with different values (a control must reach the target its candidate aims at), or an arm
+  // placeholder (kArmPlaceholders) in `used` that no arm fills, naming which kind of arm
+  // provides it.
+  struct Filled {
+    std::map<std::string, std::string> common;
+    std::map<std::string, std::map<std::string, std::string>> by_arm;
+  };
+  std::expected<Filled, RunError> Substitutions(std::map<std::string, std::string> session,
+                                                const std::set<std::string>& used) const;
 
   // Every arm's drivers::Driver::GivenSecrets(), in Open()'s order.
   std::vector<std::pair<std::string, std::string>> GivenSecrets() const;

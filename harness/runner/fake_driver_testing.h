@@ -196,6 +196,8 @@ struct FakeArm {
   // like a driver whose platform does not say.
   std::optional<double> cpu_s = std::nullopt;
   bool independent = false;  // IndependentSandboxes()
+  std::string placeholder_source = "";  // PlaceholderSource()
+  std::string ip_family = "";           // AddressFamily()
 };
 
 class FakeDriver : public drivers::Driver {
@@ -217,6 +219,8 @@ class FakeDriver : public drivers::Driver {
   std::string PreflightHint() const override { return script_.preflight_hint; }
   void Cleanup() override { book_->Cleaned(arm_); }
   std::map<std::string, std::string> Placeholders() const override { return script_.placeholders; }
+  std::string PlaceholderSource() const override { return script_.placeholder_source; }
+  std::string AddressFamily() const override { return script_.ip_family; }
   std::string NotJudgedReason(std::string_view measures) const override {
     const auto it = script_.not_judged.find(std::string(measures));
     return it == script_.not_judged.end() ? "" : it->second;

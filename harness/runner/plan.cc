@@ -65,12 +65,11 @@ std::expected<std::vector<PlannedInvocation>, std::string> PlanArmInvocations(
   return out;
 }
 
-std::expected<Plan, std::string> PlanRun(const core::Suite& suite,
-                                         const std::vector<core::ProbeDescriptor>& probes,
-                                         const std::vector<core::Manifest>& candidates,
-                                         const std::vector<core::Manifest>& controls,
-                                         const std::map<std::string, std::string>& substitutions,
-                                         const Timing& timing) {
+std::expected<Plan, std::string> PlanRun(
+    const core::Suite& suite, const std::vector<core::ProbeDescriptor>& probes,
+    const std::vector<core::Manifest>& candidates, const std::vector<core::Manifest>& controls,
+    const std::map<std::string, std::string>& substitutions, const Timing& timing,
+    const std::map<std::string, std::map<std::string, std::string>>& by_arm) {
   if (candidates.empty()) return std::unexpected("no candidate sandbox to test");
   Plan plan;
   std::set<std::string> names;
@@ -100,7 +99,9 @@ std::expected<Plan, std::string> PlanRun(const core::Suite& suite,
                                           fmt::join(probe.drivers, ", "), cand.name, cand.driver)});
         continue;
       }
-      auto params = core::ResolveParams(probe, entry.params, cand.limits, substitutions);
+      const auto own = by_arm.find(cand.name);
+      auto params = core::ResolveParams(probe, entry.params, cand.limits,
+                                        own != by_arm.end() ? own->second : substitutions);
       if (!params)
         return std::unexpected(fmt::format("suite {}: {}", suite.source_path, params.error()));
       const double deadline = ArmDeadline(cand, timing);

@@ -104,13 +104,14 @@ std::expected<std::vector<PlannedInvocation>, std::string> PlanArmInvocations(
 
 // Errors: a suite entry naming an unknown probe, a parameter error, two arms with one name.
 // Controls run each (probe, parameter set) that some candidate needs, once, with the longest
-// deadline among those candidates; identical parameters are what makes a control count.
-std::expected<Plan, std::string> PlanRun(const core::Suite& suite,
-                                         const std::vector<core::ProbeDescriptor>& probes,
-                                         const std::vector<core::Manifest>& candidates,
-                                         const std::vector<core::Manifest>& controls,
-                                         const std::map<std::string, std::string>& substitutions,
-                                         const Timing& timing);
+// deadline among those candidates; identical parameters are what makes a control count. A
+// candidate named in `by_arm` resolves its parameters with that map instead of `substitutions`
+// (its own address family's canary, Arms::Substitutions); its controls then send the same.
+std::expected<Plan, std::string> PlanRun(
+    const core::Suite& suite, const std::vector<core::ProbeDescriptor>& probes,
+    const std::vector<core::Manifest>& candidates, const std::vector<core::Manifest>& controls,
+    const std::map<std::string, std::string>& substitutions, const Timing& timing,
+    const std::map<std::string, std::map<std::string, std::string>>& by_arm = {});
 
 // What the unsandboxed control arm may be asked to allocate or write on this host, in MiB.
 struct HostBudget {

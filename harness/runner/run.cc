@@ -98,12 +98,13 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
   auto substitutions = arms.Substitutions((*session)->substitutions(), context.placeholders_used);
   if (!substitutions) return std::unexpected(substitutions.error());
   auto plan = PlanRun(options.suite, options.probes, options.candidates, options.controls,
-                      *substitutions, options.timing);
+                      substitutions->common, options.timing, substitutions->by_arm);
   if (!plan) return std::unexpected(RunError{plan.error(), ""});
   if (auto budget = CheckControlBudget(*plan, options.probes, MeasureHostBudget()); !budget) {
     return std::unexpected(
         RunError{budget.error(), "lower the candidate's claimed limit or the suite's size"});
   }
+  for (core::ArmInfo& arm : plan->arms) arm.ip_family = arms.driver(arm.name).AddressFamily();
   matrix.arms = plan->arms;
   matrix.rows = plan->rows;
   matrix.notes.push_back((*session)->CanaryNote());

@@ -711,6 +711,46 @@ TEST_F(RunnerTest, ArmPlaceholdersFillTheSuiteForEveryArm) {
   EXPECT_EQ(VerdictOf(*m, "net.tcp", "cand").validated_by, "local");
 }
 
+// One canary, two address families (kubernetes.ipFamily): each candidate's rows aim at its own
+// family's address, the control sends what each candidate sends and each is judged against its
+// own; the family is shown beside the arm's name. Two canaries (no shared source) still refuse.
+TEST_F(RunnerTest, OneCanaryTwoFamiliesEachCandidateItsOwnAndTheControlBoth) {
+  core::ProbeDescriptor tcp = Probe("net.tcp");
+  tcp.params["target"] = core::ParamSpec{"", "", "", 1, ""};
+  const std::string v4 = "10.96.0.42:7000", v6 = "[fd00::42]:7000";
+  FakeArm open{.placeholders = {{"canary.cluster.tcp", v4}}, .placeholder_source = "canary-1"};
+  open.acts["net.tcp"] = {FakeAct::kResult, {{"outcome", "reached"}, {"evidence", "positive"}}};
+  FakeArm cand4{.placeholders = {{"canary.cluster.tcp", v4}}, .placeholder_source = "canary-1"};
+  FakeArm cand6{.placeholders = {{"canary.cluster.tcp", v6}},
+                .placeholder_source = "canary-1",
+                .ip_family = "IPv6"};
+  RunOptions o = Options({tcp}, {{"local", open}, {"cand", cand4}, {"cand6", cand6}});
+  o.candidates.push_back(Arm("cand6"));
+  o.suite.entries[0].params = {{"target", "{canary.cluster.tcp}"}};
+  auto m = RunIt(o);
+  ASSERT_TRUE(m) << m.error().message;
+  std::multiset<std::pair<std::string, std::string>> sent;
+  for (const FakeCall& c : book_->ProbeCalls()) sent.insert({c.arm, c.params.value("target", "")});
+  EXPECT_EQ(sent, (std::multiset<std::pair<std::string, std::string>>{
+                      {"cand", v4}, {"cand6", v6}, {"local", v4}, {"local", v6}}));
+  EXPECT_EQ(VerdictOf(*m, "net.tcp", "cand").validated_by, "local");
+  EXPECT_EQ(VerdictOf(*m, "net.tcp", "cand6").validated_by, "local");
+  const core::ArmInfo* arm6 = m->FindArm("cand6");
+  ASSERT_NE(arm6, nullptr);
+  EXPECT_EQ(core::ArmTitle(*arm6), "cand6 (IPv6)");
+  EXPECT_EQ(core::ArmTitle(*m->FindArm("cand")), "cand");
+  // The same values from two sources (two namespaces' canaries): refused as before.
+  book_ = std::make_shared<FakeBook>();
+  cand6.placeholder_source = "canary-2";
+  o = Options({tcp}, {{"local", open}, {"cand", cand4}, {"cand6", cand6}});
+  o.candidates.push_back(Arm("cand6"));
+  o.suite.entries[0].params = {{"target", "{canary.cluster.tcp}"}};
+  m = RunIt(o);
+  ASSERT_FALSE(m);
+  EXPECT_NE(m.error().message.find("fill {canary.cluster.tcp} differently"), std::string::npos)
+      << m.error().message;
+}
+
 // A refusal at the target the control reached in the same run is a filter's REJECT (contained);
 // where the control was refused too, nothing shows a listener lived there: still a FAIL.
 TEST_F(RunnerTest, ARefusalAtALiveTargetIsContained) {

@@ -72,12 +72,15 @@ std::vector<core::CanaryHit> ParseCanaryHits(std::string_view log, std::string_v
 }
 
 ClusterCanary::ClusterCanary(const ApiClient& client, std::string ns, std::string name,
-                             std::string ip, double api_timeout_s)
+                             std::string ip, double api_timeout_s, std::string run_id,
+                             std::string run_folder)
     : client_(client),
       ns_(std::move(ns)),
       name_(std::move(name)),
       ip_(std::move(ip)),
-      api_timeout_s_(api_timeout_s) {}
+      api_timeout_s_(api_timeout_s),
+      run_id_(std::move(run_id)),
+      run_folder_(std::move(run_folder)) {}
 
 std::expected<std::shared_ptr<ClusterCanary>, SetupError> ClusterCanary::Acquire(
     const ApiClient& client, const std::string& ns, const KubeSettings& settings,
@@ -180,15 +183,81 @@ std::expected<std::shared_ptr<ClusterCanary>, SetupError> ClusterCanary::Acquire
           rbac_hint});
     }
   }
-  auto canary = std::make_shared<ClusterCanary>(client, ns, name, ip, settings.api_timeout_s);
+  auto canary = std::make_shared<ClusterCanary>(client, ns, name, ip, settings.api_timeout_s,
+                                                run_id, run_folder);
   Registry()[key] = canary;
   return canary;
 }
 
-std::map<std::string, std::string> ClusterCanary::Placeholders() const {
+std::expected<void, SetupError> ClusterCanary::AddFamily(const std::string& family,
+                                                         const std::atomic<bool>* cancel) {
+  std::lock_guard lock(mu_);
+  if (family_ip_.contains(family)) return {};
+  const std::string svc_name = CanaryServiceName(run_id_, family);
+  const std::string dual_hint = fmt::format(
+      "kubernetes.ipFamily {} needs a cluster that serves that family: Services (the API "
+      "server's --service-cluster-ip-range has a range of it) and pods (the node's pod ranges "
+      "and the CNI); ci/cluster/up --ip-family dual starts one here",
+      family);
+  const auto deadline = [&] { return After(std::max(30.0, api_timeout_s_ * 2)); };
+  // The Pod first: a Service of a family the Pod has no address of would have no endpoint.
+  auto pod = client_.Call("GET", fmt::format("/api/v1/namespaces/{}/pods/{}", ns_, name_),
+                          nullptr, deadline(), cancel);
+  if (!pod) {
+    return std::unexpected(SetupError{
+        fmt::format("in-cluster canary: reading Pod {}: {}", name_, pod.error().ToString()),
+        "the in-cluster canary needs get on pods (ci/kubernetes/rbac.yaml)"});
+  }
+  bool has_family = false;
+  for (int i = 0; i < 8; ++i) {  // a Pod has at most one address per family
+    const std::string ip = StringAt(pod->body, fmt::format("/status/podIPs/{}/ip", i).c_str());
+    has_family |= !ip.empty() && (ip.find(':') != std::string::npos) == (family == "IPv6");
+  }
+  if (!has_family) {
+    return std::unexpected(SetupError{
+        fmt::format("in-cluster canary Pod {} has no {} address (status.podIPs): the cluster's "
+                    "pods are not {}",
+                    name_, family, family == "IPv6" ? "dual-stack" : "IPv4"),
+        dual_hint});
+  }
+  Json svc_object = BuildCanaryService(run_id_, family);
+  AnnotateRunFolder(svc_object, run_folder_);
+  auto svc = client_.Call("POST", fmt::format("/api/v1/namespaces/{}/services", ns_), svc_object,
+                          deadline(), cancel);
+  if (!svc) {
+    return std::unexpected(SetupError{
+        fmt::format("in-cluster canary: creating the {} Service {} in {}: {}", family, svc_name,
+                    ns_, svc.error().ToString()),
+        svc.error().code == 422 ? dual_hint : "the in-cluster canary needs create on services"});
+  }
+  const std::string ip = StringAt(svc->body, "/spec/clusterIP");
+  if (ip.empty() || ip == "None" || (ip.find(':') != std::string::npos) != (family == "IPv6")) {
+    return std::unexpected(SetupError{
+        fmt::format("in-cluster canary: the {} Service {} got ClusterIP '{}', not one of that "
+                    "family",
+                    family, svc_name, ip.substr(0, 64)),
+        dual_hint});
+  }
+  family_ip_[family] = ip;
+  return {};
+}
+
+std::string ClusterCanary::Identity() const {
+  return fmt::format("{}|{}|{}", client_.connection().server, ns_, name_);
+}
+
+std::map<std::string, std::string> ClusterCanary::Placeholders(const std::string& family) const {
+  std::string service = name_, raw = ip_;
+  if (!family.empty()) {
+    std::lock_guard lock(mu_);
+    const auto it = family_ip_.find(family);
+    if (it == family_ip_.end()) return {};
+    service = CanaryServiceName(run_id_, family);
+    raw = it->second;
+  }
   // An IPv6 ClusterIP is bracketed, so "{canary.cluster.ip}:53" and URLs stay host:port.
-  const std::string ip = ip_.find(':') != std::string::npos ? "[" + ip_ + "]" : ip_;
-  return {{"canary.cluster.name", fmt::format("{}.{}.svc.cluster.local", name_, ns_)},
+  const std::string ip = raw.find(':') != std::string::npos ? "[" + raw + "]" : raw;
+  return {{"canary.cluster.name", fmt::format("{}.{}.svc.cluster.local", service, ns_)},
           {"canary.cluster.ip", ip},
           {"canary.cluster.http", fmt::format("{}:{}", ip, kCanaryHttpPort)},
           {"canary.cluster.tcp", fmt::format("{}:{}", ip, kCanaryTcpPort)},

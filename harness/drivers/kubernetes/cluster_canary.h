@@ -16,6 +16,7 @@
 #include <chrono>
 #include <expected>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -51,8 +52,18 @@ class ClusterCanary {
       const std::string& run_id, const std::string& run_folder, const std::string& nonce,
       bool& submitted, const std::atomic<bool>* cancel = nullptr);
 
-  // canary.cluster.{name,ip,http,tcp,udp,dns} (runner::kArmPlaceholders).
-  std::map<std::string, std::string> Placeholders() const;
+  // Adds the Service of one address family (kubernetes.ipFamily: "IPv4" | "IPv6"), selecting
+  // the same Pod (BuildCanaryService), once per family whoever asks; checks that the Pod has an
+  // address of that family (status.podIPs). Errors: a SetupError saying the cluster is not
+  // dual-stack (the API server refused the family, or the Pod has no such address) and how to
+  // make one, or the API's answer.
+  std::expected<void, SetupError> AddFamily(const std::string& family,
+                                            const std::atomic<bool>* cancel = nullptr);
+  // canary.cluster.{name,ip,http,tcp,udp,dns} (runner::kArmPlaceholders): of the default
+  // Service, or with `family` of that family's (AddFamily first; empty map otherwise).
+  std::map<std::string, std::string> Placeholders(const std::string& family = "") const;
+  // "<server>|<namespace>|<pod>": arms whose placeholders differ only by family share this.
+  std::string Identity() const;
   // Reads the canary's log since `since` (GET pods/<name>/log?sinceTime=, bounded to 8 MiB, so
   // a long run or a busy scanner does not push an invocation's hits out of reach) and returns
   // the hits carrying `invocation`; empty when the log cannot be read (the caller notes it).
@@ -62,12 +73,15 @@ class ClusterCanary {
   const std::string& pod() const { return name_; }
 
   ClusterCanary(const ApiClient& client, std::string ns, std::string name, std::string ip,
-                double api_timeout_s);
+                double api_timeout_s, std::string run_id = "", std::string run_folder = "");
 
  private:
   ApiClient client_;
   std::string ns_, name_, ip_;
   double api_timeout_s_;
+  std::string run_id_, run_folder_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::string> family_ip_;  // family -> its Service's ClusterIP
 };
 
 }  // namespace sandprobe::drivers::kube

@@ -206,6 +206,16 @@ Result Key(const std::string& file, const std::string& key, const YAML::Node& v,
                               "a-z, 0-9, '-' and '.', each part starting and ending with a letter "
                               "or digit"));
   }
+  if (key == "ipFamily") {  // Kubernetes' own spelling (Service spec.ipFamilies)
+    if (text != "IPv4" && text != "IPv6") {
+      return std::unexpected(
+          At(file, v, field, fmt::format("expected IPv4 or IPv6 (as Service spec.ipFamilies "
+                                         "spells them), not {}",
+                                         text)));
+    }
+    s.ip_family = text;
+    return {};
+  }
   if (text.empty() && key != "context") {
     return std::unexpected(At(file, v, field, "empty: give a value or leave the field out"));
   }

@@ -152,6 +152,10 @@ const Case kCases[] = {
      "kubernetes.liveChange.afterr", "did you mean after?"},
     {"liveChange bad key", 11, "  liveChange: {removeLabels: [\"-x\"]}", 11, 31,
      "kubernetes.liveChange.removeLabels[0]", "not a label key"},
+    {"ipFamily lower case", 11, "  ipFamily: ipv6", 11, 13, "kubernetes.ipFamily",
+     "expected IPv4 or IPv6 (as Service spec.ipFamilies spells them), not ipv6"},
+    {"ipFamily both", 11, "  ipFamily: [IPv4, IPv6]", 11, 13, "kubernetes.ipFamily",
+     "expected a string"},
     {"canaryTemplate typo", 21, "  canaryTemplate: {spec: {runtimeClasName: runc}}", 21, 27,
      "kubernetes.canaryTemplate.spec.runtimeClasName", "did you mean runtimeClassName?"},
 };
@@ -255,6 +259,34 @@ TEST(KubeSectionBase, LiveChangeReadsAsAPatchOfLabels) {
   lines[10] = "  liveChange: {addLabels: {app.kubernetes.io/component: sandboxed}}";
   m = Parse(Text(lines));
   ASSERT_TRUE(m.has_value()) << m.error().ToString();
+}
+
+TEST(KubeSectionBase, IpFamilyIsTheArmsFamilyAndItsProbesGetTheNodesAddresses) {
+  std::vector<std::string> lines = kBase;
+  EXPECT_EQ(SettingsOf(*Parse(Text(lines)))->ip_family, "");
+  lines[10] = "  ipFamily: IPv6";
+  auto m = Parse(Text(lines));
+  ASSERT_TRUE(m.has_value()) << m.error().ToString();
+  auto s = SettingsOf(*m);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->ip_family, "IPv6");
+  // Its probes get every address of the node (status.hostIPs) and the family to pick by.
+  JobRequest request;
+  request.run_id = "sp-r";
+  request.arm = "a";
+  const nlohmann::json job = BuildJob(*s, request);
+  const nlohmann::json& env = job["spec"]["template"]["spec"]["containers"][0]["env"];
+  ASSERT_EQ(env.size(), 2u) << env.dump();
+  EXPECT_EQ(env[0]["valueFrom"]["fieldRef"]["fieldPath"], "status.hostIPs");
+  EXPECT_EQ(env[1]["name"], "SANDPROBE_IP_FAMILY");
+  EXPECT_EQ(env[1]["value"], "IPv6");
+  // The canary's Service of that family only, beside the default one.
+  const nlohmann::json svc = BuildCanaryService("sp-r", "IPv6");
+  EXPECT_EQ(svc["metadata"]["name"], CanaryName("sp-r") + "-v6");
+  EXPECT_EQ(svc["spec"]["ipFamilies"], nlohmann::json::array({"IPv6"}));
+  EXPECT_EQ(svc["spec"]["ipFamilyPolicy"], "SingleStack");
+  EXPECT_FALSE(BuildCanaryService("sp-r")["spec"].contains("ipFamilies"));
+  EXPECT_LE(CanaryServiceName(std::string(80, 'a'), "IPv4").size(), 63u);
 }
 
 TEST(KubeSectionBase, ANumberIsADurationInSeconds) {

@@ -68,11 +68,21 @@ std::expected<void, SetupError> KubernetesDriver::Prepare() {
   if (!canary) return std::unexpected(canary.error());
   canary_ = std::move(*canary);
   deployed_canary_ = submitted;  // this arm created it (the others joined): it says so once
+  if (!settings_.ip_family.empty()) {
+    if (auto family = canary_->AddFamily(settings_.ip_family, context_.cancel); !family) {
+      return std::unexpected(family.error());
+    }
+  }
   return {};
 }
 
 std::map<std::string, std::string> KubernetesDriver::Placeholders() const {
-  return canary_ ? canary_->Placeholders() : std::map<std::string, std::string>{};
+  return canary_ ? canary_->Placeholders(settings_.ip_family)
+                 : std::map<std::string, std::string>{};
+}
+
+std::string KubernetesDriver::PlaceholderSource() const {
+  return canary_ ? canary_->Identity() : "";
 }
 
 std::vector<std::string> KubernetesDriver::RunNotes() {
@@ -83,6 +93,16 @@ std::vector<std::string> KubernetesDriver::RunNotes() {
         "in-cluster canary: Pod and Service {} in namespace {} ({}, ClusterIP {}), shared by the "
         "run's kubernetes arms; its hits were read through pods/log",
         canary_->pod(), ns_, p.at("canary.cluster.name"), p.at("canary.cluster.ip")));
+  }
+  if (canary_ && !settings_.ip_family.empty()) {
+    const auto p = canary_->Placeholders(settings_.ip_family);
+    if (!p.empty()) {
+      notes.push_back(fmt::format(
+          "arm {}: kubernetes.ipFamily {}: its rows aimed at the in-cluster canary through the {} "
+          "Service {} (ClusterIP {}), and net.node-local at the node's {} address",
+          manifest_.name, settings_.ip_family, settings_.ip_family, p.at("canary.cluster.name"),
+          p.at("canary.cluster.ip"), settings_.ip_family));
+    }
   }
   if (!client_ || policy_name_.empty()) return notes;
   kube::PolicyArmView view;

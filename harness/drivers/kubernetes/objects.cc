@@ -4,6 +4,7 @@
 #include <openssl/evp.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <tuple>
@@ -164,12 +165,16 @@ void Enforce(Json& job, const KubeSettings& s, const JobRequest& r) {
   if (const auto it = probe.find("env"); it != probe.end() && it->is_array()) {
     for (const Json& e : *it) {
       const bool ours = e.is_object() && e.contains("name") && e["name"].is_string() &&
-                        e["name"].get_ref<const std::string&>() == kNodeIpEnv;
+                        (e["name"].get_ref<const std::string&>() == kNodeIpEnv ||
+                         e["name"].get_ref<const std::string&>() == kIpFamilyEnv);
       if (!ours) env.push_back(e);
     }
   }
-  env.push_back(
-      {{"name", kNodeIpEnv}, {"valueFrom", {{"fieldRef", {{"fieldPath", "status.hostIP"}}}}}});
+  env.push_back({{"name", kNodeIpEnv},
+                 {"valueFrom",
+                  {{"fieldRef",
+                    {{"fieldPath", s.ip_family.empty() ? "status.hostIP" : "status.hostIPs"}}}}}});
+  if (!s.ip_family.empty()) env.push_back({{"name", kIpFamilyEnv}, {"value", s.ip_family}});
   probe["env"] = std::move(env);
   const std::string node = r.node.empty() ? s.node : r.node;
   if (!node.empty()) tmpl["spec"]["nodeName"] = node;
@@ -407,19 +412,32 @@ Json BuildCanaryPod(const KubeSettings& s, const std::string& run_id, const std:
   return pod;
 }
 
-Json BuildCanaryService(const std::string& run_id) {
+std::string CanaryServiceName(const std::string& run_id, const std::string& family) {
+  if (family.empty()) return CanaryName(run_id);
+  const std::string base = CanaryName(run_id);  // at most 63: the suffix replaces its tail
+  const std::string suffix = family == "IPv6" ? "-v6" : "-v4";
+  return base.substr(0, std::min(base.size(), 63 - suffix.size())) + suffix;
+}
+
+Json BuildCanaryService(const std::string& run_id, const std::string& family) {
   Json ports = Json::array();
   for (const auto& [name, port, protocol] : kCanaryPorts) {
     ports.push_back({{"name", name}, {"port", port}, {"targetPort", port}, {"protocol", protocol}});
   }
-  return {
-      {"apiVersion", "v1"},
-      {"kind", "Service"},
-      {"metadata", {{"name", CanaryName(run_id)}, {"labels", {{kRunLabel, LabelValue(run_id)}}}}},
-      {"spec",
-       {{"type", "ClusterIP"},
-        {"selector", {{kRunLabel, LabelValue(run_id)}, {kRoleLabel, "canary"}}},
-        {"ports", ports}}}};
+  Json svc = {{"apiVersion", "v1"},
+              {"kind", "Service"},
+              {"metadata",
+               {{"name", CanaryServiceName(run_id, family)},
+                {"labels", {{kRunLabel, LabelValue(run_id)}}}}},
+              {"spec",
+               {{"type", "ClusterIP"},
+                {"selector", {{kRunLabel, LabelValue(run_id)}, {kRoleLabel, "canary"}}},
+                {"ports", ports}}}};
+  if (!family.empty()) {
+    svc["spec"]["ipFamilies"] = Json::array({family});
+    svc["spec"]["ipFamilyPolicy"] = "SingleStack";
+  }
+  return svc;
 }
 
 void AnnotateRunFolder(Json& object, const std::string& folder) {

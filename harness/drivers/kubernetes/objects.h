@@ -54,6 +54,10 @@ inline constexpr char kTerminationMessagePath[] = "/dev/termination-log";
 // pod runs on (Kubernetes downward API, status.hostIP), for net.node-local. Replaces a template's
 // variable of the same name.
 inline constexpr char kNodeIpEnv[] = "SANDPROBE_NODE_IP";
+// An arm with kubernetes.ipFamily: its family ("IPv4" | "IPv6") in this variable, and the node's
+// addresses of every family in kNodeIpEnv (downward API status.hostIPs, comma-separated): the
+// probe picks the address of its arm's family. Both replace a template's variables of these names.
+inline constexpr char kIpFamilyEnv[] = "SANDPROBE_IP_FAMILY";
 // The probe container's command: argv[kProbeCommandAt..] is
 // `timeout -k 2 T python3 -I -S -u -c SCRIPT`
 // after `python3 -I -S -c <stderr_tail.py> TERMINATION_LOG SETTLE_S`.
@@ -64,7 +68,7 @@ inline constexpr const char* kSectionKeys[] = {
     "kubeconfig",     "context",       "namespace",       "image",        "jobTemplate",
     "networkPolicy",  "minPolicyAge",  "podStartTimeout", "apiTimeout",   "logLimit",
     "node",           "inClusterRoot", "agedRerun",       "settledRerun", "podSettle",
-    "canaryTemplate", "liveChange"};
+    "canaryTemplate", "liveChange",    "ipFamily"};
 
 struct KubeSettings {
   std::string namespace_name;  // "" = the kubeconfig context's, else "default"
@@ -89,6 +93,11 @@ struct KubeSettings {
   std::optional<double> aged_rerun_s, settled_rerun_s;
   core::Limits limits;                    // the manifest's claims (memory, tmp, timeout)
   std::optional<LiveChange> live_change;  // kubernetes.liveChange: a change to each running pod
+  // kubernetes.ipFamily: "" (the cluster's default family), "IPv4" or "IPv6". The arm's
+  // {canary.cluster.*} are then the canary's addresses of that family, through a Service of that
+  // family only (Service spec.ipFamilies, SingleStack), and its probes get that family's node
+  // address (kIpFamilyEnv): one run measures each family of a dual-stack cluster.
+  std::string ip_family;
 };
 
 // One Job's inputs.
@@ -139,7 +148,12 @@ inline constexpr int kCanaryHttpPort = 80, kCanaryTcpPort = 7000, kCanaryUdpPort
 std::string CanaryName(const std::string& run_id);
 nlohmann::json BuildCanaryPod(const KubeSettings& settings, const std::string& run_id,
                               const std::string& nonce, const std::string& script, double max_s);
-nlohmann::json BuildCanaryService(const std::string& run_id);
+// `family` "" = the Service as above, in the cluster's default family; "IPv4" | "IPv6" = a second
+// Service of that family only (ipFamilies [family], ipFamilyPolicy SingleStack), named
+// CanaryServiceName(run, family), selecting the same Pod: its DNS name has that family's address
+// only, so a probe that resolves the name uses that family.
+std::string CanaryServiceName(const std::string& run_id, const std::string& family);
+nlohmann::json BuildCanaryService(const std::string& run_id, const std::string& family = "");
 
 // Names and label values (DNS-1123 label rules; a hash suffix keeps truncated names unique).
 std::string JobName(const std::string& run_id, const std::string& invocation);

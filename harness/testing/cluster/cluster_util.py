@@ -28,7 +28,8 @@ SA_KUBECONFIG = os.path.join(STATE, "sandprobe.kubeconfig")
 NETNS = "sandprobe-cluster"
 # The cluster's own address ranges (ci/cluster/lib.sh): the host's link and node 2's, every
 # node's pods, Services.
-CLUSTER_NETS = ["10.251.0.0/30", "10.251.1.0/30", "10.252.0.0/16", "10.253.0.0/24"]
+CLUSTER_NETS = ["10.251.0.0/30", "10.251.1.0/30", "10.252.0.0/16", "10.253.0.0/24",
+                "fd00:251::/64", "fd00:252::/56", "fd00:253::/112"]  # --ip-family dual's too
 NODE = "sandprobe-node"
 NODE2 = "sandprobe-node2"
 NS = "sandprobe"

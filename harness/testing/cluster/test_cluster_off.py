@@ -8,6 +8,8 @@ The shipped suite aims net.metadata at 169.254.169.254:80; here that one target 
 the run's in-cluster canary (traffic rule: nothing in a test aims outside the cluster's
 namespace). EgressWatch proves no packet of the cluster reached the host's default route. ctest runs this
 module under without_run_netns (a machine with no /run/netns yet): up and down must work there.
+The cluster is dual-stack (--ip-family dual): the dual-stack rows (test_cluster_dual) run once
+more with an IPv6 arm, which reaches on every row as the IPv4 one does.
 """
 import os
 import sys
@@ -18,6 +20,7 @@ import unittest
 import cluster_util as c
 from cluster_util import u
 import policy_fields as pf
+import test_cluster_dual as dual
 import test_cluster_live as live
 import real_manifests as rm
 
@@ -30,7 +33,7 @@ class K3sQuestion(u.ReportReading, unittest.TestCase):
         u.require_sandprobe()
         cls.tmp = tempfile.TemporaryDirectory(prefix="sandprobe-cluster-off-")
         cls.run_netns_before = os.path.exists("/run/netns")
-        cls.cluster = c.Cluster("--network-policy", "off").start()
+        cls.cluster = c.Cluster("--network-policy", "off", "--ip-family", "dual").start()
         try:
             d = cls.tmp.name
             cls.watch = c.EgressWatch(os.path.join(d, "egress.pcap"))
@@ -47,6 +50,7 @@ class K3sQuestion(u.ReportReading, unittest.TestCase):
             cls.policy_stored = cls.cluster.get("-n", c.NS, "networkpolicies")["items"]
             cls.fields = cls.fields_run(os.path.join(d, "fields"))
             cls.live = cls.live_run(os.path.join(d, "live"))
+            cls.dual = cls.dual_run(os.path.join(d, "dual"))
             cls.packets = cls.watch.count()
         except BaseException:
             cls.cluster.stop()
@@ -85,6 +89,12 @@ class K3sQuestion(u.ReportReading, unittest.TestCase):
         os.mkdir(d)
         return cls.run_in(d, ["--suite", live.live_suite(d), "--sandbox", live.write_arms(d)] +
                           rm.FAST)
+
+    @classmethod
+    def dual_run(cls, d):
+        """test_cluster_dual's rows with the IPv6 arm only (the main run is the IPv4 one)."""
+        os.mkdir(d)
+        return cls.run_in(d, dual.run_args(d, v4=None, add=["minPolicyAge: 5s"]))
 
     def test_exit_1_three_columns_and_the_matrix(self):
         self.assertEqual(self.res.returncode, 1, self.res.describe())
@@ -164,6 +174,28 @@ class K3sQuestion(u.ReportReading, unittest.TestCase):
             self.assertEqual((o["exposure"], o["label"]), ("exposed", "REACHED AFTER CHANGE"),
                              (arm, o["reason"]))
         self.assertEqual(u.verdicts(report, "k8s-live-add")["net.live-change"]["verdict"], "FAIL")
+
+    def test_ipv6_reached_on_every_row_and_the_banner_names_the_family(self):
+        res, report, left = self.dual
+        self.assertEqual((res.returncode, left), (1, []), res.describe())
+        print("\n[cluster off, IPv6]\n%s" % res.stdout, file=sys.stderr)
+        arm = dual.V6
+        cells = u.observations(report, arm)
+        for probe in dual.ROWS:
+            o = cells[probe]
+            self.assertEqual(o["exposure"], "exposed", (probe, o["reason"]))
+            self.assertEqual(u.verdicts(report, arm)[probe]["verdict"], "FAIL", probe)
+            for h in o["evidence"]["canary_hits"]:  # the canary saw the pod's IPv6 address
+                self.assertTrue(h["peer"].startswith(dual.POD6), (probe, h))
+        self.assertTrue(all(cells[p]["evidence"]["canary_hits"] for p in dual.CANARY_ROWS))
+        pairs = cells[rm.NODE_LOCAL]["evidence"]["result"]["pairs"]
+        self.assertEqual(sorted("%s %s:%d" % (p["name"], p["address"], p["port"])
+                                for p in pairs if p["answered"]),
+                         ["api-server fd00:251::2:6443", "kubelet fd00:251::2:10250"])
+        self.assertEqual(len(report["banners"]), 1, report["banners"])
+        self.assertTrue(report["banners"][0].startswith(rm.BANNER), report["banners"])
+        self.assertIn("%s (IPv6) (policy" % arm, report["banners"][0])
+        self.assertEqual([a.get("ip_family", "") for a in report["arms"]], ["", "IPv6"])
 
     def test_banner_accepted_but_not_enforced(self):
         banners = self.report["banners"]

@@ -1,7 +1,8 @@
 # net.node-local: can the script reach its own node? The API server and the kubelet listen on the
 # node's address, NodePorts and host-network services too, and several CNIs leave traffic to the
 # local node out of NetworkPolicy (pod-to-node is a different path from pod-to-pod). The address
-# is the kubernetes driver's (downward API status.hostIP in SANDPROBE_NODE_IP); the ports are the
+# is the kubernetes driver's (downward API status.hostIP in SANDPROBE_NODE_IP; for an arm with
+# kubernetes.ipFamily, status.hostIPs and that family in SANDPROBE_IP_FAMILY); the ports are the
 # suite's. Only an answer counts: an HTTP status, or the echo canary's nonce.
 import threading
 import time
@@ -39,21 +40,48 @@ def try_pair(address, name, port, kind):
                 connected=facts.get("connected", False))
 
 
+def ipv6_default_gateways():
+    """The next hops of the IPv6 default routes (/proc/net/ipv6_route: destination ::/0)."""
+    found = []
+    try:
+        with open("/proc/net/ipv6_route") as f:
+            for line in f:
+                cols = line.split()
+                if len(cols) >= 5 and cols[0] == "0" * 32 and cols[1] == "00" and \
+                        cols[4] != "0" * 32:
+                    found.append(str(ipaddress.ip_address(bytes.fromhex(cols[4]))))
+    except (OSError, ValueError):
+        pass
+    return list(dict.fromkeys(found))
+
+
+def node_addresses():
+    """-> (what the driver gave, the arm's family or "", the node's addresses to try)."""
+    given = os.environ.get("SANDPROBE_NODE_IP", "")
+    family = os.environ.get("SANDPROBE_IP_FAMILY", "")
+    found = [a.strip() for a in given.split(",") if a.strip()]
+    if family in ("IPv4", "IPv6"):
+        found = [a for a in found if (":" in a) == (family == "IPv6")]
+    return given, family, found
+
+
 def main():
-    node_ip = os.environ.get("SANDPROBE_NODE_IP", "")
-    addresses = [a for a in [node_ip] if a]
-    gateways = default_gateways()
+    node_ip, family, addresses = node_addresses()
+    gateways = ipv6_default_gateways() if family == "IPv6" else default_gateways()
     if INCLUDE_GATEWAY:
         addresses += [g for g in gateways if g not in addresses]
     targets = [parse_target(t) for t in (TARGETS if isinstance(TARGETS, list) else [TARGETS])]
-    emit("start", node_ip=node_ip, gateways=gateways, addresses=addresses, targets=TARGETS)
+    emit("start", node_ip=node_ip, family=family, gateways=gateways, addresses=addresses,
+         targets=TARGETS)
     if None in targets:
         result("error", "absence", "EINVAL", "a target is not name=port/kind (kinds: %s)" %
                ", ".join(KINDS), targets=TARGETS)
         return
     if not addresses or not targets:
-        result("no_target", "absence", None, "no node address (SANDPROBE_NODE_IP unset: not the "
-               "kubernetes driver?) or no target", node_ip=node_ip, gateways=gateways)
+        result("no_target", "absence", None, "no node address%s (SANDPROBE_NODE_IP %s) or no "
+               "target" % (" of family " + family if family else "",
+                           repr(node_ip[:80]) if node_ip else "unset: not the kubernetes driver?"),
+               node_ip=node_ip, family=family, gateways=gateways)
         return
     rows, lock = [], threading.Lock()
 
@@ -78,7 +106,7 @@ def main():
                                else "echo") for r in rows if r["answered"] and r["address"] == address]
         if got:
             reached.append("%s %s" % (address, ", ".join(got)))
-    facts = dict(node_ip=node_ip, gateways=gateways, addresses=addresses, pairs=rows,
+    facts = dict(node_ip=node_ip, family=family, gateways=gateways, addresses=addresses, pairs=rows,
                  unfinished=len(workers) - len(rows))
     if reached:
         result("reached", "positive", None, "answered: " + "; ".join(reached), **facts)

@@ -56,6 +56,25 @@ class NodeLocalProbeTest(ProbeTestCase):
         r = run_probe("net.node-local", {"timeout_s": 1}, env=node_env(None)).result
         self.assertEqual(r["outcome"], "no_target", r)
 
+    def test_an_arm_family_picks_the_node_address_of_that_family(self):
+        # kubernetes.ipFamily: every node address (status.hostIPs) and the family to pick by.
+        with socket.create_server(("::1", 0), family=socket.AF_INET6) as mute:
+            port = mute.getsockname()[1]
+            env = dict(node_env("127.0.0.1,::1"), SANDPROBE_IP_FAMILY="IPv6")
+            r = run_probe("net.node-local", {"targets": ["kubelet=%d/http" % port],
+                                             "timeout_s": 1}, env=env).result
+        self.assertEqual((r["addresses"], r["family"]), (["::1"], "IPv6"), r)
+        self.assertIs(r["pairs"][0]["connected"], True)  # it went to ::1, and only there
+        env["SANDPROBE_IP_FAMILY"] = "IPv4"
+        r = run_probe("net.node-local", {"targets": ["kubelet=%d/http" % free_port()],
+                                         "timeout_s": 1}, env=env).result
+        self.assertEqual(r["addresses"], ["127.0.0.1"], r)
+        # A node without an address of the family: nothing to try, unknown, and it says why.
+        env.update(SANDPROBE_NODE_IP="127.0.0.1", SANDPROBE_IP_FAMILY="IPv6")
+        r = run_probe("net.node-local", {"timeout_s": 1}, env=env).result
+        self.assertEqual(r["outcome"], "no_target", r)
+        self.assertIn("of family IPv6", r["detail"])
+
     def test_a_malformed_target_is_an_error(self):
         r = run_probe("net.node-local", {"targets": ["kubelet=10250/ssh"]},
                       env=node_env()).result

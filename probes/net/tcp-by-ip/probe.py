@@ -86,11 +86,15 @@ def uring_echo(host, port, timeout):
     def exchange():
         ring = Uring()
         facts["io_uring_setup"] = "allowed"
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)  # socket() only: no connect()
+        v6 = ":" in host  # sockaddr_in6 (28 bytes) for an IPv6 literal, else sockaddr_in (16)
+        family = socket.AF_INET6 if v6 else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)  # socket() only: no connect()
         box["sock"] = sock
-        sa = socket.inet_aton(host)
-        _, addr = ring.buffer(ring.st.pack("<HH4s8x", socket.AF_INET, socket.htons(port), sa))
-        res = ring.submit(Uring.OP_CONNECT, sock.fileno(), addr=addr, off=16)
+        sa = socket.inet_pton(family, host)
+        packed = (ring.st.pack("<HHI16sI", family, socket.htons(port), 0, sa, 0) if v6 else
+                  ring.st.pack("<HH4s8x", family, socket.htons(port), sa))
+        _, addr = ring.buffer(packed)
+        res = ring.submit(Uring.OP_CONNECT, sock.fileno(), addr=addr, off=len(packed))
         if res in (-22, -95):  # EINVAL, EOPNOTSUPP: this io_uring has no connect (gVisor's)
             box["no_op"] = errno_name(OSError(-res, ""))
             return
