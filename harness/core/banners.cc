@@ -107,11 +107,10 @@ std::vector<std::string> PolicyLateBanners(const Matrix& m) {
   if (late.empty()) return {};
   std::vector<std::string> parts;
   for (const auto& [arm, l] : late) {
-    parts.push_back(
-        fmt::format("{}{} reached {} in a fresh pod; {} held them in pods that waited {:g}s",
-                    Titled(m, arm),
-                    l.min_age >= 0 ? fmt::format(" (policy {:.0f}s old)", l.min_age) : "",
-                    fmt::join(l.rows, ", "), Titled(m, SettledTwin(arm)), l.settle_s));
+    parts.push_back(fmt::format(
+        "{}{} reached {} in a fresh pod; {} held them in pods that waited {:g}s", Titled(m, arm),
+        l.min_age >= 0 ? fmt::format(" (policy {:.0f}s old)", l.min_age) : "",
+        fmt::join(l.rows, ", "), Titled(m, SettledTwin(arm)), l.settle_s));
   }
   return {fmt::format("NetworkPolicy is enforced late for new pods on this cluster: {}",
                       fmt::join(parts, "; "))};
@@ -160,10 +159,9 @@ std::vector<std::string> PolicyNotEnforcedBanners(const Matrix& m) {
   for (const auto& [arm, leak] : leaks) {
     std::string rows;
     for (const std::string& r : leak.rows) rows += (rows.empty() ? "" : ", ") + r;
-    parts.push_back(leak.min_age >= 0
-                        ? fmt::format("{} (policy {:.0f}s old) reached {}", Titled(m, arm),
-                                      leak.min_age, rows)
-                        : fmt::format("{} reached {}", Titled(m, arm), rows));
+    parts.push_back(leak.min_age >= 0 ? fmt::format("{} (policy {:.0f}s old) reached {}",
+                                                    Titled(m, arm), leak.min_age, rows)
+                                      : fmt::format("{} reached {}", Titled(m, arm), rows));
   }
   std::string joined;
   for (const std::string& p : parts) joined += (joined.empty() ? "" : "; ") + p;

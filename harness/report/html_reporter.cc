@@ -202,10 +202,9 @@ void WriteTable(std::string& out, const core::Matrix& m) {
   out += "<table class=\"matrix\">\n<thead><tr><th>probe</th>";
   for (const core::ArmInfo* arm : arms) {
     const bool control = arm->role == core::ArmRole::kControl;
-    out +=
-        fmt::format("<th class=\"arm\" data-arm=\"{}\">{}{}</th>", HtmlAttr(arm->name, kNameBytes),
-                    HtmlBody(core::ArmTitle(*arm), kCellBytes),
-                    control ? " <small>(control)</small>" : "");
+    out += fmt::format("<th class=\"arm\" data-arm=\"{}\">{}{}</th>",
+                       HtmlAttr(arm->name, kNameBytes), HtmlBody(core::ArmTitle(*arm), kCellBytes),
+                       control ? " <small>(control)</small>" : "");
   }
   out += "</tr></thead>\n<tbody>\n";
   for (const core::Row& row : m.rows) {

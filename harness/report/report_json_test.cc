@@ -74,13 +74,24 @@ TEST(ReportJsonTest, AnArmsAddressFamilySurvivesAndIsShown) {
   }
   ASSERT_NE(cand, nullptr);
   cand->ip_family = "IPv6";
-  const std::string title = cand->name + " (IPv6)";
+  const std::string title = cand->name + " (IPv6)", cand_name = cand->name;
   auto back = config::ParseReportJson(RenderJson(m), "run.json");
   ASSERT_TRUE(back) << back.error();
   EXPECT_EQ(back->FindArm(cand->name)->ip_family, "IPv6");
   EXPECT_EQ(RenderJson(*back), RenderJson(m));
   EXPECT_NE(RenderMarkdown(*back).find("| " + title), std::string::npos);
   EXPECT_NE(Text(*back).find(title), std::string::npos) << Text(*back);
+  // A name too long for the terminal's column is cut before the family, which stays.
+  for (core::ArmInfo& a : m.arms) {
+    if (a.role == core::ArmRole::kCandidate) a.name = "k8s-deny-egress-ipv6-settled-long";
+  }
+  for (core::Cell& c : m.cells) {
+    if (c.observation.arm == cand_name) c.observation.arm = "k8s-deny-egress-ipv6-settled-long";
+  }
+  for (core::VerdictCell& v : m.verdicts) {
+    if (v.candidate == cand_name) v.candidate = "k8s-deny-egress-ipv6-settled-long";
+  }
+  EXPECT_NE(Text(m).find("… (IPv6)"), std::string::npos) << Text(m);
 }
 
 TEST(ReportJsonTest, GateMarksSurviveTheRoundTrip) {

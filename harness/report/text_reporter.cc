@@ -38,10 +38,11 @@ std::string VerdictMark(const core::VerdictCell* v) {
   return ShownVerdictText(v) + (OnSandboxWord(v) ? "*" : "");
 }
 
+// The arm's name, cut to fit, then what must stay visible: its address family and "(control)".
 std::string Header(const core::ArmInfo& arm) {
-  if (arm.role == core::ArmRole::kCandidate) return TerminalText(core::ArmTitle(arm), kMaxCell);
-  return TerminalText(core::ArmTitle(arm), kMaxCell - kControlSuffix.size()) +
-         std::string(kControlSuffix);
+  std::string suffix = arm.ip_family.empty() ? "" : " (" + TerminalText(arm.ip_family, 8) + ")";
+  if (arm.role == core::ArmRole::kControl) suffix += kControlSuffix;
+  return TerminalText(arm.name, kMaxCell - std::min(suffix.size(), kMaxCell / 2)) + suffix;
 }
 
 // Words of single-line `text` wrapped at `width` columns; continuation lines indented by

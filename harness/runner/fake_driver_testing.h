@@ -195,7 +195,7 @@ struct FakeArm {
   // Each call's CPU figure (Observation::probe_cpu) and its one phase "fake-call"; unset: none,
   // like a driver whose platform does not say.
   std::optional<double> cpu_s = std::nullopt;
-  bool independent = false;  // IndependentSandboxes()
+  bool independent = false;             // IndependentSandboxes()
   std::string placeholder_source = "";  // PlaceholderSource()
   std::string ip_family = "";           // AddressFamily()
 };

@@ -201,8 +201,8 @@ std::expected<void, SetupError> ClusterCanary::AddFamily(const std::string& fami
       family);
   const auto deadline = [&] { return After(std::max(30.0, api_timeout_s_ * 2)); };
   // The Pod first: a Service of a family the Pod has no address of would have no endpoint.
-  auto pod = client_.Call("GET", fmt::format("/api/v1/namespaces/{}/pods/{}", ns_, name_),
-                          nullptr, deadline(), cancel);
+  auto pod = client_.Call("GET", fmt::format("/api/v1/namespaces/{}/pods/{}", ns_, name_), nullptr,
+                          deadline(), cancel);
   if (!pod) {
     return std::unexpected(SetupError{
         fmt::format("in-cluster canary: reading Pod {}: {}", name_, pod.error().ToString()),

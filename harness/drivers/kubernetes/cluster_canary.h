@@ -16,8 +16,8 @@
 #include <chrono>
 #include <expected>
 #include <map>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>

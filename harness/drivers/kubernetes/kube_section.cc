@@ -208,10 +208,10 @@ Result Key(const std::string& file, const std::string& key, const YAML::Node& v,
   }
   if (key == "ipFamily") {  // Kubernetes' own spelling (Service spec.ipFamilies)
     if (text != "IPv4" && text != "IPv6") {
-      return std::unexpected(
-          At(file, v, field, fmt::format("expected IPv4 or IPv6 (as Service spec.ipFamilies "
-                                         "spells them), not {}",
-                                         text)));
+      return std::unexpected(At(file, v, field,
+                                fmt::format("expected IPv4 or IPv6 (as Service spec.ipFamilies "
+                                            "spells them), not {}",
+                                            text)));
     }
     s.ip_family = text;
     return {};
