@@ -22,6 +22,7 @@ on the node's IPv6 address is net.node-local's.
 """
 import json
 import os
+import re
 import sys
 import unittest
 
@@ -55,32 +56,26 @@ spec:
 """
 
 
-def params():
-    p = rm.cluster_params()
-    p.update({rm.HELD_OPEN: {"tcp_target": "{canary.cluster.tcp}",
-                             "udp_target": "{canary.cluster.udp}"},
-              rm.NODE_LOCAL: {"targets": ["api-server=6443/https", "kubelet=10250/https",
-                                          "kubelet-read-only=10255/http"]}})
-    p.update({r: {"target": "{canary.cluster.http}"} for r in rm.CLOUD_ROWS})
-    return p
+SUITE = os.path.join(c.u.HOME, "suites", "kubernetes-dual-stack.yaml")  # ROWS, as shipped
+DENY6 = os.path.join(rm.KUBE, "deny-egress-ipv6.yaml")
 
 
-def renamed(path, old, new, add=()):
-    """The manifest at `path` with its name `old` -> `new` and `add` lines appended."""
+def renamed(path, old, new):
+    """The manifest at `path` with its name `old` -> `new`."""
     with open(path) as f:
         text = f.read()
     if text.count("name: %s\n" % old) != 1:
         raise AssertionError("%s: expected one 'name: %s'" % (path, old))
     with open(path, "w") as f:
-        f.write(text.replace("name: %s\n" % old, "name: %s\n" % new) +
-                "".join("  %s\n" % a for a in add))
+        f.write(text.replace("name: %s\n" % old, "name: %s\n" % new))
     return path
 
 
 def run_args(d, v4=V4, v6=V6, policy=None, add=tuple(enforce.SETTLED)):
-    """Run args: ROWS against the shipped deny-egress manifest as an IPv4 arm named `v4` (None:
-    none) and an IPv6 one named `v6`, with `add` lines in their kubernetes: sections; `policy`
-    (YAML) replaces deny-all-egress. One control for both. Needs a dual-stack cluster."""
+    """Run args: suites/kubernetes-dual-stack.yaml against the shipped deny-egress manifests of
+    each family, named `v4` (None: no IPv4 arm) and `v6`, with `add` lines in their kubernetes:
+    sections; `policy` (YAML) replaces deny-all-egress. One control for both. Needs a dual-stack
+    cluster."""
     if os.path.exists("/run/sandprobe-cluster/ip-family"):
         with open("/run/sandprobe-cluster/ip-family") as f:
             family = f.read().strip()
@@ -96,12 +91,16 @@ def run_args(d, v4=V4, v6=V6, policy=None, add=tuple(enforce.SETTLED)):
         add.append("networkPolicy: %s" % json.dumps(path))
     drop = ("minPolicyAge",) + (("networkPolicy",) if policy else ())
     sandboxes = []
-    for name, path, family in ((v4, "deny4.yaml", ()), (v6, "deny6.yaml", ["ipFamily: IPv6"])):
+    for name, shipped, path in ((v4, V4, "deny4.yaml"), (v6, V6, "deny6.yaml")):
         if name:
-            m = rm.copy_shipped(rm.DENY, os.path.join(d, path), control=ctl, drop=drop, add=add)
-            sandboxes += ["--sandbox", renamed(m, V4, name, add=family)]
-    suite = c.u.write_suite(d, "dual-stack", ROWS, params=params())
-    return ["--suite", suite] + sandboxes + rm.FAST
+            m = rm.copy_shipped(rm.DENY if shipped == V4 else DENY6, os.path.join(d, path),
+                                control=ctl, drop=drop, add=add)
+            sandboxes += ["--sandbox", renamed(m, shipped, name) if name != shipped else m]
+    with open(SUITE) as f:  # the shipped suite's rows are this module's
+        ids = re.findall(r"^  - id: (\S+)$", f.read(), re.M)
+    if ids != ROWS:
+        raise AssertionError("%s lists %s, this module expects %s" % (SUITE, ids, ROWS))
+    return ["--suite", SUITE] + sandboxes + rm.FAST
 
 
 class DualRun(enforce.RealRun):

@@ -95,6 +95,8 @@ class Cli(unittest.TestCase):
     def test_validate_good_files(self):
         files = [u.BWRAP_MANIFEST, u.BOUNDED_MANIFEST, u.LOCAL_MANIFEST,
                  os.path.join(u.HOME, "suites", "default.yaml"),
+                 os.path.join(u.HOME, "suites", "kubernetes-dual-stack.yaml"),
+                 os.path.join(u.MANIFESTS, "kubernetes", "deny-egress-ipv6.yaml"),
                  os.path.join(u.HOME, "probes", "net", "dns", "probe.yaml")]
         r = u.run_sandprobe(["validate"] + files)
         self.assertEqual(r.returncode, 0, r.describe())
