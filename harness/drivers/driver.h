@@ -41,6 +41,10 @@ struct Invocation {
   std::vector<std::pair<std::string, std::string>> extra_env;
   // kubernetes: the node to run on ("" = the scheduler's choice; other drivers ignore it).
   std::string node = "";
+  // kubernetes: the address family this invocation measures ("IPv4" | "IPv6"): its candidate's
+  // kubernetes.ipFamily, for the candidate and for its control alike (the Job's node address and
+  // SANDPROBE_IP_FAMILY); "" = the arm's own. Other drivers ignore it.
+  std::string ip_family = "";
   // The probe's after_call_s: how long a driver whose call ends on the sandbox's word (http: the
   // answer; command: the command's exit) waits after the call for late evidence (canary
   // heartbeats of what outlived it); 0 = do not wait.

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/params.h"
 #include "report/fixtures_testing.h"
 #include "report/reporters.h"
 
@@ -92,6 +93,34 @@ TEST(ReportJsonTest, AnArmsAddressFamilySurvivesAndIsShown) {
     if (v.candidate == cand_name) v.candidate = "k8s-deny-egress-ipv6-settled-long";
   }
   EXPECT_NE(Text(m).find("… (IPv6)"), std::string::npos) << Text(m);
+}
+
+// Candidates of two address families: the control is a column per family, each showing the
+// cell it ran for that family's candidate (its twin, params["ip_family"]).
+TEST(ReportJsonTest, AControlIsAColumnPerFamily) {
+  core::Matrix m = fixtures::NormalMatrix();
+  core::ArmInfo six = *m.FindArm("bubblewrap");
+  six.name = "bubblewrap6";
+  six.ip_family = "IPv6";
+  m.arms.push_back(six);
+  std::vector<core::Cell> twins;
+  for (const core::Cell& c : m.cells) {
+    if (c.observation.probe != "net.dns") continue;
+    core::Cell twin = c;
+    twin.observation.params["ip_family"] = "IPv6";
+    twin.observation.params_key = core::ParamsKey(twin.observation.params);
+    if (c.observation.arm == "bubblewrap") twin.observation.arm = "bubblewrap6";
+    if (c.observation.arm == "local") twin.classification.label = "six-label";
+    twins.push_back(std::move(twin));
+  }
+  ASSERT_EQ(twins.size(), 2u);
+  for (core::Cell& t : twins) m.cells.push_back(std::move(t));
+  const std::string text = Text(m), md = RenderMarkdown(m);
+  EXPECT_NE(text.find("local (control)"), std::string::npos) << text;
+  EXPECT_NE(text.find("local (IPv6) (control)"), std::string::npos) << text;
+  EXPECT_NE(text.find("six-label"), std::string::npos) << text;  // the IPv6 twin, shown
+  EXPECT_NE(md.find("| local (IPv6) (control) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("six-label"), std::string::npos) << md;
 }
 
 TEST(ReportJsonTest, GateMarksSurviveTheRoundTrip) {

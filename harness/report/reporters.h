@@ -42,7 +42,7 @@ class TextReporter {
 
  private:
   struct Column {
-    const core::ArmInfo* arm;
+    core::ArmInfo arm;    // a copy: a control shown per family is no arm of the matrix (view.h)
     size_t label_cols;    // display columns of the label part
     size_t verdict_cols;  // 0 for controls
     size_t width;         // whole column

@@ -126,7 +126,7 @@ void TextReporter::Begin(const core::Matrix& m) {
     const size_t body = candidate ? label_cols + kGap.size() + verdict_cols : label_cols;
     const size_t width = std::max(body, DisplayWidth(Header(*arm)));
     label_cols += width - body;  // a wide header widens the label part
-    columns_.push_back({arm, label_cols, verdict_cols, width});
+    columns_.push_back({*arm, label_cols, verdict_cols, width});
   }
 
   out_ << "sandprobe run " << TerminalText(m.run_id, 64) << " · suite " << TerminalText(m.suite, 64)
@@ -134,7 +134,7 @@ void TextReporter::Begin(const core::Matrix& m) {
   std::string header = PadColumns("probe", row_label_cols_);
   std::string rule(row_label_cols_, '-');
   for (const Column& c : columns_) {
-    header += std::string(kGap) + PadColumns(Header(*c.arm), c.width);
+    header += std::string(kGap) + PadColumns(Header(c.arm), c.width);
     rule += std::string(kGap) + std::string(c.width, '-');
   }
   while (!header.empty() && header.back() == ' ') header.pop_back();
@@ -147,7 +147,7 @@ void TextReporter::RowDone(const core::Matrix& m, const std::string& probe) {
   std::string line = PadColumns(TerminalText(row->label, row_label_cols_), row_label_cols_);
   for (const Column& c : columns_) {
     line += kGap;
-    const core::Cell* cell = ShownCell(m, probe, *c.arm);
+    const core::Cell* cell = ShownCell(m, probe, c.arm);
     // A flaky cell (repeat trials disagreed) ends in "~"; End() lists the counts.
     const bool flaky = cell != nullptr && !FlakyText(*cell).empty();
     const std::string label =
@@ -155,13 +155,13 @@ void TextReporter::RowDone(const core::Matrix& m, const std::string& probe) {
                    (flaky ? "~" : "")
              : "-";
     const std::string padding(c.label_cols - DisplayWidth(label), ' ');
-    if (c.arm->role == core::ArmRole::kControl) {
+    if (c.arm.role == core::ArmRole::kControl) {
       const bool exposed = cell && cell->classification.exposure == core::Exposure::kExposed;
       line += (exposed ? Paint(label, kBold) : label) + padding;
       continue;
     }
     line += label + padding + std::string(kGap);
-    const core::VerdictCell* v = m.FindVerdict(probe, c.arm->name);
+    const core::VerdictCell* v = m.FindVerdict(probe, c.arm.name);
     const std::string verdict = v ? VerdictMark(v) : "-";
     line += v ? Paint(verdict, ShownColor(*v)) : verdict;
     line.append(c.verdict_cols - std::min(c.verdict_cols, verdict.size()), ' ');

@@ -10,15 +10,34 @@
 
 namespace sandprobe::report {
 
-std::vector<const core::ArmInfo*> ColumnArms(const core::Matrix& m) {
-  std::vector<const core::ArmInfo*> out;
+Columns::Columns(std::vector<core::ArmInfo> arms) : arms_(std::move(arms)) {
+  for (const core::ArmInfo& a : arms_) pointers_.push_back(&a);
+}
+
+Columns ColumnArms(const core::Matrix& m) {
+  std::vector<std::string> families;  // of the candidates, in order; "" = none declared
   for (const core::ArmInfo& a : m.arms) {
-    if (a.role == core::ArmRole::kControl) out.push_back(&a);
+    if (a.role == core::ArmRole::kCandidate &&
+        std::ranges::find(families, a.ip_family) == families.end()) {
+      families.push_back(a.ip_family);
+    }
+  }
+  std::vector<core::ArmInfo> out;
+  for (const core::ArmInfo& a : m.arms) {
+    if (a.role != core::ArmRole::kControl) continue;
+    if (families.size() < 2) {
+      out.push_back(a);
+      continue;
+    }
+    for (const std::string& family : families) {
+      out.push_back(a);
+      out.back().ip_family = family;
+    }
   }
   for (const core::ArmInfo& a : m.arms) {
-    if (a.role != core::ArmRole::kControl) out.push_back(&a);
+    if (a.role != core::ArmRole::kControl) out.push_back(a);
   }
-  return out;
+  return Columns(std::move(out));
 }
 
 std::vector<const core::ArmInfo*> CandidateArms(const core::Matrix& m) {
@@ -32,7 +51,13 @@ std::vector<const core::ArmInfo*> CandidateArms(const core::Matrix& m) {
 const core::Cell* ShownCell(const core::Matrix& m, std::string_view probe,
                             const core::ArmInfo& arm) {
   if (arm.role == core::ArmRole::kControl) {
-    for (const core::ArmInfo* c : CandidateArms(m)) {
+    // The first candidate of the column's family; of any family when none has it (a control
+    // shown once: its ip_family is its own, "").
+    const auto candidates = CandidateArms(m);
+    const bool of_family = std::ranges::any_of(
+        candidates, [&](const core::ArmInfo* c) { return c->ip_family == arm.ip_family; });
+    for (const core::ArmInfo* c : candidates) {
+      if (of_family && c->ip_family != arm.ip_family) continue;
       const core::Cell* candidate = m.Find(probe, c->name);
       if (candidate == nullptr) continue;
       if (const core::Cell* match = m.Find(probe, arm.name, candidate->observation.params_key)) {

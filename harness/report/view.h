@@ -14,14 +14,36 @@
 
 namespace sandprobe::report {
 
-// Arms in column order: controls first, then candidates, each in the matrix's order.
-std::vector<const core::ArmInfo*> ColumnArms(const core::Matrix& m);
+// The matrix's columns, iterated as `const core::ArmInfo*`. Owns what it points at: a control
+// shown once per address family is a copy of its ArmInfo with ip_family set. Move-only (the
+// pointers stay valid when it moves).
+class Columns {
+ public:
+  explicit Columns(std::vector<core::ArmInfo> arms);
+  Columns(Columns&&) = default;
+  Columns(const Columns&) = delete;
+  Columns& operator=(const Columns&) = delete;
+  auto begin() const { return pointers_.begin(); }
+  auto end() const { return pointers_.end(); }
+  size_t size() const { return pointers_.size(); }
+
+ private:
+  std::vector<core::ArmInfo> arms_;
+  std::vector<const core::ArmInfo*> pointers_;
+};
+
+// Arms in column order: controls first, then candidates, each in the matrix's order. A control
+// whose candidates measure different address families (core::ArmInfo::ip_family) is a column
+// per family, in the order the candidates bring them ("k8s-open (control)", "k8s-open (IPv6)
+// (control)"): each shows the cells it ran for that family's candidates (ShownCell).
+Columns ColumnArms(const core::Matrix& m);
 // Candidate arms in the matrix's order.
 std::vector<const core::ArmInfo*> CandidateArms(const core::Matrix& m);
 
 // The cell a column shows for a probe. A candidate has one cell. A control may hold several (one
-// per params_key): the one whose params_key equals the first candidate's observation of this
-// probe, falling back to the control's first cell. nullptr when the arm has no cell.
+// per params_key): the one whose params_key equals the observation of this probe of the first
+// candidate of the column's address family (arm.ip_family), falling back to the control's first
+// cell. nullptr when the arm has no cell.
 const core::Cell* ShownCell(const core::Matrix& m, std::string_view probe,
                             const core::ArmInfo& arm);
 // Every cell of a probe in an arm, in the matrix's order.

@@ -104,6 +104,7 @@ class CallSequence {
     inv_ = drivers::Invocation{task.probe, invocation, "", task.deadline_s, session.Env()};
     inv_.after_call_s = HeardAfterCall(probe, task.params) ? probe.after_call_s : 0;
     inv_.deploy = probe.deploy;
+    inv_.ip_family = task.ip_family;
     inv_.session_keys = session.SessionKeys();
     inv_.planted_fds = session.PlantedFds();
   }

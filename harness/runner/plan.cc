@@ -69,7 +69,8 @@ std::expected<Plan, std::string> PlanRun(
     const core::Suite& suite, const std::vector<core::ProbeDescriptor>& probes,
     const std::vector<core::Manifest>& candidates, const std::vector<core::Manifest>& controls,
     const std::map<std::string, std::string>& substitutions, const Timing& timing,
-    const std::map<std::string, std::map<std::string, std::string>>& by_arm) {
+    const std::map<std::string, std::map<std::string, std::string>>& by_arm,
+    const std::map<std::string, std::string>& families) {
   if (candidates.empty()) return std::unexpected("no candidate sandbox to test");
   Plan plan;
   std::set<std::string> names;
@@ -104,9 +105,12 @@ std::expected<Plan, std::string> PlanRun(
                                         own != by_arm.end() ? own->second : substitutions);
       if (!params)
         return std::unexpected(fmt::format("suite {}: {}", suite.source_path, params.error()));
+      const auto family_it = families.find(cand.name);
+      const std::string family = family_it != families.end() ? family_it->second : "";
+      if (!family.empty()) (*params)["ip_family"] = family;
       const double deadline = ArmDeadline(cand, timing);
       const std::string key = core::ParamsKey(*params);
-      candidate_tasks.push_back({row, probe.id, cand.name, false, *params, key, deadline});
+      candidate_tasks.push_back({row, probe.id, cand.name, false, *params, key, deadline, family});
       for (const auto& ctl : controls) {
         if (!probe.AppliesTo(ctl.driver)) continue;
         auto same = std::ranges::find_if(
@@ -114,7 +118,7 @@ std::expected<Plan, std::string> PlanRun(
         if (same != control_tasks.end()) {
           same->deadline_s = std::max(same->deadline_s, deadline);
         } else {
-          control_tasks.push_back({row, probe.id, ctl.name, true, *params, key, deadline});
+          control_tasks.push_back({row, probe.id, ctl.name, true, *params, key, deadline, family});
         }
       }
     }

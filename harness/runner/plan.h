@@ -56,6 +56,9 @@ struct Task {
   nlohmann::json params;   // resolved
   std::string params_key;  // core::ParamsKey(params)
   double deadline_s = 0;   // harness deadline, seconds
+  // The candidate's address family (drivers::Driver::AddressFamily), also params["ip_family"],
+  // so its control runs the row in that family too; "" = none declared.
+  std::string ip_family = "";
 };
 
 // A verdict decided before anything runs (SKIP: not applicable to the candidate's driver).
@@ -106,12 +109,16 @@ std::expected<std::vector<PlannedInvocation>, std::string> PlanArmInvocations(
 // Controls run each (probe, parameter set) that some candidate needs, once, with the longest
 // deadline among those candidates; identical parameters are what makes a control count. A
 // candidate named in `by_arm` resolves its parameters with that map instead of `substitutions`
-// (its own address family's canary, Arms::Substitutions); its controls then send the same.
+// (its own address family's canary, Arms::Substitutions); its controls then send the same. A
+// candidate named in `families` measures that address family: every row of it carries
+// params["ip_family"] (and Task::ip_family), so its control runs each row in that family too,
+// judged apart from the other family's, even where no placeholder differs (net.node-local).
 std::expected<Plan, std::string> PlanRun(
     const core::Suite& suite, const std::vector<core::ProbeDescriptor>& probes,
     const std::vector<core::Manifest>& candidates, const std::vector<core::Manifest>& controls,
     const std::map<std::string, std::string>& substitutions, const Timing& timing,
-    const std::map<std::string, std::map<std::string, std::string>>& by_arm = {});
+    const std::map<std::string, std::map<std::string, std::string>>& by_arm = {},
+    const std::map<std::string, std::string>& families = {});
 
 // What the unsandboxed control arm may be asked to allocate or write on this host, in MiB.
 struct HostBudget {

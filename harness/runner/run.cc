@@ -97,8 +97,12 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
   (*session)->SetGivenSecrets(arms.GivenSecrets());
   auto substitutions = arms.Substitutions((*session)->substitutions(), context.placeholders_used);
   if (!substitutions) return std::unexpected(substitutions.error());
+  std::map<std::string, std::string> families;  // candidate -> the address family it measures
+  for (const core::Manifest& m : options.candidates) {
+    if (std::string f = arms.driver(m.name).AddressFamily(); !f.empty()) families[m.name] = f;
+  }
   auto plan = PlanRun(options.suite, options.probes, options.candidates, options.controls,
-                      substitutions->common, options.timing, substitutions->by_arm);
+                      substitutions->common, options.timing, substitutions->by_arm, families);
   if (!plan) return std::unexpected(RunError{plan.error(), ""});
   if (auto budget = CheckControlBudget(*plan, options.probes, MeasureHostBudget()); !budget) {
     return std::unexpected(

@@ -735,11 +735,29 @@ TEST_F(RunnerTest, OneCanaryTwoFamiliesEachCandidateItsOwnAndTheControlBoth) {
                       {"cand", v4}, {"cand6", v6}, {"local", v4}, {"local", v6}}));
   EXPECT_EQ(VerdictOf(*m, "net.tcp", "cand").validated_by, "local");
   EXPECT_EQ(VerdictOf(*m, "net.tcp", "cand6").validated_by, "local");
+  // Every row of the IPv6 candidate carries its family, and its control's twin does too.
+  for (const FakeCall& c : book_->ProbeCalls()) {
+    EXPECT_EQ(c.params.value("ip_family", ""), c.params["target"] == v6 ? "IPv6" : "") << c.arm;
+  }
   const core::ArmInfo* arm6 = m->FindArm("cand6");
   ASSERT_NE(arm6, nullptr);
   EXPECT_EQ(core::ArmTitle(*arm6), "cand6 (IPv6)");
   EXPECT_EQ(core::ArmTitle(*m->FindArm("cand")), "cand");
-  // The same values from two sources (two namespaces' canaries): refused as before.
+  // A row with no placeholder (net.node-local's node address comes from the Job): the control
+  // still runs it once per family, and each candidate is judged against its own family's run.
+  book_ = std::make_shared<FakeBook>();
+  core::ProbeDescriptor node = Probe("net.node");
+  o = Options({node}, {{"local", open}, {"cand", cand4}, {"cand6", cand6}});
+  o.candidates.push_back(Arm("cand6"));
+  m = RunIt(o);
+  ASSERT_TRUE(m) << m.error().message;
+  std::multiset<std::pair<std::string, std::string>> families;
+  for (const FakeCall& c : book_->ProbeCalls()) {
+    families.insert({c.arm, c.params.value("ip_family", "")});
+  }
+  EXPECT_EQ(families, (std::multiset<std::pair<std::string, std::string>>{
+                          {"cand", ""}, {"cand6", "IPv6"}, {"local", ""}, {"local", "IPv6"}}));
+  // Arms filled by two sources (two namespaces' canaries) with different values: refused.
   book_ = std::make_shared<FakeBook>();
   cand6.placeholder_source = "canary-2";
   o = Options({tcp}, {{"local", open}, {"cand", cand4}, {"cand6", cand6}});

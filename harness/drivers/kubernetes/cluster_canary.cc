@@ -201,16 +201,20 @@ std::expected<void, SetupError> ClusterCanary::AddFamily(const std::string& fami
       family);
   const auto deadline = [&] { return After(std::max(30.0, api_timeout_s_ * 2)); };
   // The Pod first: a Service of a family the Pod has no address of would have no endpoint.
-  auto pod = client_.Call("GET", fmt::format("/api/v1/namespaces/{}/pods/{}", ns_, name_), nullptr,
-                          deadline(), cancel);
-  if (!pod) {
+  // Listed by name, as Acquire does (the driver's Role has list on pods, not get).
+  auto pods = client_.Call("GET",
+                           fmt::format("/api/v1/namespaces/{}/pods?fieldSelector={}", ns_,
+                                       QueryEscape("metadata.name=" + name_)),
+                           nullptr, deadline(), cancel);
+  if (!pods) {
     return std::unexpected(SetupError{
-        fmt::format("in-cluster canary: reading Pod {}: {}", name_, pod.error().ToString()),
-        "the in-cluster canary needs get on pods (ci/kubernetes/rbac.yaml)"});
+        fmt::format("in-cluster canary: listing Pod {}: {}", name_, pods.error().ToString()),
+        "the in-cluster canary needs list on pods (ci/kubernetes/rbac.yaml)"});
   }
+  const Json items = ListItems(pods->body);
   bool has_family = false;
-  for (int i = 0; i < 8; ++i) {  // a Pod has at most one address per family
-    const std::string ip = StringAt(pod->body, fmt::format("/status/podIPs/{}/ip", i).c_str());
+  for (int i = 0; !items.empty() && i < 8; ++i) {  // a Pod has one address per family
+    const std::string ip = StringAt(items.front(), fmt::format("/status/podIPs/{}/ip", i).c_str());
     has_family |= !ip.empty() && (ip.find(':') != std::string::npos) == (family == "IPv6");
   }
   if (!has_family) {

@@ -221,7 +221,8 @@ void KubernetesDriver::JobRun::BuildJob() {
                        inv_.probe,
                        inv_.script,
                        kube::ContainerTimeout(settings.limits, inv_.deadline_s),
-                       inv_.node};
+                       inv_.node,
+                       inv_.ip_family};
   job_ = kube::BuildJob(settings, req);
   kube::AnnotateRunFolder(job_, driver_.context_.run_folder);
   name_ = job_["metadata"]["name"];

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <set>
 #include <string_view>
@@ -208,10 +209,19 @@ Result Key(const std::string& file, const std::string& key, const YAML::Node& v,
   }
   if (key == "ipFamily") {  // Kubernetes' own spelling (Service spec.ipFamilies)
     if (text != "IPv4" && text != "IPv6") {
-      return std::unexpected(At(file, v, field,
-                                fmt::format("expected IPv4 or IPv6 (as Service spec.ipFamilies "
-                                            "spells them), not {}",
-                                            text)));
+      std::string lower = text;
+      for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      const std::string hint =
+          lower == "ipv4" || lower == "ipv6"
+              ? fmt::format("; did you mean {}?", lower == "ipv4" ? "IPv4" : "IPv6")
+          : lower.find("dual") != std::string::npos
+              ? "; one family per arm: give two arms, one of each"
+              : "";
+      return std::unexpected(
+          At(file, v, field,
+             fmt::format("expected IPv4 or IPv6 (as Service spec.ipFamilies spells them), not "
+                         "'{}'{}",
+                         text, hint)));
     }
     s.ip_family = text;
     return {};

@@ -153,7 +153,11 @@ const Case kCases[] = {
     {"liveChange bad key", 11, "  liveChange: {removeLabels: [\"-x\"]}", 11, 31,
      "kubernetes.liveChange.removeLabels[0]", "not a label key"},
     {"ipFamily lower case", 11, "  ipFamily: ipv6", 11, 13, "kubernetes.ipFamily",
-     "expected IPv4 or IPv6 (as Service spec.ipFamilies spells them), not ipv6"},
+     "expected IPv4 or IPv6 (as Service spec.ipFamilies spells them), not 'ipv6'; did you mean "
+     "IPv6?"},
+    {"ipFamily empty", 11, "  ipFamily: \"\"", 11, 13, "kubernetes.ipFamily", "not ''"},
+    {"ipFamily dual", 11, "  ipFamily: DualStack", 11, 13, "kubernetes.ipFamily",
+     "one family per arm: give two arms, one of each"},
     {"ipFamily both", 11, "  ipFamily: [IPv4, IPv6]", 11, 13, "kubernetes.ipFamily",
      "expected a string"},
     {"canaryTemplate typo", 21, "  canaryTemplate: {spec: {runtimeClasName: runc}}", 21, 27,

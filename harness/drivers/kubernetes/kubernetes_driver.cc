@@ -94,15 +94,22 @@ std::vector<std::string> KubernetesDriver::RunNotes() {
         "run's kubernetes arms; its hits were read through pods/log",
         canary_->pod(), ns_, p.at("canary.cluster.name"), p.at("canary.cluster.ip")));
   }
-  if (canary_ && !settings_.ip_family.empty()) {
-    const auto p = canary_->Placeholders(settings_.ip_family);
-    if (!p.empty()) {
-      notes.push_back(fmt::format(
-          "arm {}: kubernetes.ipFamily {}: its rows aimed at the in-cluster canary through the {} "
-          "Service {} (ClusterIP {}), and net.node-local at the node's {} address",
-          manifest_.name, settings_.ip_family, settings_.ip_family, p.at("canary.cluster.name"),
-          p.at("canary.cluster.ip"), settings_.ip_family));
-    }
+  if (!settings_.ip_family.empty()) {
+    const auto p =
+        canary_ ? canary_->Placeholders(settings_.ip_family) : std::map<std::string, std::string>{};
+    const std::string where =
+        p.empty()
+            ? "the suite aims no row at the in-cluster canary ({canary.cluster.*})"
+            : fmt::format(
+                  "its rows aimed at the in-cluster canary through the {} Service {} "
+                  "(ClusterIP {})",
+                  settings_.ip_family, p.at("canary.cluster.name"), p.at("canary.cluster.ip"));
+    notes.push_back(fmt::format(
+        "arm {}: kubernetes.ipFamily {}: {}, and net.node-local at the node's {} address; a row "
+        "aimed at a fixed address or a name of the other family only (kubernetes.default.svc, "
+        "169.254.169.254) goes over that family whatever the arm's "
+        "(suites/kubernetes-dual-stack.yaml has only rows of both)",
+        manifest_.name, settings_.ip_family, where, settings_.ip_family));
   }
   if (!client_ || policy_name_.empty()) return notes;
   kube::PolicyArmView view;
@@ -437,7 +444,7 @@ core::Observation KubernetesDriver::Admission(const Invocation& inv,
   kube::JobRequest req{context_.run_id, manifest_.name,
                        inv.invocation,  inv.probe,
                        inv.script,      kube::ContainerTimeout(settings_.limits, inv.deadline_s),
-                       inv.node};
+                       inv.node,        inv.ip_family};
   const Json pod = kube::BuildAdmissionPod(settings_, req);
   obs.driver_facts[core::fact::kAdmissionPod] = pod["metadata"]["name"];
   const double dry_run = SteadySeconds();
@@ -612,9 +619,16 @@ std::expected<std::vector<Json>, std::string> RenderArm(const core::Manifest& ma
     out.front()["metadata"]["namespace"] = settings->namespace_name;  // where the policy goes
   }
   if (with_canary) {
-    Json svc = kube::BuildCanaryService(run_id);
-    if (!settings->namespace_name.empty()) svc["metadata"]["namespace"] = settings->namespace_name;
-    out.push_back(std::move(svc));
+    // The default Service, and with kubernetes.ipFamily the one of that family the arm aims at.
+    std::vector<std::string> families = {""};
+    if (!settings->ip_family.empty()) families.push_back(settings->ip_family);
+    for (const std::string& family : families) {
+      Json svc = kube::BuildCanaryService(run_id, family);
+      if (!settings->namespace_name.empty()) {
+        svc["metadata"]["namespace"] = settings->namespace_name;
+      }
+      out.push_back(std::move(svc));
+    }
     out.push_back(kube::BuildCanaryPod(*settings, run_id, "render",
                                        std::string(kube::ClusterCanaryScript()), 6 * 3600));
   }

@@ -170,11 +170,12 @@ void Enforce(Json& job, const KubeSettings& s, const JobRequest& r) {
       if (!ours) env.push_back(e);
     }
   }
-  env.push_back({{"name", kNodeIpEnv},
-                 {"valueFrom",
-                  {{"fieldRef",
-                    {{"fieldPath", s.ip_family.empty() ? "status.hostIP" : "status.hostIPs"}}}}}});
-  if (!s.ip_family.empty()) env.push_back({{"name", kIpFamilyEnv}, {"value", s.ip_family}});
+  const std::string& family = r.ip_family.empty() ? s.ip_family : r.ip_family;
+  env.push_back(
+      {{"name", kNodeIpEnv},
+       {"valueFrom",
+        {{"fieldRef", {{"fieldPath", family.empty() ? "status.hostIP" : "status.hostIPs"}}}}}});
+  if (!family.empty()) env.push_back({{"name", kIpFamilyEnv}, {"value", family}});
   probe["env"] = std::move(env);
   const std::string node = r.node.empty() ? s.node : r.node;
   if (!node.empty()) tmpl["spec"]["nodeName"] = node;

@@ -109,6 +109,7 @@ struct JobRequest {
   std::string script;      // the deployed program, the single -c argument
   double timeout_s = 10;   // the `timeout -k 2 <t>` value, seconds
   std::string node;        // "" = settings.node
+  std::string ip_family = "";  // "" = settings.ip_family (Invocation::ip_family)
 };
 
 // `timeout` for the container command: the claimed limits.timeout, or for an arm that claims

@@ -105,10 +105,16 @@ def run_args(d, v4=V4, v6=V6, policy=None, add=tuple(enforce.SETTLED)):
 
 class DualRun(enforce.RealRun):
     POLICY = None  # None = the shipped deny-all-egress; else a NetworkPolicy's YAML
+    ADD = tuple(enforce.SETTLED)  # kubernetes: lines of both arms
+    SUFFIXES = ("", "-settled")  # each family's columns: the arm and its settled twin
 
     @classmethod
     def run_args(cls):
-        return run_args(cls.tmp.name, cls.V4, cls.V6, policy=cls.POLICY)
+        return run_args(cls.tmp.name, cls.V4, cls.V6, policy=cls.POLICY, add=cls.ADD)
+
+    def settled(self, arm):
+        """The column of `arm`'s family whose pods waited before the probe started."""
+        return arm + self.SUFFIXES[-1]
 
     def cells(self, arm, probe):
         return [o for o in self.report["observations"] if o["arm"] == arm and o["probe"] == probe]
@@ -122,12 +128,10 @@ class DualRun(enforce.RealRun):
 
     def table(self):
         """probe -> label per column, printed: the README's dual-stack matrix comes from it."""
-        cols = [("k8s-open (IPv4)", lambda p: self.control_for(self.V4, p)),
-                (self.V4, lambda p: self.cell(self.V4, p)),
-                (self.V4 + "-settled", lambda p: self.cell(self.V4 + "-settled", p)),
-                ("k8s-open (IPv6)", lambda p: self.control_for(self.V6, p)),
-                (self.V6, lambda p: self.cell(self.V6, p)),
-                (self.V6 + "-settled", lambda p: self.cell(self.V6 + "-settled", p))]
+        cols = []
+        for family, arm in (("IPv4", self.V4), ("IPv6", self.V6)):
+            cols.append(("k8s-open (%s)" % family, lambda p, a=arm: self.control_for(a, p)))
+            cols += [(arm + s, lambda p, a=arm + s: self.cell(a, p)) for s in self.SUFFIXES]
         rows = {p: [get(p)["label"] for _, get in cols] for p in ROWS}
         print("\n[%s] %s\n%s\nbanners: %s" % (
             type(self).__name__, [n for n, _ in cols], "\n".join(
@@ -145,7 +149,7 @@ class DualRun(enforce.RealRun):
                 peers = {h["peer"] for h in ctl["evidence"]["canary_hits"]}
                 self.assertTrue(peers, (arm, probe, ctl["reason"]))
                 self.assertTrue(all(p.startswith(prefix) for p in peers), (arm, probe, peers))
-                for cand in (arm, arm + "-settled"):
+                for cand in (arm + s for s in self.SUFFIXES):
                     for h in self.cell(cand, probe)["evidence"]["canary_hits"]:
                         self.assertTrue(h["peer"].startswith(prefix), (cand, probe, h))
             if probe not in ("net.http-by-name",):
@@ -153,13 +157,17 @@ class DualRun(enforce.RealRun):
         self.assertIn("-v6.sandprobe.svc.cluster.local",
                       self.cell(self.V6, "net.http-by-name")["params"]["url"])
         for arm, family in ((self.V4, ""), (self.V6, "IPv6")):
-            result = self.cell(arm + "-settled", rm.NODE_LOCAL)["evidence"]["result"]
-            self.assertEqual(result["family"], family, result)
-            self.assertEqual(result["addresses"], ["fd00:251::2" if family else "10.251.0.2"])
+            for cell in (self.cell(self.settled(arm), rm.NODE_LOCAL),
+                         self.control_for(arm, rm.NODE_LOCAL)):  # the control in that family too
+                result = cell["evidence"]["result"]
+                self.assertEqual(result["family"], family, (cell["arm"], result))
+                self.assertEqual(result["addresses"],
+                                 ["fd00:251::2" if family else "10.251.0.2"], cell["arm"])
 
 
 class BothFamilies(enforce.LateOrHeld, DualRun):
     V4, V6 = V4, V6
+    KUBECONFIG = c.SA_KUBECONFIG  # least privilege: the Role covers the second Service too
 
     def test_each_family_went_its_own_way(self):
         self.assert_each_family_went_its_own_way()
@@ -186,16 +194,18 @@ class IPv4OnlyPolicy(DualRun):
     """The weakened copy: egress to ::/0 allowed, as a policy written with IPv4 in mind might."""
     V4, V6 = "k8s-v4-only", "k8s-v4-only-ipv6"
     POLICY = V4_ONLY_POLICY
+    # Settled pods only (podSettle on the arms themselves): the fresh-pod gap is BothFamilies'.
+    ADD = ("minPolicyAge: 10s", "podSettle: 6s")
+    SUFFIXES = ("",)
 
     def test_the_ipv6_rows_fail_once_programmed_and_the_ipv4_rows_hold(self):
         self.table()
         self.assert_each_family_went_its_own_way()
         for probe in ROWS:
-            v4 = self.verdict(self.V4 + "-settled", probe)
+            v4 = self.verdict(self.V4, probe)
             self.assertEqual((v4["verdict"], v4["validated_by"]), ("PASS", "k8s-open"),
                              (probe, v4["reason"]))
-            cell, v6 = self.cell(self.V6 + "-settled", probe), self.verdict(self.V6 + "-settled",
-                                                                             probe)
+            cell, v6 = self.cell(self.V6, probe), self.verdict(self.V6, probe)
             if probe == "net.http-by-name":
                 # The name cannot be looked up: cluster DNS is an IPv4 Service, and IPv4 is held.
                 self.assertEqual((cell["exposure"], v6["verdict"]), ("contained", "PASS"),

@@ -11,6 +11,7 @@ module under without_run_netns (a machine with no /run/netns yet): up and down m
 The cluster is dual-stack (--ip-family dual): the dual-stack rows (test_cluster_dual) run once
 more with an IPv6 arm, which reaches on every row as the IPv4 one does.
 """
+import json
 import os
 import sys
 import tempfile
@@ -196,6 +197,16 @@ class K3sQuestion(u.ReportReading, unittest.TestCase):
         self.assertTrue(report["banners"][0].startswith(rm.BANNER), report["banners"])
         self.assertIn("%s (IPv6) (policy" % arm, report["banners"][0])
         self.assertEqual([a.get("ip_family", "") for a in report["arms"]], ["", "IPv6"])
+        # The control ran every row in IPv6 too (its twin cells carry the family), and the
+        # report with the family in it still has the published shape.
+        twins = [o for o in report["observations"]
+                 if o["arm"] == "k8s-open" and o["params"].get("ip_family") == "IPv6"]
+        self.assertEqual(sorted(o["probe"] for o in twins), sorted(dual.ROWS))
+        node = next(o for o in twins if o["probe"] == rm.NODE_LOCAL)
+        self.assertEqual(node["evidence"]["result"]["addresses"], ["fd00:251::2"])
+        import jsonschema
+        with open(os.path.join(u.HOME, "reports", "schema", "report.schema.json")) as f:
+            jsonschema.Draft202012Validator(json.load(f)).validate(report)
 
     def test_banner_accepted_but_not_enforced(self):
         banners = self.report["banners"]

@@ -109,6 +109,31 @@ class Render(unittest.TestCase):
         self.assertIs(power["spec"]["template"]["spec"]["automountServiceAccountToken"], False)
 
 
+    def test_an_ipv6_arm_aims_at_the_canarys_ipv6_service(self):
+        # manifests/kubernetes/deny-egress-ipv6.yaml (kubernetes.ipFamily): a second canary
+        # Service of that family only, selecting the same Pod; the node's addresses and the family
+        # in the probe's environment.
+        u.require_sandprobe()
+        res = u.run_sandprobe(["render", "--sandbox", os.path.join(KUBE, "deny-egress-ipv6.yaml"),
+                               "--suite", os.path.join(u.HOME, "suites",
+                                                       "kubernetes-dual-stack.yaml")], timeout=30)
+        self.assertEqual(res.returncode, 0, res.describe())
+        docs = parse_yaml_documents(res.stdout)
+        services = [d for d in docs if d["kind"] == "Service"]
+        self.assertEqual(len(services), 2, [d["kind"] for d in docs])
+        default, v6 = services
+        self.assertNotIn("ipFamilies", default["spec"])
+        self.assertEqual(v6["metadata"]["name"], default["metadata"]["name"] + "-v6")
+        self.assertEqual((v6["spec"]["ipFamilies"], v6["spec"]["ipFamilyPolicy"]),
+                         (["IPv6"], "SingleStack"))
+        self.assertEqual(v6["spec"]["selector"], default["spec"]["selector"])
+        job = next(d for d in docs if d["kind"] == "Job")
+        env = {e["name"]: e for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
+        self.assertEqual(env["SANDPROBE_NODE_IP"]["valueFrom"]["fieldRef"]["fieldPath"],
+                         "status.hostIPs")
+        self.assertEqual(env["SANDPROBE_IP_FAMILY"]["value"], "IPv6")
+
+
 # --- ci/kubernetes ---------------------------------------------------------------------------
 
 # Exactly the API calls harness/drivers/kubernetes/kubernetes_driver.cc makes (and `sandprobe

@@ -41,15 +41,18 @@ def try_pair(address, name, port, kind):
 
 
 def ipv6_default_gateways():
-    """The next hops of the IPv6 default routes (/proc/net/ipv6_route: destination ::/0)."""
+    """The next hops of the IPv6 default routes (/proc/net/ipv6_route: destination ::/0); a
+    link-local one with its interface as the scope ("fe80::1%eth0"), without which connect()
+    fails (EINVAL) and nothing is sent."""
     found = []
     try:
         with open("/proc/net/ipv6_route") as f:
             for line in f:
                 cols = line.split()
-                if len(cols) >= 5 and cols[0] == "0" * 32 and cols[1] == "00" and \
+                if len(cols) >= 10 and cols[0] == "0" * 32 and cols[1] == "00" and \
                         cols[4] != "0" * 32:
-                    found.append(str(ipaddress.ip_address(bytes.fromhex(cols[4]))))
+                    hop = ipaddress.ip_address(bytes.fromhex(cols[4]))
+                    found.append("%s%%%s" % (hop, cols[9]) if hop.is_link_local else str(hop))
     except (OSError, ValueError):
         pass
     return list(dict.fromkeys(found))
@@ -110,6 +113,12 @@ def main():
                  unfinished=len(workers) - len(rows))
     if reached:
         result("reached", "positive", None, "answered: " + "; ".join(reached), **facts)
+        return
+    unsent = sorted("%s %s:%d" % (r["name"], r["address"], r["port"]) for r in rows
+                    if r["errno"] == "EINVAL")  # an address connect() refused: nothing went out
+    if unsent:
+        result("error", "absence", "EINVAL", "nothing was sent to %s: the address was refused "
+               "as invalid" % ", ".join(unsent), **facts)
         return
     evidence = "positive" if not facts["unfinished"] and all(
         r["errno"] in POSITIVE for r in rows) else "absence"

@@ -75,6 +75,13 @@ class NodeLocalProbeTest(ProbeTestCase):
         self.assertEqual(r["outcome"], "no_target", r)
         self.assertIn("of family IPv6", r["detail"])
 
+    def test_an_address_connect_refuses_as_invalid_is_no_hold(self):
+        # A link-local address without its scope: connect() fails with EINVAL, nothing is sent.
+        r = run_probe("net.node-local", {"targets": ["kubelet=10250/http"], "timeout_s": 1},
+                      env=node_env("fe80::1")).result
+        self.assertEqual((r["outcome"], r["errno"]), ("error", "EINVAL"), r)
+        self.assertIn("nothing was sent to kubelet fe80::1:10250", r["detail"])
+
     def test_a_malformed_target_is_an_error(self):
         r = run_probe("net.node-local", {"targets": ["kubelet=10250/ssh"]},
                       env=node_env()).result
