@@ -125,12 +125,15 @@ std::vector<std::string> PolicyBanners(const Matrix& m) {
 std::vector<std::string> PolicyNotEnforcedBanners(const Matrix& m) {
   const std::set<std::string> net_rows = NetRows(m);
   const auto late = LatePairs(m);
-  std::set<std::string> exposed_in_control;  // net probes some control was exposed on
+  // (net probe, params_key) some control was exposed on: a candidate's leak counts beside the
+  // control's run of what it sent (a control exposed in one address family backs nothing of the
+  // other's).
+  std::set<std::pair<std::string, std::string>> exposed_in_control;
   for (const Cell& c : m.cells) {
     const ArmInfo* arm = m.FindArm(c.observation.arm);
     if (arm != nullptr && arm->role == ArmRole::kControl &&
         c.classification.exposure == Exposure::kExposed && net_rows.contains(c.observation.probe))
-      exposed_in_control.insert(c.observation.probe);
+      exposed_in_control.insert({c.observation.probe, c.observation.params_key});
   }
   struct Leak {
     std::set<std::string> rows;
@@ -141,7 +144,7 @@ std::vector<std::string> PolicyNotEnforcedBanners(const Matrix& m) {
     const ArmInfo* arm = m.FindArm(c.observation.arm);
     if (arm == nullptr || arm->role != ArmRole::kCandidate) continue;
     if (!PolicyLeak(c)) continue;
-    if (!exposed_in_control.contains(c.observation.probe)) continue;
+    if (!exposed_in_control.contains({c.observation.probe, c.observation.params_key})) continue;
     if (auto l = late.find(c.observation.arm);
         l != late.end() && l->second.rows.contains(c.observation.probe)) {
       continue;  // explained: enforced late for new pods

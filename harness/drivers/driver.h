@@ -145,6 +145,9 @@ class Driver {
   // The one address family the arm measures ("IPv4" | "IPv6": kubernetes.ipFamily), "" = none
   // declared (core::ArmInfo::ip_family, shown beside the arm's name).
   virtual std::string AddressFamily() const { return ""; }
+  // True when this driver builds an invocation in Invocation::ip_family (kubernetes). A run whose
+  // controls cannot leaves the family out of its rows (a note says so).
+  virtual bool RunsInAddressFamily() const { return false; }
   // Why a probe measuring `measures` (core::ProbeDescriptor::measures, e.g. "interfaces") is
   // reported but not judged in this arm: its mechanism cannot change what the probe measures (a
   // NetworkPolicy filters packets; it never removes interfaces). "" = judged.

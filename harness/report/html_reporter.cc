@@ -86,15 +86,23 @@ void WriteFacts(std::string& out, const core::Cell& cell, const core::VerdictCel
   }
 }
 
+// ` data-family="IPv6"` for a column of one address family: with data-arm and data-probe it
+// names a cell once (a control is a column per family, view.h ColumnArms).
+std::string FamilyAttr(const core::ArmInfo& arm) {
+  return arm.ip_family.empty() ? ""
+                               : fmt::format(" data-family=\"{}\"", HtmlAttr(arm.ip_family, 8));
+}
+
 void WriteCell(std::string& out, const core::Matrix& m, const core::Row& row,
                const core::ArmInfo& arm) {
   const bool candidate = arm.role == core::ArmRole::kCandidate;
   const core::VerdictCell* v = candidate ? m.FindVerdict(row.probe, arm.name) : nullptr;
   const core::Cell* shown = ShownCell(m, row.probe, arm);
   const bool word = OnSandboxWord(v);
-  out += fmt::format("<td class=\"cell {}{}\" data-probe=\"{}\" data-arm=\"{}\"",
-                     candidate ? VerdictClass(v) : "control", word ? " word" : "",
-                     HtmlAttr(row.probe, kNameBytes), HtmlAttr(arm.name, kNameBytes));
+  out +=
+      fmt::format("<td class=\"cell {}{}\" data-probe=\"{}\" data-arm=\"{}\"{}",
+                  candidate ? VerdictClass(v) : "control", word ? " word" : "",
+                  HtmlAttr(row.probe, kNameBytes), HtmlAttr(arm.name, kNameBytes), FamilyAttr(arm));
   if (candidate) {
     out += fmt::format(" data-verdict=\"{}\"", v ? core::ToString(v->verdict.kind) : "none");
   }
@@ -202,8 +210,9 @@ void WriteTable(std::string& out, const core::Matrix& m) {
   out += "<table class=\"matrix\">\n<thead><tr><th>probe</th>";
   for (const core::ArmInfo* arm : arms) {
     const bool control = arm->role == core::ArmRole::kControl;
-    out += fmt::format("<th class=\"arm\" data-arm=\"{}\">{}{}</th>",
-                       HtmlAttr(arm->name, kNameBytes), HtmlBody(core::ArmTitle(*arm), kCellBytes),
+    out += fmt::format("<th class=\"arm\" data-arm=\"{}\"{}>{}{}</th>",
+                       HtmlAttr(arm->name, kNameBytes), FamilyAttr(*arm),
+                       HtmlBody(core::ArmTitle(*arm), kCellBytes),
                        control ? " <small>(control)</small>" : "");
   }
   out += "</tr></thead>\n<tbody>\n";
@@ -220,7 +229,7 @@ void WriteTable(std::string& out, const core::Matrix& m) {
 
 void WriteRunFacts(std::string& out, const core::Matrix& m) {
   out += "<h2>Arms</h2>\n<ul>\n";
-  for (const core::ArmInfo* arm : ColumnArms(m)) {
+  for (const core::ArmInfo* arm : ListedArms(m)) {
     out += "<li><b>" + HtmlBody(arm->name, kCellBytes) + "</b>: ";
     out +=
         fmt::format("{}, driver {}", core::ToString(arm->role), HtmlBody(arm->driver, kCellBytes));
@@ -234,7 +243,7 @@ void WriteRunFacts(std::string& out, const core::Matrix& m) {
   }
   out += "</ul>\n";
   bool heading = false;
-  for (const core::ArmInfo* arm : ColumnArms(m)) {
+  for (const core::ArmInfo* arm : ListedArms(m)) {
     for (const std::string& weakens : arm->weakens) {
       if (!heading) out += "<h2>Weakened isolation (declared by the manifests)</h2>\n<ul>\n";
       heading = true;

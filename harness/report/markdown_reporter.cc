@@ -59,7 +59,7 @@ void WriteRunFacts(MarkdownWriter& w, const core::Matrix& m) {
   w.Markup("- started: ").Text(m.started_at, kCellBytes);
   w.Markup(", finished: ").Text(m.finished_at, kCellBytes).Markup("\n");
   w.Markup("- arms:\n");
-  for (const core::ArmInfo* arm : ColumnArms(m)) {
+  for (const core::ArmInfo* arm : ListedArms(m)) {
     w.Markup("  - **").Text(arm->name, kCellBytes).Markup("**: ");
     w.Markup(core::ToString(arm->role)).Markup(", driver ").Text(arm->driver, kCellBytes);
     if (!arm->control.empty()) w.Markup(", control ").Text(arm->control, kCellBytes);
@@ -172,7 +172,7 @@ void WriteNotes(MarkdownWriter& w, const core::Matrix& m) {
   for (const std::string& note : m.notes) w.Markup("- ").Text(note, kFactBytes).Markup("\n");
   if (!m.notes.empty()) w.Markup("\n");
   bool heading = false;
-  for (const core::ArmInfo* arm : ColumnArms(m)) {
+  for (const core::ArmInfo* arm : ListedArms(m)) {
     for (const std::string& weakens : arm->weakens) {
       if (!heading) w.Markup("### Weakened isolation (declared by the manifests)\n\n");
       heading = true;
@@ -243,7 +243,7 @@ std::string RowDetails(const core::Matrix& m, const core::Row& row) {
     if (OnSandboxWord(v)) w.Markup(" (").Markup(kSandboxWord).Markup(")");
   }
   w.Markup("</summary>\n\n");
-  for (const core::ArmInfo* arm : ColumnArms(m)) WriteArmEvidence(w, m, row, *arm);
+  for (const core::ArmInfo* arm : ListedArms(m)) WriteArmEvidence(w, m, row, *arm);
   w.Markup("</details>\n\n");
   return w.str();
 }

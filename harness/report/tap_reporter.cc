@@ -108,10 +108,14 @@ void WriteTestPoint(TapWriter& w, const core::Matrix& m, const core::ArmInfo& ar
   } else {
     w.YamlPlain(y, "observation", "null");
   }
+  // Each control's cell that ran what this candidate sent (its params_key, the family included).
+  const core::Cell* own = m.Find(row.probe, arm.name);
   bool controls = false;
-  for (const core::ArmInfo* control : ColumnArms(m)) {
+  for (const core::ArmInfo* control : ListedArms(m)) {
     if (control->role != core::ArmRole::kControl) continue;
-    const core::Cell* cell = ShownCell(m, row.probe, *control);
+    const core::Cell* cell =
+        own != nullptr ? m.Find(row.probe, control->name, own->observation.params_key) : nullptr;
+    if (cell == nullptr) cell = ShownCell(m, row.probe, *control);
     if (cell == nullptr) continue;
     if (!controls) w.Line(y, "controls:");
     controls = true;
@@ -167,7 +171,7 @@ std::string RenderTap(const core::Matrix& m) {
   w.Comment(0, "suite: ", m.suite, kNameBytes);
   w.Comment(0, "started: ", m.started_at + ", finished: " + m.finished_at, kNameBytes);
   for (const std::string& banner : m.banners) w.Comment(0, "BANNER: ", banner, kReasonBytes);
-  for (const core::ArmInfo* arm : ColumnArms(m)) {
+  for (const core::ArmInfo* arm : ListedArms(m)) {
     if (arm->role == core::ArmRole::kControl) {
       w.Comment(0, "control arm (evidence, not judged): ", arm->name + ", driver " + arm->driver,
                 kNameBytes * 2);

@@ -260,7 +260,7 @@ void TextReporter::End(const core::Matrix& m) {
   }
   heading = false;
   for (const core::Row& row : m.rows) {
-    for (const core::ArmInfo* arm : ColumnArms(m)) {
+    for (const core::ArmInfo* arm : ListedArms(m)) {
       for (const core::Cell* cell : CellsOf(m, row.probe, arm->name)) {
         const std::string flaky = FlakyText(*cell);
         if (flaky.empty()) continue;
@@ -276,7 +276,7 @@ void TextReporter::End(const core::Matrix& m) {
     out_ << "  - " << Wrap(TerminalText(note, kReasonCols), options_.width, 4, 4) << '\n';
   }
   heading = false;
-  for (const core::ArmInfo* arm : ColumnArms(m)) {
+  for (const core::ArmInfo* arm : ListedArms(m)) {
     for (const std::string& weakens : arm->weakens) {
       if (!heading) out_ << "\nweakened isolation (declared by the manifests)\n";
       heading = true;

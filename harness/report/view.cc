@@ -40,6 +40,17 @@ Columns ColumnArms(const core::Matrix& m) {
   return Columns(std::move(out));
 }
 
+std::vector<const core::ArmInfo*> ListedArms(const core::Matrix& m) {
+  std::vector<const core::ArmInfo*> out;
+  for (const core::ArmInfo& a : m.arms) {
+    if (a.role == core::ArmRole::kControl) out.push_back(&a);
+  }
+  for (const core::ArmInfo& a : m.arms) {
+    if (a.role != core::ArmRole::kControl) out.push_back(&a);
+  }
+  return out;
+}
+
 std::vector<const core::ArmInfo*> CandidateArms(const core::Matrix& m) {
   std::vector<const core::ArmInfo*> out;
   for (const core::ArmInfo& a : m.arms) {
@@ -64,6 +75,15 @@ const core::Cell* ShownCell(const core::Matrix& m, std::string_view probe,
         return match;
       }
       break;
+    }
+    if (of_family && !arm.ip_family.empty()) {  // a family's column: a cell of that family only
+      for (const core::Cell* c : CellsOf(m, probe, arm.name)) {
+        if (c->observation.params.is_object() &&
+            c->observation.params.value("ip_family", "") == arm.ip_family) {
+          return c;
+        }
+      }
+      return nullptr;
     }
   }
   return m.Find(probe, arm.name);

@@ -37,6 +37,9 @@ class Columns {
 // per family, in the order the candidates bring them ("k8s-open (control)", "k8s-open (IPv6)
 // (control)"): each shows the cells it ran for that family's candidates (ShownCell).
 Columns ColumnArms(const core::Matrix& m);
+// Each arm once, controls first, then candidates, in the matrix's order: for lists of arms (their
+// facts, weakenings, evidence), where a control shown per family in the table is one arm.
+std::vector<const core::ArmInfo*> ListedArms(const core::Matrix& m);
 // Candidate arms in the matrix's order.
 std::vector<const core::ArmInfo*> CandidateArms(const core::Matrix& m);
 

@@ -57,7 +57,8 @@ struct FakeCall {
   nlohmann::json params;  // decoded from the deployed script (see core::BuildScript)
   std::vector<std::pair<std::string, std::string>> env;
   std::vector<std::pair<std::string, std::string>> session_keys = {};  // Invocation's
-  size_t planted_fds = 0;  // how many planted descriptors the Invocation carried
+  size_t planted_fds = 0;      // how many planted descriptors the Invocation carried
+  std::string ip_family = "";  // Invocation::ip_family
 };
 
 // Shared record of every fake's calls. Thread-safe.
@@ -198,6 +199,7 @@ struct FakeArm {
   bool independent = false;             // IndependentSandboxes()
   std::string placeholder_source = "";  // PlaceholderSource()
   std::string ip_family = "";           // AddressFamily()
+  bool runs_in_family = true;           // RunsInAddressFamily()
 };
 
 class FakeDriver : public drivers::Driver {
@@ -221,6 +223,7 @@ class FakeDriver : public drivers::Driver {
   std::map<std::string, std::string> Placeholders() const override { return script_.placeholders; }
   std::string PlaceholderSource() const override { return script_.placeholder_source; }
   std::string AddressFamily() const override { return script_.ip_family; }
+  bool RunsInAddressFamily() const override { return script_.runs_in_family; }
   std::string NotJudgedReason(std::string_view measures) const override {
     const auto it = script_.not_judged.find(std::string(measures));
     return it == script_.not_judged.end() ? "" : it->second;
@@ -236,7 +239,7 @@ class FakeDriver : public drivers::Driver {
                             const std::atomic<bool>& cancel) override {
     const nlohmann::json params = DecodeParams(inv.script);
     book_->Start({arm_, inv.probe, inv.invocation, inv.deadline_s, inv.deploy, params,
-                  inv.extra_env, inv.session_keys, inv.planted_fds.size()});
+                  inv.extra_env, inv.session_keys, inv.planted_fds.size(), inv.ip_family});
     const auto start = std::chrono::steady_clock::now();
     const double phase_start = drivers::SteadySeconds();
     core::Observation obs = Play(inv, params, cancel, start);

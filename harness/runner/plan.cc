@@ -107,6 +107,12 @@ std::expected<Plan, std::string> PlanRun(
         return std::unexpected(fmt::format("suite {}: {}", suite.source_path, params.error()));
       const auto family_it = families.find(cand.name);
       const std::string family = family_it != families.end() ? family_it->second : "";
+      if (!family.empty() && probe.params.contains("ip_family")) {
+        return std::unexpected(
+            fmt::format("probe {} declares a parameter ip_family, the name an arm's address family "
+                        "(kubernetes.ipFamily of {}) is given to every row by: rename the probe's",
+                        probe.id, cand.name));
+      }
       if (!family.empty()) (*params)["ip_family"] = family;
       const double deadline = ArmDeadline(cand, timing);
       const std::string key = core::ParamsKey(*params);

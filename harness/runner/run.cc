@@ -101,6 +101,17 @@ std::expected<core::Matrix, RunError> Run(const RunOptions& options, RunObserver
   for (const core::Manifest& m : options.candidates) {
     if (std::string f = arms.driver(m.name).AddressFamily(); !f.empty()) families[m.name] = f;
   }
+  for (const core::Manifest& c : options.controls) {
+    if (families.empty() || arms.driver(c.name).RunsInAddressFamily()) continue;
+    std::string named;
+    for (const auto& [arm, family] : families) named += (named.empty() ? "" : ", ") + arm;
+    matrix.notes.push_back(fmt::format(
+        "control {} ({}) cannot run a row in an address family: the rows of {} carry no "
+        "ip_family, and a row with no address of its own (net.node-local) is judged against "
+        "the control's default family",
+        c.name, c.driver, named));
+    families.clear();
+  }
   auto plan = PlanRun(options.suite, options.probes, options.candidates, options.controls,
                       substitutions->common, options.timing, substitutions->by_arm, families);
   if (!plan) return std::unexpected(RunError{plan.error(), ""});

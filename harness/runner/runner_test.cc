@@ -747,6 +747,7 @@ TEST_F(RunnerTest, OneCanaryTwoFamiliesEachCandidateItsOwnAndTheControlBoth) {
   // still runs it once per family, and each candidate is judged against its own family's run.
   book_ = std::make_shared<FakeBook>();
   core::ProbeDescriptor node = Probe("net.node");
+  open.acts["net.node"] = open.acts["net.tcp"];
   o = Options({node}, {{"local", open}, {"cand", cand4}, {"cand6", cand6}});
   o.candidates.push_back(Arm("cand6"));
   m = RunIt(o);
@@ -754,9 +755,30 @@ TEST_F(RunnerTest, OneCanaryTwoFamiliesEachCandidateItsOwnAndTheControlBoth) {
   std::multiset<std::pair<std::string, std::string>> families;
   for (const FakeCall& c : book_->ProbeCalls()) {
     families.insert({c.arm, c.params.value("ip_family", "")});
+    EXPECT_EQ(c.ip_family, c.params.value("ip_family", "")) << c.arm;  // what the driver is told
   }
   EXPECT_EQ(families, (std::multiset<std::pair<std::string, std::string>>{
                           {"cand", ""}, {"cand6", "IPv6"}, {"local", ""}, {"local", "IPv6"}}));
+  // Each candidate judged against the control's run of its own parameters, family included.
+  for (const char* cand : {"cand", "cand6"}) {
+    const core::Cell* own = m->Find("net.node", cand);
+    ASSERT_NE(own, nullptr);
+    EXPECT_NE(m->Find("net.node", "local", own->observation.params_key), nullptr) << cand;
+    EXPECT_EQ(VerdictOf(*m, "net.node", cand).validated_by, "local") << cand;
+  }
+  // A control that cannot run in a family (a local one): the rows carry none, and a note says so.
+  book_ = std::make_shared<FakeBook>();
+  FakeArm plain = open;
+  plain.runs_in_family = false;
+  o = Options({node}, {{"local", plain}, {"cand", cand4}, {"cand6", cand6}});
+  o.candidates.push_back(Arm("cand6"));
+  m = RunIt(o);
+  ASSERT_TRUE(m) << m.error().message;
+  for (const FakeCall& c : book_->ProbeCalls()) EXPECT_EQ(c.ip_family, "") << c.arm;
+  EXPECT_TRUE(std::ranges::any_of(m->notes, [](const std::string& n) {
+    return n.starts_with("control local (") &&
+           n.find("cannot run a row in an address family") != std::string::npos;
+  }));
   // Arms filled by two sources (two namespaces' canaries) with different values: refused.
   book_ = std::make_shared<FakeBook>();
   cand6.placeholder_source = "canary-2";

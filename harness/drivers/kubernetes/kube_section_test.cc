@@ -284,6 +284,14 @@ TEST(KubeSectionBase, IpFamilyIsTheArmsFamilyAndItsProbesGetTheNodesAddresses) {
   EXPECT_EQ(env[0]["valueFrom"]["fieldRef"]["fieldPath"], "status.hostIPs");
   EXPECT_EQ(env[1]["name"], "SANDPROBE_IP_FAMILY");
   EXPECT_EQ(env[1]["value"], "IPv6");
+  // A control's Job for an IPv6 candidate's row: the invocation's family wins over the arm's.
+  KubeSettings plain = *SettingsOf(*Parse(Text(kBase)));
+  request.ip_family = "IPv6";
+  const nlohmann::json twin = BuildJob(plain, request);
+  const nlohmann::json& twin_env = twin["spec"]["template"]["spec"]["containers"][0]["env"];
+  ASSERT_EQ(twin_env.size(), 2u) << twin_env.dump();
+  EXPECT_EQ(twin_env[0]["valueFrom"]["fieldRef"]["fieldPath"], "status.hostIPs");
+  EXPECT_EQ(twin_env[1]["value"], "IPv6");
   // The canary's Service of that family only, beside the default one.
   const nlohmann::json svc = BuildCanaryService("sp-r", "IPv6");
   EXPECT_EQ(svc["metadata"]["name"], CanaryName("sp-r") + "-v6");

@@ -73,6 +73,7 @@ class KubernetesDriver : public Driver {
   std::map<std::string, std::string> Placeholders() const override;
   std::string PlaceholderSource() const override;
   std::string AddressFamily() const override { return settings_.ip_family; }
+  bool RunsInAddressFamily() const override { return true; }
   // A policy arm filters packets: the interface count is reported, not judged.
   std::string NotJudgedReason(std::string_view measures) const override;
   // The arm that deployed the in-cluster canary names it; a policy arm adds what was ruled out

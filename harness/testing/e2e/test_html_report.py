@@ -204,9 +204,10 @@ class DemoReports(unittest.TestCase):
             labels.setdefault((o["probe"], o["arm"]), set()).add(o["label"])
         for cell in page.cells:
             probe, arm = cell["attrs"]["data-probe"], cell["attrs"]["data-arm"]
-            with self.subTest(probe=probe, arm=arm):
-                self.assertNotIn((probe, arm), seen, "a cell twice")
-                seen.add((probe, arm))
+            family = cell["attrs"].get("data-family", "")  # a control's column per family
+            with self.subTest(probe=probe, arm=arm, family=family):
+                self.assertNotIn((probe, arm, family), seen, "a cell twice")
+                seen.add((probe, arm, family))
                 self.assertTrue(cell["details"], "the cell opens no evidence")
                 label = cell["label"].strip()
                 if arm in candidates:
@@ -222,7 +223,7 @@ class DemoReports(unittest.TestCase):
                     self.assertIn(label, labels[(probe, arm)])
                 else:
                     self.assertEqual(label, "\u2014")  # no observation (a SKIP)
-        self.assertEqual(seen, {(p, a) for p in rows for a in arms})
+        self.assertEqual(seen, {(p, a, "") for p in rows for a in arms})  # this run: no family
         self.assertEqual(len(verdicts), len(rows) * len(candidates))
         self.assertEqual(page.banners, self.report["banners"])
 
