@@ -40,14 +40,12 @@ FIXTURE = None
 
 
 def setUpModule(*extra_up_args):
-    """The module's cluster, NetworkPolicy enforced and dual-stack (test_cluster_dual's IPv6 arms;
-    the IPv4 rows of every other module are the cluster's default family), or with
-    `extra_up_args` for ci/cluster/up instead of `--ip-family dual` (the gVisor module's
-    `--runtime-class gvisor`): run_modules.py's shared one, or its own."""
+    """The module's cluster, NetworkPolicy enforced, with `extra_up_args` for ci/cluster/up (the
+    gVisor module adds `--runtime-class gvisor`, test_cluster_dual `--ip-family dual`):
+    run_modules.py's shared one, or its own."""
     global CLUSTER, WATCH, TMP, FIXTURE
     u.require_sandprobe()
-    FIXTURE = c.Fixture.for_module("--network-policy", "enforce",
-                                   *(extra_up_args or ("--ip-family", "dual")))
+    FIXTURE = c.Fixture.for_module("--network-policy", "enforce", *extra_up_args)
     CLUSTER, WATCH, TMP = FIXTURE.cluster, FIXTURE.watch, FIXTURE.tmp
 
 
