@@ -23,19 +23,15 @@ Columns ColumnArms(const core::Matrix& m) {
     }
   }
   std::vector<core::ArmInfo> out;
-  for (const core::ArmInfo& a : m.arms) {
-    if (a.role != core::ArmRole::kControl) continue;
-    if (families.size() < 2) {
-      out.push_back(a);
+  for (const core::ArmInfo* a : ListedArms(m)) {  // controls first, as listed
+    if (a->role != core::ArmRole::kControl || families.size() < 2) {
+      out.push_back(*a);
       continue;
     }
     for (const std::string& family : families) {
-      out.push_back(a);
+      out.push_back(*a);
       out.back().ip_family = family;
     }
-  }
-  for (const core::ArmInfo& a : m.arms) {
-    if (a.role != core::ArmRole::kControl) out.push_back(a);
   }
   return Columns(std::move(out));
 }

@@ -189,6 +189,13 @@ std::expected<std::shared_ptr<ClusterCanary>, SetupError> ClusterCanary::Acquire
   return canary;
 }
 
+namespace {
+// True when `ip` (an address as the API writes it) is of `family` ("IPv4" | "IPv6").
+bool OfFamily(const std::string& ip, const std::string& family) {
+  return (ip.find(':') != std::string::npos) == (family == "IPv6");
+}
+}  // namespace
+
 std::expected<void, SetupError> ClusterCanary::AddFamily(const std::string& family,
                                                          const std::atomic<bool>* cancel) {
   std::lock_guard lock(mu_);
@@ -215,7 +222,7 @@ std::expected<void, SetupError> ClusterCanary::AddFamily(const std::string& fami
   bool has_family = false;
   for (int i = 0; !items.empty() && i < 8; ++i) {  // a Pod has one address per family
     const std::string ip = StringAt(items.front(), fmt::format("/status/podIPs/{}/ip", i).c_str());
-    has_family |= !ip.empty() && (ip.find(':') != std::string::npos) == (family == "IPv6");
+    has_family |= !ip.empty() && OfFamily(ip, family);
   }
   if (!has_family) {
     return std::unexpected(SetupError{
@@ -235,7 +242,7 @@ std::expected<void, SetupError> ClusterCanary::AddFamily(const std::string& fami
         svc.error().code == 422 ? dual_hint : "the in-cluster canary needs create on services"});
   }
   const std::string ip = StringAt(svc->body, "/spec/clusterIP");
-  if (ip.empty() || ip == "None" || (ip.find(':') != std::string::npos) != (family == "IPv6")) {
+  if (ip.empty() || ip == "None" || !OfFamily(ip, family)) {
     return std::unexpected(SetupError{
         fmt::format("in-cluster canary: the {} Service {} got ClusterIP '{}', not one of that "
                     "family",
